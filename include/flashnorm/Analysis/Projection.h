@@ -1,0 +1,65 @@
+//===- Projection.h - The one notion of "projection" -----------------------===//
+//
+// Fold, defer and drop all ask the same questions of a matmul-like op that
+// consumes a normalized tensor: is the use the activation, is the contracted
+// dimension the activation's last (normalized) one, which dimension of the
+// weight is contracted, does the result keep the activation's rows, does it
+// accumulate into zero, and is the weight a constant. They are answered here
+// once, for linalg contractions (matmul with any maps, batch_matmul,
+// contraction generics) and tosa.matmul.
+//
+//===----------------------------------------------------------------------===//
+#ifndef FLASHNORM_ANALYSIS_PROJECTION_H
+#define FLASHNORM_ANALYSIS_PROJECTION_H
+
+#include "mlir/IR/BuiltinAttributeInterfaces.h"
+#include "mlir/IR/Operation.h"
+
+#include <string>
+
+namespace mlir::flashnorm {
+
+/// A matmul-like op contracting the last dimension of its activation.
+struct Projection {
+  Operation *op = nullptr;
+  /// Operand numbers of the activation and of the weight.
+  unsigned activationIndex = 0, weightIndex = 0;
+  /// Dimension of the weight operand that is contracted with the activation.
+  int64_t weightAxis = 0;
+  /// The result is [activation rows..., output features]: row r of the
+  /// result depends on row r of the activation only.
+  bool rowPreserving = false;
+  /// The accumulator starts at zero (no bias fused into the init).
+  bool zeroInit = false;
+
+  Value getActivation() const { return op->getOperand(activationIndex); }
+  Value getWeight() const { return op->getOperand(weightIndex); }
+};
+
+/// Matches `use` as the activation operand of a projection; otherwise fails
+/// and, if `whyNot` is given, says why in words fit for a remark.
+FailureOr<Projection> matchProjection(OpOperand &use,
+                                      std::string *whyNot = nullptr);
+
+/// The constant a weight is read from, through layout-only ops.
+struct WeightSource {
+  /// `arith.constant` or `tosa.const`.
+  Operation *constant = nullptr;
+  ElementsAttr value;
+  /// The contracted dimension, in the constant's own shape.
+  int64_t axis = 0;
+  /// Ops between the weight operand and the constant (`linalg.transpose`,
+  /// `tosa.transpose`, `linalg.broadcast`), nearest to the projection first.
+  SmallVector<Operation *> chain;
+};
+
+/// Follows `weight` (contracted along `axis`) back to a constant.
+FailureOr<WeightSource> traceWeightToConstant(Value weight, int64_t axis,
+                                              std::string *whyNot = nullptr);
+
+/// A short description of where `v` comes from, for remarks.
+std::string describeValue(Value v);
+
+} // namespace mlir::flashnorm
+
+#endif

@@ -1,0 +1,17 @@
+#ifndef FLASHNORM_DIALECT_FLASHNORM_IR_FLASHNORMOPS_H
+#define FLASHNORM_DIALECT_FLASHNORM_IR_FLASHNORMOPS_H
+
+#include "flashnorm/Dialect/FlashNorm/IR/FlashNormDialect.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/OpDefinition.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
+#include "flashnorm/Dialect/FlashNorm/IR/FlashNormEnums.h.inc"
+
+#define GET_ATTRDEF_CLASSES
+#include "flashnorm/Dialect/FlashNorm/IR/FlashNormAttrs.h.inc"
+
+#define GET_OP_CLASSES
+#include "flashnorm/Dialect/FlashNorm/IR/FlashNormOps.h.inc"
+
+#endif

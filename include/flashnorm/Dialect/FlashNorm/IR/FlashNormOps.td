@@ -1,0 +1,102 @@
+#ifndef FLASHNORM_OPS_TD
+#define FLASHNORM_OPS_TD
+
+include "flashnorm/Dialect/FlashNorm/IR/FlashNormDialect.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+include "mlir/IR/CommonTypeConstraints.td"
+
+def FlashNorm_FloatTensor : RankedTensorOf<[AnyFloat]>;
+def FlashNorm_Gain : 1DTensorOf<[AnyFloat]>;
+def FlashNorm_Scale : RankedTensorOf<[F32]>;
+
+def FlashNorm_RMSNormOp : FlashNorm_Op<"rms_norm",
+    [Pure, AllTypesMatch<["input", "result"]>]> {
+  let summary = "RMS normalization over the last dimension, with optional gain";
+  let description = [{
+    For every row `x` of `input` (all indices but the last),
+    `result = x / sqrt(mean(x * x) + epsilon) * G`, where `G` is 1 without a
+    gain, `gain` under `plain` and `1 + gain` under `one_plus` (Gemma,
+    Qwen3.5). `gain` is 1-D with the size of the last dimension.
+
+    Precision contract: the statistics (sum of squares, mean, 1/RMS) are
+    computed in f32, or in f64 when the input is f64; the normalized value is
+    multiplied by `G` in that same type (`1 + gain` is formed there, never in
+    the gain's own type) and rounded once to the input element type.
+
+    ```mlir
+    %y = flashnorm.rms_norm %x gain(%g : tensor<4096xbf16>) eps(1.0e-06)
+           convention one_plus : tensor<8x4096xbf16>
+    ```
+  }];
+  let arguments = (ins FlashNorm_FloatTensor:$input,
+                       Optional<FlashNorm_Gain>:$gain,
+                       F64Attr:$epsilon,
+                       DefaultValuedAttr<FlashNorm_GainConventionAttr,
+                         "::mlir::flashnorm::GainConvention::plain">:$gain_convention);
+  let results = (outs FlashNorm_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input (`gain` `(` $gain^ `:` type($gain) `)`)? `eps` `(` $epsilon `)`
+    (`convention` $gain_convention^)? attr-dict `:` type($input)
+  }];
+  let hasVerifier = 1;
+  let builders = [
+    OpBuilder<(ins "::mlir::Value":$input, "::mlir::Value":$gain,
+                   "double":$epsilon,
+                   CArg<"::mlir::flashnorm::GainConvention",
+                        "::mlir::flashnorm::GainConvention::plain">:$convention)>
+  ];
+  let extraClassDeclaration = [{
+    /// Size of the normalized (last) dimension; dynamic if unknown.
+    int64_t getFeatureSize() {
+      return getInput().getType().getShape().back();
+    }
+  }];
+}
+
+def FlashNorm_RMSInvOp : FlashNorm_Op<"rms_inv", [Pure]> {
+  let summary = "Per-row 1/RMS of a tensor, in f32";
+  let description = [{
+    `result[r] = 1 / sqrt(mean_k(input[r, k]^2) + epsilon)`, one value per row
+    (all indices of `input` but the last). The statistics are accumulated in
+    f32 or wider; the result is f32. This is the half of a deferred RMS norm
+    that runs concurrently with the projection of the raw input.
+
+    ```mlir
+    %s = flashnorm.rms_inv %x eps(1.0e-06) : tensor<8x4096xf16> -> tensor<8xf32>
+    ```
+  }];
+  let arguments = (ins FlashNorm_FloatTensor:$input, F64Attr:$epsilon);
+  let results = (outs FlashNorm_Scale:$result);
+  let assemblyFormat = [{
+    $input `eps` `(` $epsilon `)` attr-dict `:` type($input) `->` type($result)
+  }];
+  let hasVerifier = 1;
+  let builders = [
+    OpBuilder<(ins "::mlir::Value":$input, "double":$epsilon)>
+  ];
+}
+
+def FlashNorm_PostScaleOp : FlashNorm_Op<"post_scale", [Pure]> {
+  let summary = "Multiplies each row of a tensor by that row's scale";
+  let description = [{
+    `result[r, n] = round(input[r, n] * scale[r])`: the product is formed in
+    f32 (f64 for f64 inputs) and rounded once to the result element type, so
+    an unnormalized f32 accumulator can be scaled before it is narrowed.
+    `scale` has the shape of `input` without its last dimension; `result` has
+    the shape of `input` and any float element type.
+
+    ```mlir
+    %z = flashnorm.post_scale %acc, %s : tensor<8x1024xf32>, tensor<8xf32>
+           -> tensor<8x1024xf16>
+    ```
+  }];
+  let arguments = (ins FlashNorm_FloatTensor:$input, FlashNorm_Scale:$scale);
+  let results = (outs FlashNorm_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $scale attr-dict `:` type($input) `,` type($scale) `->`
+    type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+#endif // FLASHNORM_OPS_TD

@@ -1,0 +1,38 @@
+#ifndef FLASHNORM_PIPELINES_PIPELINES_H
+#define FLASHNORM_PIPELINES_PIPELINES_H
+
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassOptions.h"
+
+namespace mlir::flashnorm {
+
+/// Options of the `flashnorm` pipeline; each forwards to the pass it names.
+struct FlashNormPipelineOptions
+    : public PassPipelineOptions<FlashNormPipelineOptions> {
+  PassOptions::Option<bool> allowApproximate{
+      *this, "allow-approximate",
+      llvm::cl::desc("flashnorm-drop-redundant: also cancel norms before an "
+                     "eps > 0 norm (inexact, reported)"),
+      llvm::cl::init(false)};
+  PassOptions::Option<bool> cloneSharedWeights{
+      *this, "clone-shared-weights",
+      llvm::cl::desc("flashnorm-fold-gains: clone weights that have other "
+                     "users"),
+      llvm::cl::init(true)};
+  PassOptions::Option<bool> partial{
+      *this, "partial",
+      llvm::cl::desc("flashnorm-defer-scale: defer projections of norms that "
+                     "have other users too"),
+      llvm::cl::init(true)};
+};
+
+/// fold-gains, drop-redundant, defer-scale, canonicalize, cse (on functions).
+void buildFlashNormPipeline(OpPassManager &pm,
+                            const FlashNormPipelineOptions &options);
+
+/// Registers every pipeline under the name users type (`flashnorm`).
+void registerPipelines();
+
+} // namespace mlir::flashnorm
+
+#endif

@@ -1,0 +1,102 @@
+#ifndef FLASHNORM_TRANSFORMS_PASSES_TD
+#define FLASHNORM_TRANSFORMS_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def FoldGains : Pass<"flashnorm-fold-gains", "func::FuncOp"> {
+  let summary = "Fold each RMS norm's gain into the weights of its projections";
+  let description = [{
+    For a `flashnorm.rms_norm` with a constant gain whose every user is a
+    projection with a constant weight, replaces each weight `W` by
+    `W* = diag(G) W` (G = gain, or 1 + gain under `one_plus`) and drops the
+    gain from the norm (FLASHNORM.md §1). The product is formed in f64 from
+    the raw buffers and rounded once to the weight's element type;
+    `dense_resource` weights stay `dense_resource`. A weight that has other
+    users is cloned, never changed in place.
+
+    Projections: `linalg.matmul` (any indexing maps that contract the
+    activation's last dimension), `linalg.batch_matmul`, contraction
+    `linalg.generic`s, and `tosa.matmul`; weights are `arith.constant` or
+    `tosa.const`, possibly through `linalg.transpose`, `tosa.transpose` or
+    `linalg.broadcast`. If any user of a norm is not such a projection,
+    nothing is folded for that norm and a remark names that user.
+
+    Remarks: run with `--remarks-filter=flashnorm` (add
+    `--remark-format=emitRemark` for compiler-style diagnostics).
+  }];
+  let dependentDialects = ["::mlir::flashnorm::FlashNormDialect"];
+  let options = [
+    Option<"cloneSharedWeights", "clone-shared-weights", "bool",
+           /*default=*/"true",
+           "Clone a weight that has users besides the projection (e.g. a "
+           "tied embedding) and fold the clone; when false, such a norm is "
+           "left unfolded so no weight memory is duplicated">,
+  ];
+  let statistics = [
+    Statistic<"numFolded", "folded-norms", "Norms whose gain was folded">,
+  ];
+}
+
+def DeferScale : Pass<"flashnorm-defer-scale", "func::FuncOp"> {
+  let summary = "Run projections on the raw input and post-scale by 1/RMS";
+  let description = [{
+    Rewrites `projection(rms_norm(x))` of a weightless norm into
+    `post_scale(projection(x), rms_inv(x))` (FLASHNORM.md §2): the projection
+    no longer waits for the reduction. All projections of one norm share a
+    single `flashnorm.rms_inv`. The post-scale replaces the projection's
+    result, so it precedes any bias add. A projection whose result is f16 or
+    bf16 is rebuilt to accumulate and return f32; the post-scale rounds to
+    the original type, so the unnormalized product never overflows a narrow
+    type. A projection that accumulates into a non-zero init (a fused bias)
+    is not deferred.
+
+    Remarks: `--remarks-filter=flashnorm`.
+  }];
+  let dependentDialects = [
+    "::mlir::flashnorm::FlashNormDialect",
+    "::mlir::linalg::LinalgDialect",
+    "::mlir::tensor::TensorDialect",
+    "::mlir::arith::ArithDialect"
+  ];
+  let options = [
+    Option<"partial", "partial", "bool", /*default=*/"true",
+           "Defer the projections of a norm that also has other users (those "
+           "keep the norm); when false such norms are left alone">,
+  ];
+  let statistics = [
+    Statistic<"numDeferred", "deferred-norms", "Norms deferred">,
+  ];
+}
+
+def DropRedundant : Pass<"flashnorm-drop-redundant", "func::FuncOp"> {
+  let summary = "Remove RMS norms whose effect a later norm subsumes";
+  let description = [{
+    Exact (always on), FLASHNORM.md §3(a): `rms_norm(c * rms_norm(x, e1), g,
+    e2)` with a weightless (or uniform constant gain) inner norm and an
+    optional uniform constant multiply `c != 0` becomes `rms_norm(x, g', e')`
+    with `e' = e1 e2 / (c^2 + e2)` and `g' = g c / sqrt(c^2 + e2)`.
+
+    Cancellation, §3(b): a weightless norm feeding a bias-free projection
+    whose output reaches a second norm only through row-preserving reshapes,
+    transposes and slices. The first norm's scale cancels exactly when the
+    second norm's epsilon is 0 (always rewritten); otherwise only with
+    `allow-approximate`, each such rewrite reported with its error bound.
+
+    Remarks: `--remarks-filter=flashnorm`.
+  }];
+  let dependentDialects = [
+    "::mlir::flashnorm::FlashNormDialect",
+    "::mlir::arith::ArithDialect"
+  ];
+  let options = [
+    Option<"allowApproximate", "allow-approximate", "bool", /*default=*/"false",
+           "Also cancel a norm before an eps > 0 norm (§3(b)); inexact, each "
+           "rewrite is reported with its relative error bound">,
+  ];
+  let statistics = [
+    Statistic<"numRewritten", "rewritten-norms",
+              "Norms merged or cancelled">,
+  ];
+}
+
+#endif

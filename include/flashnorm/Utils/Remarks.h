@@ -1,0 +1,62 @@
+//===- Remarks.h - How flashnorm passes report what they did ---------------===//
+//
+// Every rewrite and every refusal goes through MLIR's optimization-remark
+// engine under the category "flashnorm", so users ask for them with
+// `--remarks-filter=flashnorm` (and `--remark-format=emitRemark` to see them
+// as diagnostics at the op's location). Nothing is printed otherwise.
+//
+//===----------------------------------------------------------------------===//
+#ifndef FLASHNORM_UTILS_REMARKS_H
+#define FLASHNORM_UTILS_REMARKS_H
+
+#include "mlir/IR/Operation.h"
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <string>
+
+namespace mlir::flashnorm {
+
+/// Prints anything printable (types, locations, numbers) into a string.
+template <typename T> std::string printToString(const T &value) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  os << value;
+  return s;
+}
+
+/// Reports one pass's rewrites and refusals in one function, then a one-line
+/// summary on the function when it goes out of scope.
+class PassReporter {
+public:
+  PassReporter(Operation *function, StringRef pass)
+      : function(function), pass(pass) {}
+  ~PassReporter();
+  PassReporter(const PassReporter &) = delete;
+  PassReporter &operator=(const PassReporter &) = delete;
+
+  /// A rewrite applied at `op`.
+  void applied(Operation *op, const Twine &what);
+  /// A rewrite refused at `op`; reported once per op, however often a
+  /// pattern driver retries it.
+  void refused(Operation *op, const Twine &why);
+  /// An inexact rewrite applied at `op`, with its error bound.
+  void approximated(Operation *op, const Twine &what);
+
+  /// Reports no refusal at `op` from now on (it was partly rewritten and a
+  /// driver may visit it again).
+  void silence(Operation *op) { silenced.insert(op); }
+
+  unsigned getNumApplied() const { return numApplied; }
+
+private:
+  Operation *function;
+  StringRef pass;
+  unsigned numApplied = 0;
+  unsigned numApproximate = 0;
+  llvm::DenseSet<Operation *> refusedOps, silenced;
+};
+
+} // namespace mlir::flashnorm
+
+#endif

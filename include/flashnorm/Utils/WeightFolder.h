@@ -1,0 +1,65 @@
+//===- WeightFolder.h - Scale constant weights on their raw buffers -------===//
+//
+// The one place where flashnorm touches weight bytes: FLASHNORM.md §1 folds a
+// per-feature gain into a weight. Element types are dispatched once per
+// tensor, the product is formed in f64 and rounded once (round to nearest
+// even) to the weight's element type, without per-element APFloat.
+//
+//===----------------------------------------------------------------------===//
+#ifndef FLASHNORM_UTILS_WEIGHTFOLDER_H
+#define FLASHNORM_UTILS_WEIGHTFOLDER_H
+
+#include "mlir/IR/BuiltinAttributeInterfaces.h"
+#include "mlir/Support/LLVM.h"
+
+#include <cstdint>
+#include <string>
+
+namespace mlir {
+class MLIRContext;
+namespace flashnorm {
+
+/// Element types the folder reads and writes.
+enum class FloatKind { F16, BF16, F32, F64 };
+
+/// The kind of `type`, or nullopt if it is not a supported float type.
+std::optional<FloatKind> getFloatKind(Type type);
+
+/// Bit-exact conversions used by the folder (exposed for tests).
+double decodeHalf(uint16_t bits);
+double decodeBFloat(uint16_t bits);
+/// Round `value` to the nearest f16 / bf16, ties to even, in one step.
+uint16_t encodeHalf(double value);
+uint16_t encodeBFloat(double value);
+
+/// The raw-buffer kernel: `out[o, k, i] = round(in[o, k, i] * scale[k])` for
+/// a tensor viewed as [outer, scale.size(), inner]. With `inSplat`, `in`
+/// holds one element that stands for all. Runs on the context's thread pool
+/// when `ctx` is given and threading is enabled.
+void scaleRawAlongAxis(FloatKind kind, const char *in, bool inSplat, char *out,
+                       int64_t outer, ArrayRef<double> scale, int64_t inner,
+                       MLIRContext *ctx);
+
+/// Returns `weight` with every slice along `axis` multiplied by `scale[k]`.
+/// Dense in, dense out; `dense_resource` in, a new `dense_resource` out
+/// (named after the original blob). Fails, with the reason in `whyNot`, for
+/// unsupported element types or missing resource data.
+FailureOr<ElementsAttr> scaleAlongAxis(ElementsAttr weight, int64_t axis,
+                                       ArrayRef<double> scale,
+                                       std::string *whyNot = nullptr);
+
+/// Reads a constant float tensor into f64 values (exact).
+FailureOr<SmallVector<double>> readAsDoubles(ElementsAttr attr,
+                                             std::string *whyNot = nullptr);
+
+} // namespace flashnorm
+} // namespace mlir
+
+#endif
+
+namespace mlir::flashnorm {
+/// Reads the value of `v` if it is a float constant (`arith.constant`,
+/// `tosa.const`, dense or dense_resource) into f64 values.
+FailureOr<SmallVector<double>> readConstantAsDoubles(Value v,
+                                                     std::string *whyNot);
+} // namespace mlir::flashnorm

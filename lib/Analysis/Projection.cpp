@@ -1,0 +1,143 @@
+#include "flashnorm/Analysis/Projection.h"
+
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Linalg/IR/LinalgInterfaces.h"
+#include "mlir/Dialect/Tosa/IR/TosaOps.h"
+#include "mlir/IR/Matchers.h"
+
+using namespace mlir;
+using namespace mlir::flashnorm;
+
+static FailureOr<Projection> reject(std::string *whyNot, const Twine &msg) {
+  if (whyNot)
+    *whyNot = msg.str();
+  return failure();
+}
+
+std::string flashnorm::describeValue(Value v) {
+  if (auto arg = dyn_cast<BlockArgument>(v))
+    return "block argument #" + std::to_string(arg.getArgNumber());
+  return "'" + v.getDefiningOp()->getName().getStringRef().str() + "'";
+}
+
+/// True if `init` is a zero accumulator: a zero constant or a fill with zero.
+static bool isZeroInit(Value init) {
+  if (matchPattern(init, m_AnyZeroFloat()))
+    return true;
+  if (auto fill = init.getDefiningOp<linalg::FillOp>())
+    return matchPattern(fill.value(), m_AnyZeroFloat());
+  return false;
+}
+
+static FailureOr<Projection> matchLinalg(linalg::LinalgOp op, OpOperand &use,
+                                         std::string *whyNot) {
+  if (!op.hasPureTensorSemantics())
+    return reject(whyNot, "it works on buffers, not tensors");
+  if (op.getNumDpsInputs() != 2 || op.getNumDpsInits() != 1)
+    return reject(whyNot, "it is not a two-input, one-output linalg op");
+  if (!op.isDpsInput(&use))
+    return reject(whyNot, "the norm feeds its accumulator, not an input");
+  if (!linalg::isaContractionOpInterface(op))
+    return reject(whyNot, "it is not a multiply-accumulate contraction");
+
+  SmallVector<unsigned> reductions;
+  op.getReductionDims(reductions);
+  if (reductions.size() != 1)
+    return reject(whyNot, "it contracts " + Twine(reductions.size()) +
+                              " dimensions, not exactly one");
+  unsigned red = reductions.front();
+  AffineMap actMap = op.getMatchingIndexingMap(&use);
+  if (actMap.getNumResults() == 0 ||
+      actMap.getResults().back() != getAffineDimExpr(red, op.getContext()))
+    return reject(whyNot,
+                  "it does not contract the normalized (last) dimension");
+
+  OpOperand *weightOperand = op.getDpsInputOperand(
+      op.getDpsInputOperand(0) == &use ? 1 : 0);
+  AffineMap wMap = op.getMatchingIndexingMap(weightOperand);
+  std::optional<unsigned> axis =
+      wMap.getResultPosition(getAffineDimExpr(red, op.getContext()));
+  if (!axis)
+    return reject(whyNot, "its weight is not indexed by the contracted dim");
+
+  Projection p;
+  p.op = op;
+  p.activationIndex = use.getOperandNumber();
+  p.weightIndex = weightOperand->getOperandNumber();
+  p.weightAxis = *axis;
+  OpOperand *init = op.getDpsInitOperand(0);
+  AffineMap outMap = op.getMatchingIndexingMap(init);
+  unsigned rank = actMap.getNumResults();
+  p.rowPreserving = outMap.getNumResults() == rank &&
+                    llvm::equal(outMap.getResults().drop_back(),
+                                actMap.getResults().drop_back()) &&
+                    !llvm::is_contained(actMap.getResults(),
+                                        outMap.getResults().back());
+  p.zeroInit = isZeroInit(init->get());
+  return p;
+}
+
+FailureOr<Projection> flashnorm::matchProjection(OpOperand &use,
+                                                 std::string *whyNot) {
+  Operation *owner = use.getOwner();
+  if (auto linalgOp = dyn_cast<linalg::LinalgOp>(owner))
+    return matchLinalg(linalgOp, use, whyNot);
+  if (auto matmul = dyn_cast<tosa::MatMulOp>(owner)) {
+    if (use.getOperandNumber() != 0)
+      return reject(whyNot, "the norm is not its 'a' operand");
+    Projection p;
+    p.op = owner;
+    p.activationIndex = 0;
+    p.weightIndex = 1;
+    p.weightAxis = 1; // b is [batch, K, N].
+    p.rowPreserving = true;
+    p.zeroInit = true;
+    return p;
+  }
+  return reject(whyNot, "it is not a projection (matmul-like op)");
+}
+
+FailureOr<WeightSource> flashnorm::traceWeightToConstant(Value weight,
+                                                         int64_t axis,
+                                                         std::string *whyNot) {
+  WeightSource src;
+  auto fail = [&](const Twine &msg) -> FailureOr<WeightSource> {
+    if (whyNot)
+      *whyNot = msg.str();
+    return failure();
+  };
+  while (true) {
+    Operation *def = weight.getDefiningOp();
+    if (!def)
+      return fail("its weight is not a constant (" + describeValue(weight) +
+                  ")");
+    if (auto transpose = dyn_cast<linalg::TransposeOp>(def)) {
+      axis = transpose.getPermutation()[axis];
+      weight = transpose.getInput();
+    } else if (auto transpose = dyn_cast<tosa::TransposeOp>(def)) {
+      axis = transpose.getPerms()[axis];
+      weight = transpose.getInput1();
+    } else if (auto broadcast = dyn_cast<linalg::BroadcastOp>(def)) {
+      ArrayRef<int64_t> dims = broadcast.getDimensions();
+      if (llvm::is_contained(dims, axis))
+        return fail("its weight is broadcast along the contracted dimension");
+      axis -= llvm::count_if(dims, [&](int64_t d) { return d < axis; });
+      weight = broadcast.getInput();
+    } else if (isa<arith::ConstantOp, tosa::ConstOp>(def)) {
+      Attribute value = isa<arith::ConstantOp>(def)
+                            ? cast<arith::ConstantOp>(def).getValue()
+                            : cast<tosa::ConstOp>(def).getValues();
+      auto elements = dyn_cast<ElementsAttr>(value);
+      if (!elements || !isa<DenseElementsAttr, DenseResourceElementsAttr>(value))
+        return fail("its weight constant is not dense or dense_resource");
+      src.constant = def;
+      src.value = elements;
+      src.axis = axis;
+      return src;
+    } else {
+      return fail("its weight is not a constant (defined by " +
+                  describeValue(weight) + ")");
+    }
+    src.chain.push_back(def);
+  }
+}

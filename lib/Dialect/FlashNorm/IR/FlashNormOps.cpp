@@ -1,0 +1,108 @@
+#include "flashnorm/Dialect/FlashNorm/IR/FlashNormOps.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/OpImplementation.h"
+#include "mlir/IR/TypeUtilities.h"
+
+using namespace mlir;
+using namespace mlir::flashnorm;
+
+/// Checks that `rows` has the shape of `full` without its last dimension
+/// (dynamic sizes are compatible with anything).
+static LogicalResult verifyRowShape(Operation *op, RankedTensorType full,
+                                    RankedTensorType rows, StringRef fullName,
+                                    StringRef rowsName) {
+  ArrayRef<int64_t> f = full.getShape(), r = rows.getShape();
+  if (r.size() + 1 != f.size())
+    return op->emitOpError() << rowsName << " must have rank "
+                             << f.size() - 1 << " (the rank of " << fullName
+                             << " without its normalized dimension), got "
+                             << rows;
+  for (auto [i, pair] : llvm::enumerate(llvm::zip(f.drop_back(), r))) {
+    auto [a, b] = pair;
+    if (!ShapedType::isDynamic(a) && !ShapedType::isDynamic(b) && a != b)
+      return op->emitOpError()
+             << rowsName << " dimension " << i << " is " << b << " but "
+             << fullName << " has " << a << " rows there";
+  }
+  return success();
+}
+
+static LogicalResult verifyEpsilon(Operation *op, double eps) {
+  if (!(eps >= 0.0) || std::isinf(eps))
+    return op->emitOpError() << "epsilon must be finite and >= 0, got " << eps;
+  return success();
+}
+
+static LogicalResult verifyHasRows(Operation *op, RankedTensorType t) {
+  if (t.getRank() < 1)
+    return op->emitOpError()
+           << "input must have rank >= 1 (its last dimension is normalized)";
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// RMSNormOp
+//===----------------------------------------------------------------------===//
+
+void RMSNormOp::build(OpBuilder &b, OperationState &state, Value input,
+                      Value gain, double epsilon, GainConvention convention) {
+  build(b, state, input.getType(), input, gain, b.getF64FloatAttr(epsilon),
+        GainConventionAttr::get(b.getContext(), convention));
+}
+
+LogicalResult RMSNormOp::verify() {
+  RankedTensorType type = getInput().getType();
+  if (failed(verifyHasRows(*this, type)) ||
+      failed(verifyEpsilon(*this, getEpsilon().convertToDouble())))
+    return failure();
+  if (!getGain()) {
+    if (getGainConvention() != GainConvention::plain)
+      return emitOpError("gain_convention one_plus requires a gain");
+    return success();
+  }
+  int64_t k = getFeatureSize();
+  int64_t g = getGain().getType().getDimSize(0);
+  if (!ShapedType::isDynamic(k) && !ShapedType::isDynamic(g) && k != g)
+    return emitOpError() << "gain has " << g
+                         << " elements but the normalized dimension has " << k;
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// RMSInvOp
+//===----------------------------------------------------------------------===//
+
+void RMSInvOp::build(OpBuilder &b, OperationState &state, Value input,
+                     double epsilon) {
+  auto type = cast<RankedTensorType>(input.getType());
+  auto resultType =
+      RankedTensorType::get(type.getShape().drop_back(), b.getF32Type());
+  build(b, state, resultType, input, b.getF64FloatAttr(epsilon));
+}
+
+LogicalResult RMSInvOp::verify() {
+  RankedTensorType type = getInput().getType();
+  if (failed(verifyHasRows(*this, type)) ||
+      failed(verifyEpsilon(*this, getEpsilon().convertToDouble())))
+    return failure();
+  return verifyRowShape(*this, type, getResult().getType(), "input", "result");
+}
+
+//===----------------------------------------------------------------------===//
+// PostScaleOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult PostScaleOp::verify() {
+  RankedTensorType in = getInput().getType(), out = getResult().getType();
+  if (failed(verifyHasRows(*this, in)))
+    return failure();
+  if (failed(verifyCompatibleShape(in.getShape(), out.getShape())))
+    return emitOpError() << "result shape " << out
+                         << " differs from the input shape " << in;
+  return verifyRowShape(*this, in, getScale().getType(), "input", "scale");
+}
+
+#define GET_OP_CLASSES
+#include "flashnorm/Dialect/FlashNorm/IR/FlashNormOps.cpp.inc"

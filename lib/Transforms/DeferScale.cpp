@@ -1,0 +1,170 @@
+//===- DeferScale.cpp - Deferred normalization (FLASHNORM.md §2) -----------===//
+
+#include "flashnorm/Analysis/Projection.h"
+#include "flashnorm/Dialect/FlashNorm/IR/FlashNormOps.h"
+#include "flashnorm/Transforms/PatternDriver.h"
+#include "flashnorm/Transforms/Passes.h"
+#include "flashnorm/Utils/Remarks.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/Tosa/IR/TosaOps.h"
+#include "mlir/IR/PatternMatch.h"
+
+namespace mlir::flashnorm {
+#define GEN_PASS_DEF_DEFERSCALE
+#include "flashnorm/Transforms/Passes.h.inc"
+} // namespace mlir::flashnorm
+
+using namespace mlir;
+using namespace mlir::flashnorm;
+
+namespace {
+constexpr StringLiteral kPass = "flashnorm-defer-scale";
+
+bool isNarrowFloat(Type t) { return t.isF16() || t.isBF16(); }
+
+/// A zero-filled f32 tensor shaped like `like`.
+Value createZeroF32Like(OpBuilder &b, Location loc, Value like) {
+  SmallVector<OpFoldResult> sizes = tensor::getMixedSizes(b, loc, like);
+  Value empty = tensor::EmptyOp::create(b, loc, sizes, b.getF32Type());
+  Value zero = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0.0f));
+  return linalg::FillOp::create(b, loc, zero, empty).getResult(0);
+}
+
+/// A multiply-accumulate generic that casts its operands to f32 first.
+Value createWidenedContraction(OpBuilder &b, linalg::LinalgOp op,
+                               ValueRange inputs, Value init) {
+  Type f32 = b.getF32Type();
+  auto body = [&](OpBuilder &nb, Location loc, ValueRange args) {
+    auto widen = [&](Value v) -> Value {
+      return v.getType() == f32 ? v : arith::ExtFOp::create(nb, loc, f32, v);
+    };
+    Value prod =
+        arith::MulFOp::create(nb, loc, widen(args[0]), widen(args[1]));
+    Value sum = arith::AddFOp::create(nb, loc, args[2], prod);
+    linalg::YieldOp::create(nb, loc, sum);
+  };
+  return linalg::GenericOp::create(b, op.getLoc(), TypeRange{init.getType()},
+                                   inputs, ValueRange{init},
+                                   op.getIndexingMapsArray(),
+                                   op.getIteratorTypesArray(), body)
+      .getResult(0);
+}
+
+/// Re-creates `p` on the raw input `x`. Narrow results are widened to an f32
+/// accumulator (the post-scale rounds them back); returns the new result.
+Value rebuildOnRawInput(PatternRewriter &rewriter, const Projection &p,
+                        Value x) {
+  Operation *op = p.op;
+  auto resultType = cast<RankedTensorType>(op->getResult(0).getType());
+  if (!isNarrowFloat(resultType.getElementType())) {
+    rewriter.modifyOpInPlace(op, [&] { op->setOperand(p.activationIndex, x); });
+    return op->getResult(0);
+  }
+  rewriter.setInsertionPoint(op);
+  Location loc = op->getLoc();
+  auto wideType = resultType.clone(rewriter.getF32Type());
+  if (auto matmul = dyn_cast<tosa::MatMulOp>(op))
+    return tosa::MatMulOp::create(rewriter, loc, wideType, x, matmul.getB(),
+                                  matmul.getAZp(), matmul.getBZp());
+
+  auto linalgOp = cast<linalg::LinalgOp>(op);
+  SmallVector<Value> inputs = linalgOp.getDpsInputs();
+  inputs[p.activationIndex] = x;
+  Value init = createZeroF32Like(rewriter, loc, linalgOp.getDpsInits()[0]);
+  SmallVector<NamedAttribute> attrs;
+  for (StringRef name : {"indexing_maps", "cast"})
+    if (Attribute a = op->getAttr(name))
+      attrs.emplace_back(rewriter.getStringAttr(name), a);
+  if (isa<linalg::MatmulOp>(op))
+    return linalg::MatmulOp::create(rewriter, loc, TypeRange{wideType}, inputs,
+                                    ValueRange{init}, attrs)
+        .getResult(0);
+  if (isa<linalg::BatchMatmulOp>(op))
+    return linalg::BatchMatmulOp::create(rewriter, loc, TypeRange{wideType},
+                                         inputs, ValueRange{init}, attrs)
+        .getResult(0);
+  return createWidenedContraction(rewriter, linalgOp, inputs, init);
+}
+
+struct DeferScalePattern : OpRewritePattern<RMSNormOp> {
+  DeferScalePattern(MLIRContext *ctx, PassReporter &reporter, bool partial)
+      : OpRewritePattern(ctx), reporter(reporter), partial(partial) {}
+
+  LogicalResult matchAndRewrite(RMSNormOp norm,
+                                PatternRewriter &rewriter) const override {
+    if (norm.getResult().use_empty())
+      return failure();
+    if (norm.getGain()) {
+      reporter.refused(norm, "not deferred: the norm still has a gain (run "
+                             "flashnorm-fold-gains first)");
+      return failure();
+    }
+    SmallVector<Projection> deferrable;
+    std::string refusals;
+    for (OpOperand &use : norm.getResult().getUses()) {
+      std::string why;
+      FailureOr<Projection> p = matchProjection(use, &why);
+      if (succeeded(p) && !p->rowPreserving)
+        why = "its result rows are not the norm's rows";
+      else if (succeeded(p) && !p->zeroInit)
+        why = "it accumulates into a non-zero init (a fused bias would be "
+              "scaled too)";
+      if (why.empty()) {
+        deferrable.push_back(*p);
+        continue;
+      }
+      refusals += "; user '" + use.getOwner()->getName().getStringRef().str() +
+                  "' at " + printToString(use.getOwner()->getLoc()) + ": " +
+                  why;
+    }
+    if (deferrable.empty() || (!partial && !refusals.empty())) {
+      reporter.refused(norm, "not deferred" + refusals);
+      return failure();
+    }
+
+    Value x = norm.getInput();
+    rewriter.setInsertionPointAfter(norm);
+    Value inv = RMSInvOp::create(rewriter, norm.getLoc(), x,
+                                 norm.getEpsilon().convertToDouble());
+    for (const Projection &p : deferrable) {
+      Type originalType = p.op->getResult(0).getType();
+      Value raw = rebuildOnRawInput(rewriter, p, x);
+      rewriter.setInsertionPointAfterValue(raw);
+      Value scaled = PostScaleOp::create(rewriter, p.op->getLoc(),
+                                         originalType, raw, inv);
+      if (raw.getDefiningOp() == p.op)
+        rewriter.replaceAllUsesExcept(raw, scaled, scaled.getDefiningOp());
+      else
+        rewriter.replaceOp(p.op, scaled);
+    }
+    reporter.silence(norm);
+    if (norm.getResult().use_empty())
+      rewriter.eraseOp(norm);
+    reporter.applied(inv.getDefiningOp(),
+                     "deferred 1/RMS past " + Twine(deferrable.size()) +
+                         " projection(s)" +
+                         (refusals.empty() ? "" : "; kept the norm for" +
+                                                      refusals));
+    return success();
+  }
+
+  PassReporter &reporter;
+  bool partial;
+};
+
+struct DeferScalePass : flashnorm::impl::DeferScaleBase<DeferScalePass> {
+  using DeferScaleBase::DeferScaleBase;
+  void runOnOperation() override {
+    func::FuncOp fn = getOperation();
+    PassReporter reporter(fn, kPass);
+    RewritePatternSet patterns(&getContext());
+    patterns.add<DeferScalePattern>(&getContext(), reporter, partial);
+    if (failed(applyFlashNormPatterns(fn, std::move(patterns))))
+      return signalPassFailure();
+    numDeferred += reporter.getNumApplied();
+  }
+};
+} // namespace

@@ -1,0 +1,272 @@
+//===- DropRedundant.cpp - Redundant norms (FLASHNORM.md §3) ---------------===//
+
+#include "flashnorm/Analysis/Projection.h"
+#include "flashnorm/Dialect/FlashNorm/IR/FlashNormOps.h"
+#include "flashnorm/Transforms/PatternDriver.h"
+#include "flashnorm/Transforms/Passes.h"
+#include "flashnorm/Utils/Remarks.h"
+#include "flashnorm/Utils/WeightFolder.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/Tosa/IR/TosaOps.h"
+#include "mlir/IR/Matchers.h"
+#include "mlir/IR/PatternMatch.h"
+#include "llvm/Support/FormatVariadic.h"
+
+#include <cmath>
+
+namespace mlir::flashnorm {
+#define GEN_PASS_DEF_DROPREDUNDANT
+#include "flashnorm/Transforms/Passes.h.inc"
+} // namespace mlir::flashnorm
+
+using namespace mlir;
+using namespace mlir::flashnorm;
+
+namespace {
+constexpr StringLiteral kPass = "flashnorm-drop-redundant";
+
+/// The value of a uniform (splat) float constant.
+std::optional<double> getUniformConstant(Value v) {
+  FailureOr<SmallVector<double>> values = readConstantAsDoubles(v, nullptr);
+  if (failed(values) || values->empty() ||
+      llvm::any_of(*values, [&](double x) { return x != values->front(); }))
+    return std::nullopt;
+  return values->front();
+}
+
+/// Builds the f32 gain `G * factor` of `norm` (G = gain, 1 + gain, or 1),
+/// folding it when the gain is constant. Returns a null value when the
+/// result is the identity.
+FailureOr<Value> buildScaledGain(PatternRewriter &rewriter, RMSNormOp norm,
+                                 double factor) {
+  Location loc = norm.getLoc();
+  Type f32 = rewriter.getF32Type();
+  Value gain = norm.getGain();
+  bool onePlus = norm.getGainConvention() == GainConvention::one_plus;
+  if (!gain && factor == 1.0)
+    return Value();
+  int64_t k = norm.getFeatureSize();
+  if (ShapedType::isDynamic(k))
+    return failure();
+  auto gainType = RankedTensorType::get({k}, f32);
+  if (!gain)
+    return Value(arith::ConstantOp::create(
+        rewriter, loc,
+        DenseElementsAttr::get(gainType, static_cast<float>(factor))));
+  if (FailureOr<SmallVector<double>> values =
+          readConstantAsDoubles(gain, nullptr);
+      succeeded(values)) {
+    SmallVector<float> scaled;
+    for (double g : *values)
+      scaled.push_back(static_cast<float>(((onePlus ? 1.0 : 0.0) + g) * factor));
+    return Value(arith::ConstantOp::create(
+        rewriter, loc, DenseElementsAttr::get(gainType, ArrayRef(scaled))));
+  }
+  // A runtime gain: widen before adding one (bf16 1 + g rounds wrongly).
+  if (cast<RankedTensorType>(gain.getType()).getElementType() != f32)
+    gain = arith::ExtFOp::create(rewriter, loc, gainType, gain);
+  auto splat = [&](double v) -> Value {
+    return arith::ConstantOp::create(
+        rewriter, loc, DenseElementsAttr::get(gainType, static_cast<float>(v)));
+  };
+  if (onePlus)
+    gain = arith::AddFOp::create(rewriter, loc, gain, splat(1.0));
+  if (factor != 1.0)
+    gain = arith::MulFOp::create(rewriter, loc, gain, splat(factor));
+  return gain;
+}
+
+/// §3(a): rms_norm(c * rms_norm(x, e1), g, e2) == rms_norm(x, g', e').
+struct MergeConsecutiveNorms : OpRewritePattern<RMSNormOp> {
+  MergeConsecutiveNorms(MLIRContext *ctx, PassReporter &reporter)
+      : OpRewritePattern(ctx), reporter(reporter) {}
+
+  LogicalResult matchAndRewrite(RMSNormOp outer,
+                                PatternRewriter &rewriter) const override {
+    Value in = outer.getInput();
+    double c = 1.0;
+    if (auto mul = in.getDefiningOp<arith::MulFOp>()) {
+      if (std::optional<double> s = getUniformConstant(mul.getRhs())) {
+        c = *s;
+        in = mul.getLhs();
+      } else if (std::optional<double> s = getUniformConstant(mul.getLhs())) {
+        c = *s;
+        in = mul.getRhs();
+      } else {
+        return failure();
+      }
+    }
+    auto inner = in.getDefiningOp<RMSNormOp>();
+    if (!inner)
+      return failure();
+    if (Value g = inner.getGain()) {
+      std::optional<double> uniform = getUniformConstant(g);
+      if (!uniform) {
+        reporter.refused(outer, "not merged with the norm before it: its gain "
+                                "is not a uniform constant");
+        return failure();
+      }
+      c *= (inner.getGainConvention() == GainConvention::one_plus ? 1.0 : 0.0) +
+           *uniform;
+    }
+    if (c == 0.0 || !std::isfinite(c)) {
+      reporter.refused(outer, "not merged: the scale between the norms is " +
+                                  printToString(c));
+      return failure();
+    }
+    double e1 = inner.getEpsilon().convertToDouble();
+    double e2 = outer.getEpsilon().convertToDouble();
+    double denom = c * c + e2;
+    double eps = e1 * e2 / denom;
+    double factor = c / std::sqrt(denom);
+    rewriter.setInsertionPoint(outer);
+    FailureOr<Value> gain = buildScaledGain(rewriter, outer, factor);
+    if (failed(gain)) {
+      reporter.refused(outer, "not merged: the gain correction needs a static "
+                              "normalized dimension");
+      return failure();
+    }
+    auto merged = rewriter.replaceOpWithNewOp<RMSNormOp>(outer, inner.getInput(),
+                                                         *gain, eps);
+    reporter.applied(merged, llvm::formatv("merged two consecutive norms "
+                                           "(exact): scale {0}, eps {1}",
+                                           c, eps)
+                                 .str());
+    return success();
+  }
+
+  PassReporter &reporter;
+};
+
+/// Steps back over one op that keeps every row of its result inside one row
+/// of its source (the last dimension stays the normalized one).
+Value stepOverRowPreservingView(Value v) {
+  Operation *def = v.getDefiningOp();
+  if (!def || !v.hasOneUse())
+    return Value();
+  if (auto expand = dyn_cast<tensor::ExpandShapeOp>(def))
+    return expand.getSrc();
+  if (auto collapse = dyn_cast<tensor::CollapseShapeOp>(def))
+    return collapse.getReassociationIndices().back().size() == 1
+               ? collapse.getSrc()
+               : Value();
+  if (auto transpose = dyn_cast<linalg::TransposeOp>(def)) {
+    ArrayRef<int64_t> perm = transpose.getPermutation();
+    return perm.back() == static_cast<int64_t>(perm.size()) - 1
+               ? transpose.getInput()
+               : Value();
+  }
+  if (auto transpose = dyn_cast<tosa::TransposeOp>(def)) {
+    ArrayRef<int32_t> perm = transpose.getPerms();
+    return perm.back() == static_cast<int32_t>(perm.size()) - 1
+               ? transpose.getInput1()
+               : Value();
+  }
+  if (auto slice = dyn_cast<tensor::ExtractSliceOp>(def))
+    return slice.getType().getRank() == slice.getSourceType().getRank()
+               ? slice.getSource()
+               : Value();
+  if (auto reshape = dyn_cast<tosa::ReshapeOp>(def)) {
+    auto src = cast<RankedTensorType>(reshape.getInput1().getType());
+    auto dst = cast<RankedTensorType>(reshape.getType());
+    if (src.getRank() == 0 || dst.getRank() == 0 || !src.hasStaticShape() ||
+        !dst.hasStaticShape() || src.getShape().back() % dst.getShape().back())
+      return Value();
+    return reshape.getInput1();
+  }
+  return Value();
+}
+
+/// §3(b): norm1 -> bias-free projection -> row-preserving views -> norm2.
+/// norm2 cancels norm1's per-row scale: exactly if its eps is 0.
+struct CancelBeforeScaleInvariantNorm : OpRewritePattern<RMSNormOp> {
+  CancelBeforeScaleInvariantNorm(MLIRContext *ctx, PassReporter &reporter,
+                                 bool allowApproximate)
+      : OpRewritePattern(ctx), reporter(reporter),
+        allowApproximate(allowApproximate) {}
+
+  LogicalResult matchAndRewrite(RMSNormOp norm2,
+                                PatternRewriter &rewriter) const override {
+    Value v = norm2.getInput();
+    while (Value src = stepOverRowPreservingView(v))
+      v = src;
+    Operation *projOp = v.getDefiningOp();
+    if (!projOp || !v.hasOneUse() || projOp->getNumResults() != 1)
+      return failure();
+    // Find the operand through which a weightless norm feeds the projection.
+    for (OpOperand &use : projOp->getOpOperands()) {
+      auto norm1 = use.get().getDefiningOp<RMSNormOp>();
+      if (!norm1 || norm1.getGain())
+        continue;
+      FailureOr<Projection> p = matchProjection(use);
+      if (failed(p))
+        continue;
+      if (!p->rowPreserving || !p->zeroInit) {
+        reporter.refused(norm2, "not cancelled: the projection between the "
+                                "norms does not keep rows or has a bias");
+        return failure();
+      }
+      Type resultElt =
+          cast<ShapedType>(projOp->getResult(0).getType()).getElementType();
+      if (resultElt.isF16() || resultElt.isBF16()) {
+        reporter.refused(norm2, "not cancelled: the " +
+                                    printToString(resultElt) +
+                                    " projection of the raw input could "
+                                    "overflow without the first norm");
+        return failure();
+      }
+      double e1 = norm1.getEpsilon().convertToDouble();
+      double e2 = norm2.getEpsilon().convertToDouble();
+      if (e2 != 0.0 && !allowApproximate) {
+        reporter.refused(norm2,
+                         llvm::formatv("not cancelled: exact only for eps = 0 "
+                                       "(this norm has eps {0}); enable "
+                                       "allow-approximate",
+                                       e2)
+                             .str());
+        return failure();
+      }
+      rewriter.modifyOpInPlace(projOp, [&] { use.set(norm1.getInput()); });
+      if (e2 == 0.0) {
+        reporter.applied(norm2, "cancelled the scale of the norm at " +
+                                    printToString(norm1.getLoc()) +
+                                    " (exact: eps = 0)");
+      } else {
+        reporter.approximated(
+            norm2,
+            llvm::formatv(
+                "cancelled the scale of the norm at {0}; per-row relative "
+                "error |sqrt((my + {1}) / (my + {1} * (mx + {2}))) - 1| <= "
+                "{1} * |mx + {2} - 1| / (2 * my) to first order (mx, my: mean "
+                "squares of the first norm's input row and of this norm's "
+                "input row without the first norm)",
+                printToString(norm1.getLoc()), e2, e1)
+                .str());
+      }
+      return success();
+    }
+    return failure();
+  }
+
+  PassReporter &reporter;
+  bool allowApproximate;
+};
+
+struct DropRedundantPass : flashnorm::impl::DropRedundantBase<DropRedundantPass> {
+  using DropRedundantBase::DropRedundantBase;
+  void runOnOperation() override {
+    func::FuncOp fn = getOperation();
+    PassReporter reporter(fn, kPass);
+    RewritePatternSet patterns(&getContext());
+    patterns.add<MergeConsecutiveNorms>(&getContext(), reporter);
+    patterns.add<CancelBeforeScaleInvariantNorm>(&getContext(), reporter,
+                                                 allowApproximate);
+    if (failed(applyFlashNormPatterns(fn, std::move(patterns))))
+      return signalPassFailure();
+    numRewritten += reporter.getNumApplied();
+  }
+};
+} // namespace

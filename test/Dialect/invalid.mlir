@@ -1,0 +1,87 @@
+// RUN: flashnorm-opt %s -split-input-file -verify-diagnostics
+
+func.func @gain_size(%x: tensor<4x8xf32>, %g: tensor<7xf32>) -> tensor<4x8xf32> {
+  // expected-error @+1 {{gain has 7 elements but the normalized dimension has 8}}
+  %y = flashnorm.rms_norm %x gain(%g : tensor<7xf32>) eps(1.0e-06) : tensor<4x8xf32>
+  return %y : tensor<4x8xf32>
+}
+
+// -----
+
+func.func @negative_eps(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  // expected-error @+1 {{epsilon must be finite and >= 0, got -1.000000e-06}}
+  %y = flashnorm.rms_norm %x eps(-1.0e-06) : tensor<4x8xf32>
+  return %y : tensor<4x8xf32>
+}
+
+// -----
+
+func.func @one_plus_without_gain(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  // expected-error @+1 {{gain_convention one_plus requires a gain}}
+  %y = flashnorm.rms_norm %x eps(1.0e-06) convention one_plus : tensor<4x8xf32>
+  return %y : tensor<4x8xf32>
+}
+
+// -----
+
+func.func @scalar_input(%x: tensor<f32>) -> tensor<f32> {
+  // expected-error @+1 {{input must have rank >= 1 (its last dimension is normalized)}}
+  %y = flashnorm.rms_norm %x eps(1.0e-06) : tensor<f32>
+  return %y : tensor<f32>
+}
+
+// -----
+
+func.func @integer_input(%x: tensor<4x8xi32>) -> tensor<4x8xi32> {
+  // expected-error @+1 {{must be ranked tensor of floating-point values}}
+  %y = flashnorm.rms_norm %x eps(1.0e-06) : tensor<4x8xi32>
+  return %y : tensor<4x8xi32>
+}
+
+// -----
+
+func.func @gain_rank(%x: tensor<4x8xf32>, %g: tensor<1x8xf32>) -> tensor<4x8xf32> {
+  // expected-error @+1 {{must be 1D tensor of floating-point values}}
+  %y = flashnorm.rms_norm %x gain(%g : tensor<1x8xf32>) eps(1.0e-06) : tensor<4x8xf32>
+  return %y : tensor<4x8xf32>
+}
+
+// -----
+
+func.func @inv_rank(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  // expected-error @+1 {{result must have rank 1 (the rank of input without its normalized dimension), got 'tensor<4x8xf32>'}}
+  %s = flashnorm.rms_inv %x eps(1.0e-06) : tensor<4x8xf32> -> tensor<4x8xf32>
+  return %s : tensor<4x8xf32>
+}
+
+// -----
+
+func.func @inv_rows(%x: tensor<4x8xf32>) -> tensor<5xf32> {
+  // expected-error @+1 {{result dimension 0 is 5 but input has 4 rows there}}
+  %s = flashnorm.rms_inv %x eps(1.0e-06) : tensor<4x8xf32> -> tensor<5xf32>
+  return %s : tensor<5xf32>
+}
+
+// -----
+
+func.func @inv_type(%x: tensor<4x8xf32>) -> tensor<4xf16> {
+  // expected-error @+1 {{must be ranked tensor of 32-bit float values}}
+  %s = flashnorm.rms_inv %x eps(1.0e-06) : tensor<4x8xf32> -> tensor<4xf16>
+  return %s : tensor<4xf16>
+}
+
+// -----
+
+func.func @scale_rows(%y: tensor<4x16xf32>, %s: tensor<3xf32>) -> tensor<4x16xf32> {
+  // expected-error @+1 {{scale dimension 0 is 3 but input has 4 rows there}}
+  %z = flashnorm.post_scale %y, %s : tensor<4x16xf32>, tensor<3xf32> -> tensor<4x16xf32>
+  return %z : tensor<4x16xf32>
+}
+
+// -----
+
+func.func @scale_result_shape(%y: tensor<4x16xf32>, %s: tensor<4xf32>) -> tensor<4x8xf16> {
+  // expected-error @+1 {{result shape 'tensor<4x8xf16>' differs from the input shape 'tensor<4x16xf32>'}}
+  %z = flashnorm.post_scale %y, %s : tensor<4x16xf32>, tensor<4xf32> -> tensor<4x8xf16>
+  return %z : tensor<4x8xf16>
+}

@@ -1,0 +1,30 @@
+// RUN: flashnorm-opt %s | FileCheck %s
+// Round trip through the generic form too.
+// RUN: flashnorm-opt %s --mlir-print-op-generic | flashnorm-opt | FileCheck %s
+
+// CHECK-LABEL: func.func @rms_norm_forms
+func.func @rms_norm_forms(%x: tensor<4x8xf32>, %g: tensor<8xbf16>,
+                          %h: tensor<?x?x8xf16>, %hg: tensor<8xf16>)
+    -> (tensor<4x8xf32>, tensor<4x8xf32>, tensor<?x?x8xf16>) {
+  // CHECK: flashnorm.rms_norm %{{.*}} eps(9.9999999999999995E-7) : tensor<4x8xf32>
+  %a = flashnorm.rms_norm %x eps(1.0e-06) : tensor<4x8xf32>
+  // CHECK: flashnorm.rms_norm %{{.*}} gain(%{{.*}} : tensor<8xbf16>) eps(0.000000e+00) convention one_plus : tensor<4x8xf32>
+  %b = flashnorm.rms_norm %x gain(%g : tensor<8xbf16>) eps(0.0) convention one_plus : tensor<4x8xf32>
+  // The default convention is not printed.
+  // CHECK: flashnorm.rms_norm %{{.*}} gain(%{{.*}} : tensor<8xf16>) eps(1.000000e-05) : tensor<?x?x8xf16>
+  %c = flashnorm.rms_norm %h gain(%hg : tensor<8xf16>) eps(1.0e-05) convention plain : tensor<?x?x8xf16>
+  return %a, %b, %c : tensor<4x8xf32>, tensor<4x8xf32>, tensor<?x?x8xf16>
+}
+
+// CHECK-LABEL: func.func @deferred
+func.func @deferred(%x: tensor<2x3x8xbf16>, %acc: tensor<2x3x16xf32>,
+                    %v: tensor<8xf32>) -> (tensor<2x3x16xbf16>, tensor<f32>) {
+  // CHECK: flashnorm.rms_inv %{{.*}} eps(1.000000e-05) : tensor<2x3x8xbf16> -> tensor<2x3xf32>
+  %s = flashnorm.rms_inv %x eps(1.0e-05) : tensor<2x3x8xbf16> -> tensor<2x3xf32>
+  // CHECK: flashnorm.post_scale %{{.*}}, %{{.*}} : tensor<2x3x16xf32>, tensor<2x3xf32> -> tensor<2x3x16xbf16>
+  %y = flashnorm.post_scale %acc, %s : tensor<2x3x16xf32>, tensor<2x3xf32> -> tensor<2x3x16xbf16>
+  // A rank-1 input is a single row.
+  // CHECK: flashnorm.rms_inv %{{.*}} : tensor<8xf32> -> tensor<f32>
+  %t = flashnorm.rms_inv %v eps(0.0) : tensor<8xf32> -> tensor<f32>
+  return %y, %t : tensor<2x3x16xbf16>, tensor<f32>
+}

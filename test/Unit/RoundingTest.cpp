@@ -1,0 +1,89 @@
+//===- RoundingTest.cpp - The weight folder's conversions vs APFloat -------===//
+//
+// The folder converts f64 products to f16/bf16 with its own bit arithmetic
+// (APFloat per element is too slow for multi-GB weights). This checks it
+// against APFloat's round-to-nearest-even on edge cases and random doubles.
+//
+//===----------------------------------------------------------------------===//
+
+#include "flashnorm/Utils/WeightFolder.h"
+
+#include "llvm/ADT/APFloat.h"
+#include "llvm/ADT/bit.h"
+
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <random>
+
+using namespace mlir::flashnorm;
+
+static uint16_t viaAPFloat(double d, const llvm::fltSemantics &sem) {
+  llvm::APFloat f(d);
+  bool lost;
+  f.convert(sem, llvm::APFloat::rmNearestTiesToEven, &lost);
+  return static_cast<uint16_t>(f.bitcastToAPInt().getZExtValue());
+}
+
+static bool same(uint16_t a, uint16_t b, int expBits, int mantBits) {
+  uint16_t expMask = ((1 << expBits) - 1) << mantBits;
+  bool aNan = (a & expMask) == expMask && (a & ((1 << mantBits) - 1));
+  bool bNan = (b & expMask) == expMask && (b & ((1 << mantBits) - 1));
+  return aNan ? bNan : a == b;
+}
+
+int main() {
+  std::mt19937_64 rng(42);
+  std::vector<double> values = {0.0, -0.0, 1.0, -1.0, 65504.0, 65519.99,
+                                65520.0, 1e300, -1e300, 5.96e-8, 2.98e-8,
+                                2.99e-8, 1e-320, 3.0e38, 3.4e38, 3.5e38,
+                                std::numeric_limits<double>::infinity(),
+                                std::numeric_limits<double>::quiet_NaN(),
+                                1.0 + 1.0 / 2048, 1.0 + 3.0 / 2048,
+                                1.0 + 1.0 / 256, 1.0 + 3.0 / 256};
+  std::uniform_int_distribution<uint64_t> bits;
+  std::uniform_real_distribution<double> mag(-30.0, 20.0);
+  for (int i = 0; i < 2000000; ++i) {
+    // Log-uniform magnitudes across f16's range, plus raw random bit
+    // patterns (NaNs, infinities, subnormals).
+    values.push_back((i & 1 ? -1 : 1) * std::exp2(mag(rng)));
+    if (i % 8 == 0)
+      values.push_back(llvm::bit_cast<double>(bits(rng)));
+  }
+  // Exact ties between neighbours of both formats.
+  for (uint32_t h = 0; h < 0x7c00; ++h) {
+    values.push_back(decodeHalf(h) + (decodeHalf(h + 1) - decodeHalf(h)) / 2);
+    values.push_back(decodeBFloat(h) +
+                     (decodeBFloat(h + 1) - decodeBFloat(h)) / 2);
+  }
+  unsigned failures = 0;
+  for (double d : values) {
+    uint16_t h = encodeHalf(d), hRef = viaAPFloat(d, llvm::APFloat::IEEEhalf());
+    uint16_t b = encodeBFloat(d),
+             bRef = viaAPFloat(d, llvm::APFloat::BFloat());
+    if (!same(h, hRef, 5, 10) && failures++ < 10)
+      std::printf("f16 mismatch for %.17g: got 0x%04x, APFloat 0x%04x\n", d, h,
+                  hRef);
+    if (!same(b, bRef, 8, 7) && failures++ < 10)
+      std::printf("bf16 mismatch for %.17g: got 0x%04x, APFloat 0x%04x\n", d,
+                  b, bRef);
+  }
+  // Decoding must be exact for every bit pattern.
+  for (uint32_t h = 0; h < 0x10000; ++h) {
+    double ref = llvm::APFloat(llvm::APFloat::IEEEhalf(), llvm::APInt(16, h))
+                     .convertToDouble();
+    double got = decodeHalf(h);
+    if (!(got == ref || (std::isnan(got) && std::isnan(ref))) &&
+        failures++ < 10)
+      std::printf("f16 decode mismatch for 0x%04x\n", h);
+    double refB = llvm::APFloat(llvm::APFloat::BFloat(), llvm::APInt(16, h))
+                      .convertToDouble();
+    double gotB = decodeBFloat(h);
+    if (!(gotB == refB || (std::isnan(gotB) && std::isnan(refB))) &&
+        failures++ < 10)
+      std::printf("bf16 decode mismatch for 0x%04x\n", h);
+  }
+  std::printf("%zu values, %u mismatches\n", values.size(), failures);
+  std::printf(failures ? "FAIL\n" : "PASS\n");
+  return failures ? 1 : 0;
+}

@@ -1,0 +1,56 @@
+#!/usr/bin/env python3
+"""Compares the numbers two programs printed (printMemref output).
+
+Usage: compare-outputs.py EXPECTED ACTUAL [--rtol R] [--atol A]
+Every number after 'data =' in EXPECTED must match the one at the same
+position in ACTUAL: |a - e| <= atol + rtol * |e|. Exits 1 and names the
+worst element otherwise, so `not %compare` proves a check can fail.
+"""
+import argparse
+import re
+import sys
+
+NUM = re.compile(r"[-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|inf|nan)")
+
+
+def numbers(path):
+    values = []
+    with open(path) as f:
+        for chunk in f.read().split("data =")[1:]:
+            # Stop at the next memref header, if any.
+            chunk = chunk.split("Unranked Memref")[0]
+            values.extend(float(x) for x in NUM.findall(chunk))
+    return values
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("expected")
+    p.add_argument("actual")
+    p.add_argument("--rtol", type=float, default=1e-5)
+    p.add_argument("--atol", type=float, default=1e-6)
+    args = p.parse_args()
+    e, a = numbers(args.expected), numbers(args.actual)
+    if not e:
+        print("error: no numbers in %s" % args.expected)
+        return 1
+    if len(e) != len(a):
+        print("error: %d numbers expected, %d found" % (len(e), len(a)))
+        return 1
+    worst, worst_i = 0.0, -1
+    for i, (x, y) in enumerate(zip(e, a)):
+        excess = abs(x - y) - (args.atol + args.rtol * abs(x))
+        if excess > worst or x != x or y != y:
+            worst, worst_i = max(excess, worst), i
+    if worst_i >= 0:
+        print(
+            "MISMATCH at element %d: expected %g, got %g (rtol %g, atol %g)"
+            % (worst_i, e[worst_i], a[worst_i], args.rtol, args.atol)
+        )
+        return 1
+    print("MATCH: %d numbers within rtol %g, atol %g" % (len(e), args.rtol, args.atol))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,57 @@
+# -*- Python -*-
+import os
+
+import lit.formats
+from lit.llvm import llvm_config
+
+config.name = "FLASHNORM"
+config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
+config.suffixes = [".mlir", ".test"]
+config.excludes = ["Inputs", "CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py"]
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(config.flashnorm_obj_root, "test")
+
+llvm_config.use_default_substitutions()
+llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
+llvm_config.with_environment("PATH", config.flashnorm_tools_dir, append_path=True)
+
+lib = config.mlir_lib_dir
+# Upstream lowering from linalg on tensors to the LLVM dialect, for tests
+# that execute code with mlir-runner.
+lower = (
+    "--one-shot-bufferize=bufferize-function-boundaries "
+    "--convert-linalg-to-loops --expand-strided-metadata --lower-affine "
+    "--convert-scf-to-cf --convert-math-to-llvm --convert-to-llvm "
+    "--reconcile-unrealized-casts"
+)
+config.substitutions.append(("%lower-to-llvm", lower))
+config.substitutions.append(
+    (
+        "%run",
+        "%s -e main -entry-point-result=void -shared-libs=%s,%s"
+        % (
+            os.path.join(config.llvm_tools_dir, "mlir-runner"),
+            os.path.join(lib, "libmlir_runner_utils.so"),
+            os.path.join(lib, "libmlir_c_runner_utils.so"),
+        ),
+    )
+)
+config.substitutions.append(
+    ("%plugin", os.path.join(config.flashnorm_lib_dir, "FlashNormPlugin.so"))
+)
+config.substitutions.append(
+    ("%upstream-mlir-opt", os.path.join(config.llvm_tools_dir, "mlir-opt"))
+)
+config.substitutions.append(
+    (
+        "%compare",
+        "%s %s"
+        % (
+            config.python_executable,
+            os.path.join(config.test_source_root, "compare-outputs.py"),
+        ),
+    )
+)
+llvm_config.add_tool_substitutions(
+    ["flashnorm-opt", "flashnorm-rounding-test"], [config.flashnorm_tools_dir]
+)
