@@ -2,6 +2,7 @@
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Linalg/IR/LinalgInterfaces.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Tosa/IR/TosaOps.h"
 #include "mlir/IR/Matchers.h"
 
@@ -95,6 +96,39 @@ FailureOr<Projection> flashnorm::matchProjection(OpOperand &use,
     return p;
   }
   return reject(whyNot, "it is not a projection (matmul-like op)");
+}
+
+bool flashnorm::isRowRegrouping(Operation *op) {
+  if (!isa<tensor::ExpandShapeOp, tensor::CollapseShapeOp, tosa::ReshapeOp>(
+          op))
+    return false;
+  auto in = dyn_cast<RankedTensorType>(op->getOperand(0).getType());
+  auto out = dyn_cast<RankedTensorType>(op->getResult(0).getType());
+  if (!in || !out || in.getRank() == 0 || out.getRank() == 0 ||
+      ShapedType::isDynamic(in.getShape().back()) ||
+      in.getShape().back() != out.getShape().back())
+    return false;
+  // The last dimension must map to itself, not be split or merged.
+  if (auto expand = dyn_cast<tensor::ExpandShapeOp>(op))
+    return expand.getReassociationIndices().back().size() == 1;
+  if (auto collapse = dyn_cast<tensor::CollapseShapeOp>(op))
+    return collapse.getReassociationIndices().back().size() == 1;
+  return true; // Row-major reshape with an equal last dimension.
+}
+
+SmallVector<OpOperand *> flashnorm::getUsesThroughRowRegrouping(Value v) {
+  SmallVector<OpOperand *> uses;
+  SmallVector<Value> worklist{v};
+  while (!worklist.empty()) {
+    Value cur = worklist.pop_back_val();
+    for (OpOperand &use : cur.getUses()) {
+      if (use.getOperandNumber() == 0 && isRowRegrouping(use.getOwner()))
+        worklist.push_back(use.getOwner()->getResult(0));
+      else
+        uses.push_back(&use);
+    }
+  }
+  return uses;
 }
 
 FailureOr<WeightSource> flashnorm::traceWeightToConstant(Value weight,

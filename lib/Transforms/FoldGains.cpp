@@ -87,9 +87,9 @@ struct FoldGainsPattern : OpRewritePattern<RMSNormOp> {
       return refuse(norm, "gain not folded: " + why);
 
     SmallVector<FoldTarget> targets;
-    for (OpOperand &use : norm.getResult().getUses()) {
-      Operation *user = use.getOwner();
-      FailureOr<Projection> projection = matchProjection(use, &why);
+    for (OpOperand *use : getUsesThroughRowRegrouping(norm.getResult())) {
+      Operation *user = use->getOwner();
+      FailureOr<Projection> projection = matchProjection(*use, &why);
       if (failed(projection))
         return refuse(norm, "gain not folded: user '" +
                                 user->getName().getStringRef() + "' at " +
@@ -123,9 +123,9 @@ struct FoldGainsPattern : OpRewritePattern<RMSNormOp> {
       rewriteWeight(rewriter, t, attr);
 
     rewriter.setInsertionPoint(norm);
-    rewriter.replaceOpWithNewOp<RMSNormOp>(
+    auto weightless = rewriter.replaceOpWithNewOp<RMSNormOp>(
         norm, norm.getInput(), Value(), norm.getEpsilon().convertToDouble());
-    reporter.applied(norm, "folded the gain into " + Twine(targets.size()) +
+    reporter.applied(weightless, "folded the gain into " + Twine(targets.size()) +
                                " projection weight(s)");
     return success();
   }

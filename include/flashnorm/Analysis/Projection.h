@@ -57,6 +57,15 @@ struct WeightSource {
 FailureOr<WeightSource> traceWeightToConstant(Value weight, int64_t axis,
                                               std::string *whyNot = nullptr);
 
+/// True for a reshape (`tensor.expand_shape`, `tensor.collapse_shape`,
+/// `tosa.reshape`) that only regroups rows and keeps the last (feature)
+/// dimension as it is: a per-feature gain commutes with it.
+bool isRowRegrouping(Operation *op);
+
+/// The uses of `v`, looking through row-regrouping reshapes (the reshapes
+/// themselves are not listed).
+SmallVector<OpOperand *> getUsesThroughRowRegrouping(Value v);
+
 /// A short description of where `v` comes from, for remarks.
 std::string describeValue(Value v);
 

@@ -1,0 +1,280 @@
+// RUN: flashnorm-opt %s --flashnorm-fold-gains --split-input-file | FileCheck %s
+// RUN: flashnorm-opt %s --flashnorm-fold-gains --split-input-file \
+// RUN:   --remarks-filter=flashnorm --remark-format=emitRemark 2>&1 >/dev/null \
+// RUN:   | FileCheck %s --check-prefix=REMARK
+
+// linalg.matmul with a K x N weight: row k of W is scaled by g[k].
+// CHECK-LABEL: func.func @matmul_kn
+// CHECK-DAG: %[[W:.*]] = arith.constant dense<{{\[}}[2.000000e+00, 4.000000e+00, 6.000000e+00], [-1.000000e+00, -1.500000e+00, -2.000000e+00]]> : tensor<2x3xf32>
+// CHECK: %[[N:.*]] = flashnorm.rms_norm %{{.*}} eps(1.000000e-05) : tensor<4x2xf32>
+// CHECK: linalg.matmul ins(%[[N]], %[[W]] : tensor<4x2xf32>, tensor<2x3xf32>)
+// REMARK: remark: [Passed] flashnorm-fold-gains | Category:flashnorm | Function=matmul_kn | Remark="folded the gain into 1 projection weight(s)"
+// REMARK: remark: [Analysis] flashnorm-fold-gains | Category:flashnorm | Function=matmul_kn | Remark="1 rewritten (0 approximate), 0 refused"
+func.func @matmul_kn(%x: tensor<4x2xf32>) -> tensor<4x3xf32> {
+  %g = arith.constant dense<[2.0, 0.5]> : tensor<2xf32>
+  %w = arith.constant dense<[[1.0, 2.0, 3.0], [-2.0, -3.0, -4.0]]> : tensor<2x3xf32>
+  %n = flashnorm.rms_norm %x gain(%g : tensor<2xf32>) eps(1.0e-05) : tensor<4x2xf32>
+  %c0 = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<4x3xf32>
+  %z = linalg.fill ins(%c0 : f32) outs(%e : tensor<4x3xf32>) -> tensor<4x3xf32>
+  %y = linalg.matmul ins(%n, %w : tensor<4x2xf32>, tensor<2x3xf32>) outs(%z : tensor<4x3xf32>) -> tensor<4x3xf32>
+  return %y : tensor<4x3xf32>
+}
+
+// -----
+
+// PyTorch layout (N x K) through transposed-B indexing maps; one_plus gain
+// (1 + g formed in f64); a splat weight becomes a non-splat one.
+// CHECK-LABEL: func.func @matmul_nk_maps_one_plus
+// CHECK: %[[W:.*]] = arith.constant dense<{{\[}}[2.000000e+00, 5.000000e-01], [2.000000e+00, 5.000000e-01], [2.000000e+00, 5.000000e-01]]> : tensor<3x2xf32>
+// CHECK: %[[N:.*]] = flashnorm.rms_norm %{{.*}} eps(1.000000e-05) : tensor<4x2xf32>
+// CHECK: linalg.matmul indexing_maps = [{{.*}}] ins(%[[N]], %[[W]] :
+func.func @matmul_nk_maps_one_plus(%x: tensor<4x2xf32>) -> tensor<4x3xf32> {
+  %g = arith.constant dense<[1.0, -0.5]> : tensor<2xf32>
+  %w = arith.constant dense<1.0> : tensor<3x2xf32>
+  %n = flashnorm.rms_norm %x gain(%g : tensor<2xf32>) eps(1.0e-05) convention one_plus : tensor<4x2xf32>
+  %c0 = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<4x3xf32>
+  %z = linalg.fill ins(%c0 : f32) outs(%e : tensor<4x3xf32>) -> tensor<4x3xf32>
+  %y = linalg.matmul indexing_maps = [affine_map<(m, n, k) -> (m, k)>, affine_map<(m, n, k) -> (n, k)>, affine_map<(m, n, k) -> (m, n)>]
+      ins(%n, %w : tensor<4x2xf32>, tensor<3x2xf32>) outs(%z : tensor<4x3xf32>) -> tensor<4x3xf32>
+  return %y : tensor<4x3xf32>
+}
+
+// -----
+
+// A weight transposed by linalg.transpose (N x K constant) and one by
+// tosa.transpose of a tosa.const: the folded constant keeps its kind.
+// CHECK-LABEL: func.func @through_transposes
+func.func @through_transposes(%x: tensor<4x2xf32>) -> (tensor<4x3xf32>, tensor<1x4x3xf32>) {
+  %g = arith.constant dense<[2.0, 3.0]> : tensor<2xf32>
+  %n = flashnorm.rms_norm %x gain(%g : tensor<2xf32>) eps(1.0e-05) : tensor<4x2xf32>
+  // CHECK-DAG: %[[WT:.*]] = arith.constant dense<{{\[}}[2.000000e+00, 3.000000e+00], [4.000000e+00, 6.000000e+00], [6.000000e+00, 9.000000e+00]]> : tensor<3x2xf32>
+  // CHECK-DAG: %[[TT:.*]] = "tosa.const"() <{values = dense<{{\[}}[{{\[}}2.000000e+00, 6.000000e+00], [6.000000e+00, 1.200000e+01], [1.000000e+01, 1.800000e+01]]]> : tensor<1x3x2xf32>}>
+  %w = arith.constant dense<[[1.0, 1.0], [2.0, 2.0], [3.0, 3.0]]> : tensor<3x2xf32>
+  %e0 = tensor.empty() : tensor<2x3xf32>
+  // CHECK: linalg.transpose ins(%[[WT]] : tensor<3x2xf32>)
+  %wt = linalg.transpose ins(%w : tensor<3x2xf32>) outs(%e0 : tensor<2x3xf32>) permutation = [1, 0]
+  %c0 = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<4x3xf32>
+  %z = linalg.fill ins(%c0 : f32) outs(%e : tensor<4x3xf32>) -> tensor<4x3xf32>
+  %y = linalg.matmul ins(%n, %wt : tensor<4x2xf32>, tensor<2x3xf32>) outs(%z : tensor<4x3xf32>) -> tensor<4x3xf32>
+  %t = "tosa.const"() <{values = dense<[[[1.0, 3.0, 5.0], [2.0, 4.0, 6.0]]]> : tensor<1x2x3xf32>}> : () -> tensor<1x2x3xf32>
+  %tt = "tosa.const"() <{values = dense<[[[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]]]> : tensor<1x3x2xf32>}> : () -> tensor<1x3x2xf32>
+  // CHECK: tosa.transpose %[[TT]]
+  // CHECK: %[[E:.*]] = tensor.expand_shape
+  // CHECK: tosa.matmul %[[E]]
+  %tw = tosa.transpose %tt {perms = array<i32: 0, 2, 1>} : (tensor<1x3x2xf32>) -> tensor<1x2x3xf32>
+  %n3 = tensor.expand_shape %n [[0, 1], [2]] output_shape [1, 4, 2] : tensor<4x2xf32> into tensor<1x4x2xf32>
+  %zp = "tosa.const"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>
+  %m = tosa.matmul %n3, %tw, %zp, %zp : (tensor<1x4x2xf32>, tensor<1x2x3xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<1x4x3xf32>
+  return %y, %m : tensor<4x3xf32>, tensor<1x4x3xf32>
+}
+
+// -----
+
+// batch_matmul whose weight is broadcast over the batch, a contraction
+// linalg.generic, and dynamic row counts.
+// CHECK-LABEL: func.func @batch_and_generic
+// CHECK-DAG: %[[B:.*]] = arith.constant dense<{{\[}}[2.000000e+00], [3.000000e+00]]> : tensor<2x1xf32>
+// CHECK-DAG: %[[G:.*]] = arith.constant dense<{{\[}}[4.000000e+00, 2.000000e+00], [6.000000e+00, 3.000000e+00]]> : tensor<2x2xf32>
+// CHECK: linalg.broadcast ins(%[[B]]
+// CHECK: linalg.generic {{.*}} ins(%{{.*}}, %[[G]] :
+func.func @batch_and_generic(%x: tensor<3x?x2xf32>) -> (tensor<3x?x1xf32>, tensor<3x?x2xf32>) {
+  %g = arith.constant dense<[2.0, 3.0]> : tensor<2xf32>
+  %n = flashnorm.rms_norm %x gain(%g : tensor<2xf32>) eps(1.0e-05) : tensor<3x?x2xf32>
+  %c1 = arith.constant 1 : index
+  %m = tensor.dim %x, %c1 : tensor<3x?x2xf32>
+  %w = arith.constant dense<[[1.0], [1.0]]> : tensor<2x1xf32>
+  %e0 = tensor.empty() : tensor<3x2x1xf32>
+  %wb = linalg.broadcast ins(%w : tensor<2x1xf32>) outs(%e0 : tensor<3x2x1xf32>) dimensions = [0]
+  %c0 = arith.constant 0.0 : f32
+  %e = tensor.empty(%m) : tensor<3x?x1xf32>
+  %z = linalg.fill ins(%c0 : f32) outs(%e : tensor<3x?x1xf32>) -> tensor<3x?x1xf32>
+  %y = linalg.batch_matmul ins(%n, %wb : tensor<3x?x2xf32>, tensor<3x2x1xf32>) outs(%z : tensor<3x?x1xf32>) -> tensor<3x?x1xf32>
+  %v = arith.constant dense<[[2.0, 1.0], [2.0, 1.0]]> : tensor<2x2xf32>
+  %e2 = tensor.empty(%m) : tensor<3x?x2xf32>
+  %z2 = linalg.fill ins(%c0 : f32) outs(%e2 : tensor<3x?x2xf32>) -> tensor<3x?x2xf32>
+  %o = linalg.generic {
+      indexing_maps = [affine_map<(b, m, n, k) -> (b, m, k)>, affine_map<(b, m, n, k) -> (k, n)>, affine_map<(b, m, n, k) -> (b, m, n)>],
+      iterator_types = ["parallel", "parallel", "parallel", "reduction"]}
+      ins(%n, %v : tensor<3x?x2xf32>, tensor<2x2xf32>) outs(%z2 : tensor<3x?x2xf32>) {
+  ^bb0(%a: f32, %b: f32, %c: f32):
+    %p = arith.mulf %a, %b : f32
+    %s = arith.addf %c, %p : f32
+    linalg.yield %s : f32
+  } -> tensor<3x?x2xf32>
+  return %y, %o : tensor<3x?x1xf32>, tensor<3x?x2xf32>
+}
+
+// -----
+
+// f16 and bf16 weights: the product is formed in f64 and rounded once, ties
+// to even. 3 * (1 + 2^-11) rounds up to 3 + 2^-9 in f16; 1 + 1.5 * 2^-7 is a
+// bf16 tie and goes to the even 1 + 2^-6.
+// CHECK-LABEL: func.func @narrow_weights
+// CHECK-DAG: arith.constant dense<{{\[}}[3.001950e+00, 1.000000e+00]]> : tensor<1x2xf16>
+// CHECK-DAG: arith.constant dense<{{\[}}[1.015630e+00, 2.031250e+00]]> : tensor<1x2xbf16>
+func.func @narrow_weights(%x: tensor<4x1xf16>) -> (tensor<4x2xf16>, tensor<4x2xf32>) {
+  %g = arith.constant dense<1.00048828125> : tensor<1xf32>
+  %n = flashnorm.rms_norm %x gain(%g : tensor<1xf32>) eps(1.0e-05) : tensor<4x1xf16>
+  %w = arith.constant dense<[[3.0, 0.99951171875]]> : tensor<1x2xf16>
+  %c0 = arith.constant 0.0 : f16
+  %e = tensor.empty() : tensor<4x2xf16>
+  %z = linalg.fill ins(%c0 : f16) outs(%e : tensor<4x2xf16>) -> tensor<4x2xf16>
+  %y = linalg.matmul ins(%n, %w : tensor<4x1xf16>, tensor<1x2xf16>) outs(%z : tensor<4x2xf16>) -> tensor<4x2xf16>
+  %gb = arith.constant dense<1.01171875> : tensor<1xf32>
+  %nb = flashnorm.rms_norm %x gain(%gb : tensor<1xf32>) eps(1.0e-05) : tensor<4x1xf16>
+  %wb = arith.constant dense<[[1.0, 2.0]]> : tensor<1x2xbf16>
+  %cf = arith.constant 0.0 : f32
+  %ef = tensor.empty() : tensor<4x2xf32>
+  %zf = linalg.fill ins(%cf : f32) outs(%ef : tensor<4x2xf32>) -> tensor<4x2xf32>
+  %yb = linalg.matmul ins(%nb, %wb : tensor<4x1xf16>, tensor<1x2xbf16>) outs(%zf : tensor<4x2xf32>) -> tensor<4x2xf32>
+  return %y, %yb : tensor<4x2xf16>, tensor<4x2xf32>
+}
+
+// -----
+
+// A dense_resource weight stays a dense_resource (a new blob); the original
+// blob is untouched.
+// CHECK-LABEL: func.func @resource_weight
+// CHECK: arith.constant dense_resource<w_kn_folded> : tensor<2x2xf32>
+// CHECK: w_kn_folded: "0x08000000000000400000804000004040000080C0"
+func.func @resource_weight(%x: tensor<4x2xf32>) -> tensor<4x2xf32> {
+  %g = arith.constant dense<[2.0, 1.0]> : tensor<2xf32>
+  %n = flashnorm.rms_norm %x gain(%g : tensor<2xf32>) eps(1.0e-05) : tensor<4x2xf32>
+  %w = arith.constant dense_resource<w_kn> : tensor<2x2xf32>
+  %c0 = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<4x2xf32>
+  %z = linalg.fill ins(%c0 : f32) outs(%e : tensor<4x2xf32>) -> tensor<4x2xf32>
+  %y = linalg.matmul ins(%n, %w : tensor<4x2xf32>, tensor<2x2xf32>) outs(%z : tensor<4x2xf32>) -> tensor<4x2xf32>
+  %keep = arith.constant dense_resource<w_kn> : tensor<2x2xf32>
+  return %y : tensor<4x2xf32>
+}
+{-#
+  dialect_resources: {
+    builtin: {
+      w_kn: "0x040000000000803F0000004000004040000080C0"
+    }
+  }
+#-}
+
+// -----
+
+// Q, K and V share one norm: all three weights are folded; the bias add
+// after Q stays; K's weight is also returned (a tied weight) and is cloned.
+// CHECK-LABEL: func.func @qkv_shared_norm
+// CHECK-DAG: %[[K:.*]] = arith.constant dense<1.000000e+00> : tensor<2x2xf32>
+// CHECK-DAG: %[[KF:.*]] = arith.constant dense<{{\[}}[2.000000e+00, 2.000000e+00], [4.000000e+00, 4.000000e+00]]> : tensor<2x2xf32>
+// CHECK: %[[N:.*]] = flashnorm.rms_norm %{{.*}} eps(1.000000e-05) : tensor<4x2xf32>
+// CHECK: %[[Q:.*]] = linalg.matmul ins(%[[N]], %{{.*}} :
+// CHECK: arith.addf %[[Q]], %{{.*}} : tensor<4x2xf32>
+// CHECK: linalg.matmul ins(%[[N]], %[[KF]] :
+// CHECK: linalg.matmul ins(%[[N]], %{{.*}} :
+// CHECK: return {{.*}}, %[[K]] :
+// REMARK: Function=qkv_shared_norm | Remark="folded the gain into 3 projection weight(s)"
+func.func @qkv_shared_norm(%x: tensor<4x2xf32>, %bias: tensor<4x2xf32>)
+    -> (tensor<4x2xf32>, tensor<4x2xf32>, tensor<4x2xf32>, tensor<2x2xf32>) {
+  %g = arith.constant dense<[2.0, 4.0]> : tensor<2xf32>
+  %n = flashnorm.rms_norm %x gain(%g : tensor<2xf32>) eps(1.0e-05) : tensor<4x2xf32>
+  %wq = arith.constant dense<[[1.0, 2.0], [3.0, 4.0]]> : tensor<2x2xf32>
+  %wk = arith.constant dense<1.0> : tensor<2x2xf32>
+  %wv = arith.constant dense<[[0.5, 0.5], [0.5, 0.5]]> : tensor<2x2xf32>
+  %c0 = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<4x2xf32>
+  %z = linalg.fill ins(%c0 : f32) outs(%e : tensor<4x2xf32>) -> tensor<4x2xf32>
+  %q = linalg.matmul ins(%n, %wq : tensor<4x2xf32>, tensor<2x2xf32>) outs(%z : tensor<4x2xf32>) -> tensor<4x2xf32>
+  %qb = arith.addf %q, %bias : tensor<4x2xf32>
+  %k = linalg.matmul ins(%n, %wk : tensor<4x2xf32>, tensor<2x2xf32>) outs(%z : tensor<4x2xf32>) -> tensor<4x2xf32>
+  %v = linalg.matmul ins(%n, %wv : tensor<4x2xf32>, tensor<2x2xf32>) outs(%z : tensor<4x2xf32>) -> tensor<4x2xf32>
+  return %qb, %k, %v, %wk : tensor<4x2xf32>, tensor<4x2xf32>, tensor<4x2xf32>, tensor<2x2xf32>
+}
+
+// -----
+
+// clone-shared-weights=false refuses instead of duplicating a tied weight.
+// RUN: flashnorm-opt %s --flashnorm-fold-gains=clone-shared-weights=false \
+// RUN:   --split-input-file --remarks-filter=flashnorm \
+// RUN:   --remark-format=emitRemark 2>&1 >/dev/null | FileCheck %s --check-prefix=NOCLONE
+// NOCLONE: Function=tied | Remark="gain not folded: the weight of 'linalg.matmul' has other users and clone-shared-weights=false"
+// CHECK-LABEL: func.func @tied
+// CHECK: arith.constant dense<{{\[}}[2.000000e+00, 2.000000e+00], [3.000000e+00, 3.000000e+00]]>
+func.func @tied(%x: tensor<4x2xf32>) -> (tensor<4x2xf32>, tensor<2x2xf32>) {
+  %g = arith.constant dense<[2.0, 3.0]> : tensor<2xf32>
+  %n = flashnorm.rms_norm %x gain(%g : tensor<2xf32>) eps(1.0e-05) : tensor<4x2xf32>
+  %w = arith.constant dense<1.0> : tensor<2x2xf32>
+  %c0 = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<4x2xf32>
+  %z = linalg.fill ins(%c0 : f32) outs(%e : tensor<4x2xf32>) -> tensor<4x2xf32>
+  %y = linalg.matmul ins(%n, %w : tensor<4x2xf32>, tensor<2x2xf32>) outs(%z : tensor<4x2xf32>) -> tensor<4x2xf32>
+  return %y, %w : tensor<4x2xf32>, tensor<2x2xf32>
+}
+
+// -----
+
+// Refusals: nothing is folded and the remark names the user and the reason.
+// CHECK-LABEL: func.func @weight_is_argument
+// CHECK: flashnorm.rms_norm %{{.*}} gain(
+// REMARK: Function=weight_is_argument | Remark="gain not folded: user 'linalg.matmul' at {{.*}}: its weight is not a constant (block argument #1)"
+func.func @weight_is_argument(%x: tensor<4x2xf32>, %w: tensor<2x3xf32>) -> tensor<4x3xf32> {
+  %g = arith.constant dense<[2.0, 0.5]> : tensor<2xf32>
+  %n = flashnorm.rms_norm %x gain(%g : tensor<2xf32>) eps(1.0e-05) : tensor<4x2xf32>
+  %c0 = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<4x3xf32>
+  %z = linalg.fill ins(%c0 : f32) outs(%e : tensor<4x3xf32>) -> tensor<4x3xf32>
+  %y = linalg.matmul ins(%n, %w : tensor<4x2xf32>, tensor<2x3xf32>) outs(%z : tensor<4x3xf32>) -> tensor<4x3xf32>
+  return %y : tensor<4x3xf32>
+}
+
+// -----
+
+// One foldable projection and one non-projection user (a residual add):
+// nothing is folded, not even the projection's weight.
+// CHECK-LABEL: func.func @non_projection_user
+// CHECK: arith.constant dense<{{\[}}[1.000000e+00, 2.000000e+00, 3.000000e+00], [-2.000000e+00, -3.000000e+00, -4.000000e+00]]>
+// CHECK: flashnorm.rms_norm %{{.*}} gain(
+// REMARK: Function=non_projection_user | Remark="gain not folded: user 'arith.addf' at {{.*}}: it is not a projection (matmul-like op)"
+func.func @non_projection_user(%x: tensor<4x2xf32>) -> (tensor<4x3xf32>, tensor<4x2xf32>) {
+  %g = arith.constant dense<[2.0, 0.5]> : tensor<2xf32>
+  %n = flashnorm.rms_norm %x gain(%g : tensor<2xf32>) eps(1.0e-05) : tensor<4x2xf32>
+  %w = arith.constant dense<[[1.0, 2.0, 3.0], [-2.0, -3.0, -4.0]]> : tensor<2x3xf32>
+  %c0 = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<4x3xf32>
+  %z = linalg.fill ins(%c0 : f32) outs(%e : tensor<4x3xf32>) -> tensor<4x3xf32>
+  %y = linalg.matmul ins(%n, %w : tensor<4x2xf32>, tensor<2x3xf32>) outs(%z : tensor<4x3xf32>) -> tensor<4x3xf32>
+  %r = arith.addf %n, %x : tensor<4x2xf32>
+  return %y, %r : tensor<4x3xf32>, tensor<4x2xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @gain_is_argument
+// CHECK: flashnorm.rms_norm %{{.*}} gain(
+// REMARK: Function=gain_is_argument | Remark="gain not folded: gain is not foldable: it is not a constant tensor"
+func.func @gain_is_argument(%x: tensor<4x2xf32>, %g: tensor<2xf32>) -> tensor<4x3xf32> {
+  %n = flashnorm.rms_norm %x gain(%g : tensor<2xf32>) eps(1.0e-05) : tensor<4x2xf32>
+  %w = arith.constant dense<1.0> : tensor<2x3xf32>
+  %c0 = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<4x3xf32>
+  %z = linalg.fill ins(%c0 : f32) outs(%e : tensor<4x3xf32>) -> tensor<4x3xf32>
+  %y = linalg.matmul ins(%n, %w : tensor<4x2xf32>, tensor<2x3xf32>) outs(%z : tensor<4x3xf32>) -> tensor<4x3xf32>
+  return %y : tensor<4x3xf32>
+}
+
+// -----
+
+// The norm is the matmul's right-hand side: it is not contracted over its
+// normalized dimension, so it is not a projection of it.
+// CHECK-LABEL: func.func @norm_as_rhs
+// CHECK: flashnorm.rms_norm %{{.*}} gain(
+// REMARK: Function=norm_as_rhs | Remark="gain not folded: user 'linalg.matmul' at {{.*}}: it does not contract the normalized (last) dimension"
+func.func @norm_as_rhs(%x: tensor<2x4xf32>) -> tensor<3x4xf32> {
+  %g = arith.constant dense<[1.0, 2.0, 3.0, 4.0]> : tensor<4xf32>
+  %n = flashnorm.rms_norm %x gain(%g : tensor<4xf32>) eps(1.0e-05) : tensor<2x4xf32>
+  %a = arith.constant dense<1.0> : tensor<3x2xf32>
+  %c0 = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<3x4xf32>
+  %z = linalg.fill ins(%c0 : f32) outs(%e : tensor<3x4xf32>) -> tensor<3x4xf32>
+  %y = linalg.matmul ins(%a, %n : tensor<3x2xf32>, tensor<2x4xf32>) outs(%z : tensor<3x4xf32>) -> tensor<3x4xf32>
+  return %y : tensor<3x4xf32>
+}
