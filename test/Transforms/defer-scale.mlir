@@ -1,0 +1,160 @@
+// RUN: flashnorm-opt %s --flashnorm-defer-scale --split-input-file | FileCheck %s
+// RUN: flashnorm-opt %s --flashnorm-defer-scale --split-input-file \
+// RUN:   --remarks-filter=flashnorm --remark-format=emitRemark 2>&1 >/dev/null \
+// RUN:   | FileCheck %s --check-prefix=REMARK
+
+// Three projections of one weightless norm share one rms_inv; each result is
+// post-scaled before its bias add.
+// CHECK-LABEL: func.func @qkv
+// CHECK-SAME: (%[[X:.*]]: tensor<4x8xf32>, %[[B:.*]]: tensor<4x16xf32>
+// CHECK: %[[S:.*]] = flashnorm.rms_inv %[[X]] eps(1.000000e-05) : tensor<4x8xf32> -> tensor<4xf32>
+// CHECK-NOT: flashnorm.rms_norm
+// CHECK: %[[Q:.*]] = linalg.matmul ins(%[[X]], %{{.*}} :
+// CHECK: %[[QS:.*]] = flashnorm.post_scale %[[Q]], %[[S]] : tensor<4x16xf32>, tensor<4xf32> -> tensor<4x16xf32>
+// CHECK: arith.addf %[[QS]], %[[B]]
+// CHECK: %[[K:.*]] = linalg.matmul ins(%[[X]], %{{.*}} :
+// CHECK: flashnorm.post_scale %[[K]], %[[S]]
+// CHECK: %[[V:.*]] = linalg.matmul ins(%[[X]], %{{.*}} :
+// CHECK: flashnorm.post_scale %[[V]], %[[S]]
+// REMARK: Function=qkv | Remark="deferred 1/RMS past 3 projection(s)"
+// REMARK: Function=qkv | Remark="1 rewritten (0 approximate), 0 refused"
+func.func @qkv(%x: tensor<4x8xf32>, %bias: tensor<4x16xf32>, %wq: tensor<8x16xf32>,
+               %wk: tensor<8x16xf32>, %wv: tensor<8x16xf32>)
+    -> (tensor<4x16xf32>, tensor<4x16xf32>, tensor<4x16xf32>) {
+  %n = flashnorm.rms_norm %x eps(1.0e-05) : tensor<4x8xf32>
+  %c0 = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<4x16xf32>
+  %z = linalg.fill ins(%c0 : f32) outs(%e : tensor<4x16xf32>) -> tensor<4x16xf32>
+  %q = linalg.matmul ins(%n, %wq : tensor<4x8xf32>, tensor<8x16xf32>) outs(%z : tensor<4x16xf32>) -> tensor<4x16xf32>
+  %qb = arith.addf %q, %bias : tensor<4x16xf32>
+  %k = linalg.matmul ins(%n, %wk : tensor<4x8xf32>, tensor<8x16xf32>) outs(%z : tensor<4x16xf32>) -> tensor<4x16xf32>
+  %v = linalg.matmul ins(%n, %wv : tensor<4x8xf32>, tensor<8x16xf32>) outs(%z : tensor<4x16xf32>) -> tensor<4x16xf32>
+  return %qb, %k, %v : tensor<4x16xf32>, tensor<4x16xf32>, tensor<4x16xf32>
+}
+
+// -----
+
+// An f16 projection is rebuilt to accumulate in f32; the post-scale rounds
+// the scaled value to f16 (no overflow of the unnormalized product).
+// CHECK-LABEL: func.func @f16_widened
+// CHECK-SAME: (%[[X:.*]]: tensor<4x8xf16>
+// CHECK: %[[S:.*]] = flashnorm.rms_inv %[[X]]
+// CHECK: %[[Z:.*]] = linalg.fill ins(%{{.*}} : f32) outs(%{{.*}} : tensor<4x16xf32>)
+// CHECK: %[[P:.*]] = linalg.matmul ins(%[[X]], %{{.*}} : tensor<4x8xf16>, tensor<8x16xf16>) outs(%[[Z]] : tensor<4x16xf32>)
+// CHECK: %[[R:.*]] = flashnorm.post_scale %[[P]], %[[S]] : tensor<4x16xf32>, tensor<4xf32> -> tensor<4x16xf16>
+// CHECK: return %[[R]]
+func.func @f16_widened(%x: tensor<4x8xf16>, %w: tensor<8x16xf16>) -> tensor<4x16xf16> {
+  %n = flashnorm.rms_norm %x eps(1.0e-05) : tensor<4x8xf16>
+  %c0 = arith.constant 0.0 : f16
+  %e = tensor.empty() : tensor<4x16xf16>
+  %z = linalg.fill ins(%c0 : f16) outs(%e : tensor<4x16xf16>) -> tensor<4x16xf16>
+  %y = linalg.matmul ins(%n, %w : tensor<4x8xf16>, tensor<8x16xf16>) outs(%z : tensor<4x16xf16>) -> tensor<4x16xf16>
+  return %y : tensor<4x16xf16>
+}
+
+// -----
+
+// bf16 through tosa.matmul (result widened to f32), a bf16 contraction
+// generic (rebuilt with an f32 body) and a batch_matmul with dynamic rows.
+// CHECK-LABEL: func.func @bf16_forms
+// CHECK-SAME: (%[[X:.*]]: tensor<1x4x8xbf16>
+// CHECK: %[[S:.*]] = flashnorm.rms_inv %[[X]] eps(9.9999999999999995E-7) : tensor<1x4x8xbf16> -> tensor<1x4xf32>
+// CHECK: %[[T:.*]] = tosa.matmul %[[X]], {{.*}} -> tensor<1x4x16xf32>
+// CHECK: flashnorm.post_scale %[[T]], %[[S]] : tensor<1x4x16xf32>, tensor<1x4xf32> -> tensor<1x4x16xf32>
+// CHECK: %[[G:.*]] = linalg.generic {{.*}} ins(%[[X]], %{{.*}} : tensor<1x4x8xbf16>, tensor<8x16xbf16>) outs(%{{.*}} : tensor<1x4x16xf32>)
+// CHECK: arith.extf
+// CHECK: arith.extf
+// CHECK: arith.mulf {{.*}} : f32
+// CHECK: arith.addf {{.*}} : f32
+// CHECK: flashnorm.post_scale %[[G]], %[[S]] : tensor<1x4x16xf32>, tensor<1x4xf32> -> tensor<1x4x16xbf16>
+func.func @bf16_forms(%x: tensor<1x4x8xbf16>, %w: tensor<1x8x16xbf16>, %v: tensor<8x16xbf16>)
+    -> (tensor<1x4x16xbf16>, tensor<1x4x16xbf16>) {
+  %n = flashnorm.rms_norm %x eps(1.0e-06) : tensor<1x4x8xbf16>
+  %zp = "tosa.const"() <{values = dense<0.0> : tensor<1xbf16>}> : () -> tensor<1xbf16>
+  %t = tosa.matmul %n, %w, %zp, %zp : (tensor<1x4x8xbf16>, tensor<1x8x16xbf16>, tensor<1xbf16>, tensor<1xbf16>) -> tensor<1x4x16xf32>
+  %tb = tosa.cast %t : (tensor<1x4x16xf32>) -> tensor<1x4x16xbf16>
+  %c0 = arith.constant 0.0 : bf16
+  %e = tensor.empty() : tensor<1x4x16xbf16>
+  %z = linalg.fill ins(%c0 : bf16) outs(%e : tensor<1x4x16xbf16>) -> tensor<1x4x16xbf16>
+  %g = linalg.generic {
+      indexing_maps = [affine_map<(b, m, n, k) -> (b, m, k)>, affine_map<(b, m, n, k) -> (k, n)>, affine_map<(b, m, n, k) -> (b, m, n)>],
+      iterator_types = ["parallel", "parallel", "parallel", "reduction"]}
+      ins(%n, %v : tensor<1x4x8xbf16>, tensor<8x16xbf16>) outs(%z : tensor<1x4x16xbf16>) {
+  ^bb0(%a: bf16, %b: bf16, %c: bf16):
+    %p = arith.mulf %a, %b : bf16
+    %s = arith.addf %c, %p : bf16
+    linalg.yield %s : bf16
+  } -> tensor<1x4x16xbf16>
+  return %tb, %g : tensor<1x4x16xbf16>, tensor<1x4x16xbf16>
+}
+
+// -----
+
+// Dynamic rows through batch_matmul.
+// CHECK-LABEL: func.func @dynamic_rows
+// CHECK: %[[S:.*]] = flashnorm.rms_inv %{{.*}} : tensor<2x?x8xf32> -> tensor<2x?xf32>
+// CHECK: %[[P:.*]] = linalg.batch_matmul
+// CHECK: flashnorm.post_scale %[[P]], %[[S]] : tensor<2x?x4xf32>, tensor<2x?xf32> -> tensor<2x?x4xf32>
+func.func @dynamic_rows(%x: tensor<2x?x8xf32>, %w: tensor<2x8x4xf32>) -> tensor<2x?x4xf32> {
+  %n = flashnorm.rms_norm %x eps(1.0e-05) : tensor<2x?x8xf32>
+  %c1 = arith.constant 1 : index
+  %m = tensor.dim %x, %c1 : tensor<2x?x8xf32>
+  %c0 = arith.constant 0.0 : f32
+  %e = tensor.empty(%m) : tensor<2x?x4xf32>
+  %z = linalg.fill ins(%c0 : f32) outs(%e : tensor<2x?x4xf32>) -> tensor<2x?x4xf32>
+  %y = linalg.batch_matmul ins(%n, %w : tensor<2x?x8xf32>, tensor<2x8x4xf32>) outs(%z : tensor<2x?x4xf32>) -> tensor<2x?x4xf32>
+  return %y : tensor<2x?x4xf32>
+}
+
+// -----
+
+// A norm with a gain is left for flashnorm-fold-gains.
+// CHECK-LABEL: func.func @has_gain
+// CHECK-NOT: flashnorm.rms_inv
+// REMARK: Function=has_gain | Remark="not deferred: the norm still has a gain (run flashnorm-fold-gains first)"
+func.func @has_gain(%x: tensor<4x8xf32>, %g: tensor<8xf32>, %w: tensor<8x16xf32>) -> tensor<4x16xf32> {
+  %n = flashnorm.rms_norm %x gain(%g : tensor<8xf32>) eps(1.0e-05) : tensor<4x8xf32>
+  %c0 = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<4x16xf32>
+  %z = linalg.fill ins(%c0 : f32) outs(%e : tensor<4x16xf32>) -> tensor<4x16xf32>
+  %y = linalg.matmul ins(%n, %w : tensor<4x8xf32>, tensor<8x16xf32>) outs(%z : tensor<4x16xf32>) -> tensor<4x16xf32>
+  return %y : tensor<4x16xf32>
+}
+
+// -----
+
+// A bias fused into the accumulator would be scaled too: refused.
+// CHECK-LABEL: func.func @bias_in_init
+// CHECK-NOT: flashnorm.rms_inv
+// REMARK: Function=bias_in_init | Remark="not deferred; user 'linalg.matmul' at {{.*}}: it accumulates into a non-zero init (a fused bias would be scaled too)"
+func.func @bias_in_init(%x: tensor<4x8xf32>, %w: tensor<8x16xf32>, %bias: tensor<4x16xf32>) -> tensor<4x16xf32> {
+  %n = flashnorm.rms_norm %x eps(1.0e-05) : tensor<4x8xf32>
+  %y = linalg.matmul ins(%n, %w : tensor<4x8xf32>, tensor<8x16xf32>) outs(%bias : tensor<4x16xf32>) -> tensor<4x16xf32>
+  return %y : tensor<4x16xf32>
+}
+
+// -----
+
+// A norm that also feeds a non-projection keeps the norm for that user; with
+// partial=false it is left alone.
+// RUN: flashnorm-opt %s --flashnorm-defer-scale=partial=false --split-input-file \
+// RUN:   --remarks-filter=flashnorm --remark-format=emitRemark 2>&1 >/dev/null \
+// RUN:   | FileCheck %s --check-prefix=NOPARTIAL
+// CHECK-LABEL: func.func @mixed_users
+// CHECK-SAME: (%[[X:.*]]: tensor<4x8xf32>
+// CHECK: %[[N:.*]] = flashnorm.rms_norm %[[X]]
+// CHECK: %[[S:.*]] = flashnorm.rms_inv %[[X]]
+// CHECK: %[[P:.*]] = linalg.matmul ins(%[[X]],
+// CHECK: flashnorm.post_scale %[[P]], %[[S]]
+// CHECK: math.exp %[[N]]
+// REMARK: Function=mixed_users | Remark="deferred 1/RMS past 1 projection(s); kept the norm for; user 'math.exp' at {{.*}}: it is not a projection (matmul-like op)"
+// NOPARTIAL: Function=mixed_users | Remark="not deferred; user 'math.exp' at {{.*}}: it is not a projection (matmul-like op)"
+func.func @mixed_users(%x: tensor<4x8xf32>, %w: tensor<8x16xf32>) -> (tensor<4x16xf32>, tensor<4x8xf32>) {
+  %n = flashnorm.rms_norm %x eps(1.0e-05) : tensor<4x8xf32>
+  %c0 = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<4x16xf32>
+  %z = linalg.fill ins(%c0 : f32) outs(%e : tensor<4x16xf32>) -> tensor<4x16xf32>
+  %y = linalg.matmul ins(%n, %w : tensor<4x8xf32>, tensor<8x16xf32>) outs(%z : tensor<4x16xf32>) -> tensor<4x16xf32>
+  %o = math.exp %n : tensor<4x8xf32>
+  return %y, %o : tensor<4x16xf32>, tensor<4x8xf32>
+}
