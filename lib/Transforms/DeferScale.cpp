@@ -117,7 +117,7 @@ struct DeferScalePattern : OpRewritePattern<RMSNormOp> {
         continue;
       }
       refusals += "; user '" + use.getOwner()->getName().getStringRef().str() +
-                  "' at " + printToString(use.getOwner()->getLoc()) + ": " +
+                  "' at " + formatLoc(use.getOwner()->getLoc()) + ": " +
                   why;
     }
     if (deferrable.empty() || (!partial && !refusals.empty())) {

@@ -114,7 +114,7 @@ struct MergeConsecutiveNorms : OpRewritePattern<RMSNormOp> {
     }
     if (c == 0.0 || !std::isfinite(c)) {
       reporter.refused(outer, "not merged: the scale between the norms is " +
-                                  printToString(c));
+                                  formatNumber(c));
       return failure();
     }
     double e1 = inner.getEpsilon().convertToDouble();
@@ -131,10 +131,9 @@ struct MergeConsecutiveNorms : OpRewritePattern<RMSNormOp> {
     }
     auto merged = rewriter.replaceOpWithNewOp<RMSNormOp>(outer, inner.getInput(),
                                                          *gain, eps);
-    reporter.applied(merged, llvm::formatv("merged two consecutive norms "
-                                           "(exact): scale {0}, eps {1}",
-                                           c, eps)
-                                 .str());
+    reporter.applied(merged, "merged two consecutive norms (exact): scale " +
+                                 formatNumber(c) + ", eps " +
+                                 formatNumber(eps));
     return success();
   }
 
@@ -222,17 +221,15 @@ struct CancelBeforeScaleInvariantNorm : OpRewritePattern<RMSNormOp> {
       double e2 = norm2.getEpsilon().convertToDouble();
       if (e2 != 0.0 && !allowApproximate) {
         reporter.refused(norm2,
-                         llvm::formatv("not cancelled: exact only for eps = 0 "
-                                       "(this norm has eps {0}); enable "
-                                       "allow-approximate",
-                                       e2)
-                             .str());
+                         "not cancelled: exact only for eps = 0 (this norm "
+                         "has eps " +
+                             formatNumber(e2) + "); enable allow-approximate");
         return failure();
       }
       rewriter.modifyOpInPlace(projOp, [&] { use.set(norm1.getInput()); });
       if (e2 == 0.0) {
         reporter.applied(norm2, "cancelled the scale of the norm at " +
-                                    printToString(norm1.getLoc()) +
+                                    formatLoc(norm1.getLoc()) +
                                     " (exact: eps = 0)");
       } else {
         reporter.approximated(
@@ -243,7 +240,7 @@ struct CancelBeforeScaleInvariantNorm : OpRewritePattern<RMSNormOp> {
                 "{1} * |mx + {2} - 1| / (2 * my) to first order (mx, my: mean "
                 "squares of the first norm's input row and of this norm's "
                 "input row without the first norm)",
-                printToString(norm1.getLoc()), e2, e1)
+                formatLoc(norm1.getLoc()), formatNumber(e2), formatNumber(e1))
                 .str());
       }
       return success();

@@ -93,13 +93,13 @@ struct FoldGainsPattern : OpRewritePattern<RMSNormOp> {
       if (failed(projection))
         return refuse(norm, "gain not folded: user '" +
                                 user->getName().getStringRef() + "' at " +
-                                printToString(user->getLoc()) + ": " + why);
+                                formatLoc(user->getLoc()) + ": " + why);
       FailureOr<WeightSource> source = traceWeightToConstant(
           projection->getWeight(), projection->weightAxis, &why);
       if (failed(source))
         return refuse(norm, "gain not folded: user '" +
                                 user->getName().getStringRef() + "' at " +
-                                printToString(user->getLoc()) + ": " + why);
+                                formatLoc(user->getLoc()) + ": " + why);
       if (!cloneShared && !source->constant->getResult(0).hasOneUse())
         return refuse(norm, "gain not folded: the weight of '" +
                                 user->getName().getStringRef() +

@@ -1,10 +1,28 @@
 #include "flashnorm/Utils/Remarks.h"
 
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/Location.h"
 #include "mlir/IR/Remarks.h"
+
+#include <cstdio>
 #include "mlir/Interfaces/FunctionInterfaces.h"
 
 using namespace mlir;
 using namespace mlir::flashnorm;
+
+std::string flashnorm::formatNumber(double value) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%g", value);
+  return buf;
+}
+
+std::string flashnorm::formatLoc(Location loc) {
+  if (auto file = dyn_cast<FileLineColLoc>(loc))
+    return (file.getFilename().getValue() + ":" + Twine(file.getLine()) + ":" +
+            Twine(file.getColumn()))
+        .str();
+  return printToString(loc);
+}
 
 static StringRef functionNameOf(Operation *op) {
   auto fn = dyn_cast<FunctionOpInterface>(op);

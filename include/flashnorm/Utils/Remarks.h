@@ -25,6 +25,12 @@ template <typename T> std::string printToString(const T &value) {
   return s;
 }
 
+/// A number as a person writes it (%g: 1e-06, 0.5, 6).
+std::string formatNumber(double value);
+
+/// `file:line:col` for file locations, the printed location otherwise.
+std::string formatLoc(Location loc);
+
 /// Reports one pass's rewrites and refusals in one function, then a one-line
 /// summary on the function when it goes out of scope.
 class PassReporter {

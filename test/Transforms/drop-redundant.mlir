@@ -1,0 +1,145 @@
+// RUN: flashnorm-opt %s --flashnorm-drop-redundant --split-input-file | FileCheck %s
+// RUN: flashnorm-opt %s --flashnorm-drop-redundant --split-input-file \
+// RUN:   --remarks-filter=flashnorm --remark-format=emitRemark 2>&1 >/dev/null \
+// RUN:   | FileCheck %s --check-prefix=REMARK
+// RUN: flashnorm-opt %s --flashnorm-drop-redundant=allow-approximate=true \
+// RUN:   --split-input-file | FileCheck %s --check-prefix=APPROX-IR
+// RUN: flashnorm-opt %s --flashnorm-drop-redundant=allow-approximate=true \
+// RUN:   --split-input-file --remarks-filter=flashnorm \
+// RUN:   --remark-format=emitRemark 2>&1 >/dev/null | FileCheck %s --check-prefix=APPROX
+
+// Consecutive norms, weightless inner: one norm with eps' = e1 e2 / (1 + e2)
+// and gain g / sqrt(1 + e2) (folded in f32 since g is constant).
+// CHECK-LABEL: func.func @consecutive
+// CHECK-SAME: (%[[X:.*]]: tensor<4x8xf32>
+// CHECK: %[[G:.*]] = arith.constant dense<[0.999999463, 1.99999893, 0.999999463, 1.99999893, 0.999999463, 1.99999893, 0.999999463, 1.99999893]> : tensor<8xf32>
+// CHECK: %[[N:.*]] = flashnorm.rms_norm %[[X]] gain(%[[G]] : tensor<8xf32>) eps(1.099998790001331E-12) : tensor<4x8xf32>
+// CHECK-NEXT: return %[[N]]
+// REMARK: Function=consecutive | Remark="merged two consecutive norms (exact): scale 1, eps 1.1e-12"
+func.func @consecutive(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  %g = arith.constant dense<[1.0, 2.0, 1.0, 2.0, 1.0, 2.0, 1.0, 2.0]> : tensor<8xf32>
+  %a = flashnorm.rms_norm %x eps(1.0e-06) : tensor<4x8xf32>
+  %b = flashnorm.rms_norm %a gain(%g : tensor<8xf32>) eps(1.1e-06) : tensor<4x8xf32>
+  return %b : tensor<4x8xf32>
+}
+
+// -----
+
+// A uniform constant multiply between the norms, an inner uniform one_plus
+// gain, and a runtime one_plus outer gain in bf16 (widened before 1 + g).
+// CHECK-LABEL: func.func @scaled_between
+// CHECK-SAME: (%[[X:.*]]: tensor<4x8xf32>, %[[G:.*]]: tensor<8xbf16>
+// CHECK: %[[W:.*]] = arith.extf %[[G]] : tensor<8xbf16> to tensor<8xf32>
+// CHECK: %[[P:.*]] = arith.addf %[[W]], %{{.*}} : tensor<8xf32>
+// CHECK: %[[F:.*]] = arith.mulf %[[P]], %{{.*}} : tensor<8xf32>
+// CHECK: flashnorm.rms_norm %[[X]] gain(%[[F]] : tensor<8xf32>) eps({{.*}}) : tensor<4x8xf32>
+// CHECK-NOT: flashnorm.rms_norm
+// REMARK: Function=scaled_between | Remark="merged two consecutive norms (exact): scale 6, eps
+func.func @scaled_between(%x: tensor<4x8xf32>, %g: tensor<8xbf16>) -> tensor<4x8xf32> {
+  %gi = arith.constant dense<2.0> : tensor<8xf32>
+  %c = arith.constant dense<2.0> : tensor<4x8xf32>
+  %a = flashnorm.rms_norm %x gain(%gi : tensor<8xf32>) eps(1.0e-06) convention one_plus : tensor<4x8xf32>
+  %m = arith.mulf %c, %a : tensor<4x8xf32>
+  %b = flashnorm.rms_norm %m gain(%g : tensor<8xbf16>) eps(1.0e-05) convention one_plus : tensor<4x8xf32>
+  return %b : tensor<4x8xf32>
+}
+
+// -----
+
+// Refused: a per-feature inner gain does not commute with the outer norm.
+// CHECK-LABEL: func.func @inner_gain_not_uniform
+// CHECK: flashnorm.rms_norm
+// CHECK: flashnorm.rms_norm
+// REMARK: Function=inner_gain_not_uniform | Remark="not merged with the norm before it: its gain is not a uniform constant"
+func.func @inner_gain_not_uniform(%x: tensor<4x2xf32>) -> tensor<4x2xf32> {
+  %g = arith.constant dense<[1.0, 2.0]> : tensor<2xf32>
+  %a = flashnorm.rms_norm %x gain(%g : tensor<2xf32>) eps(1.0e-06) : tensor<4x2xf32>
+  %b = flashnorm.rms_norm %a eps(1.0e-06) : tensor<4x2xf32>
+  return %b : tensor<4x2xf32>
+}
+
+// -----
+
+// Refused: a zero scale between the norms.
+// CHECK-LABEL: func.func @zero_scale
+// REMARK: Function=zero_scale | Remark="not merged: the scale between the norms is 0"
+func.func @zero_scale(%x: tensor<4x2xf32>) -> tensor<4x2xf32> {
+  %c = arith.constant dense<0.0> : tensor<4x2xf32>
+  %a = flashnorm.rms_norm %x eps(1.0e-06) : tensor<4x2xf32>
+  %m = arith.mulf %a, %c : tensor<4x2xf32>
+  %b = flashnorm.rms_norm %m eps(1.0e-06) : tensor<4x2xf32>
+  return %b : tensor<4x2xf32>
+}
+
+// -----
+
+// Cancellation (QK-norm shape): norm -> projection -> expand_shape -> norm
+// over each head. With eps = 0 it is exact and always done; the first norm
+// stays for V, which does not reach a second norm.
+// CHECK-LABEL: func.func @qk_norm_exact
+// CHECK-SAME: (%[[X:.*]]: tensor<4x8xf32>
+// CHECK: %[[N:.*]] = flashnorm.rms_norm %[[X]]
+// CHECK: linalg.matmul ins(%[[X]], %{{.*}} :
+// CHECK: linalg.matmul ins(%[[N]], %{{.*}} :
+// REMARK: Function=qk_norm_exact | Remark="cancelled the scale of the norm at {{.*}} (exact: eps = 0)"
+func.func @qk_norm_exact(%x: tensor<4x8xf32>, %wq: tensor<8x8xf32>, %wv: tensor<8x8xf32>)
+    -> (tensor<4x2x4xf32>, tensor<4x8xf32>) {
+  %n = flashnorm.rms_norm %x eps(1.0e-06) : tensor<4x8xf32>
+  %c0 = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<4x8xf32>
+  %z = linalg.fill ins(%c0 : f32) outs(%e : tensor<4x8xf32>) -> tensor<4x8xf32>
+  %q = linalg.matmul ins(%n, %wq : tensor<4x8xf32>, tensor<8x8xf32>) outs(%z : tensor<4x8xf32>) -> tensor<4x8xf32>
+  %qh = tensor.expand_shape %q [[0], [1, 2]] output_shape [4, 2, 4] : tensor<4x8xf32> into tensor<4x2x4xf32>
+  %qn = flashnorm.rms_norm %qh eps(0.0) : tensor<4x2x4xf32>
+  %v = linalg.matmul ins(%n, %wv : tensor<4x8xf32>, tensor<8x8xf32>) outs(%z : tensor<4x8xf32>) -> tensor<4x8xf32>
+  return %qn, %v : tensor<4x2x4xf32>, tensor<4x8xf32>
+}
+
+// -----
+
+// With eps > 0 the cancellation is approximate: refused by default, done and
+// reported with its bound under allow-approximate.
+// CHECK-LABEL: func.func @qk_norm_eps
+// CHECK-SAME: (%[[X:.*]]: tensor<4x8xf32>
+// CHECK: %[[N:.*]] = flashnorm.rms_norm %[[X]]
+// CHECK: linalg.matmul ins(%[[N]], %{{.*}} :
+// REMARK: Function=qk_norm_eps | Remark="not cancelled: exact only for eps = 0 (this norm has eps 1e-06); enable allow-approximate"
+// APPROX-IR-LABEL: func.func @qk_norm_eps
+// APPROX-IR-NOT: flashnorm.rms_norm %arg0
+// APPROX-IR: linalg.matmul ins(%arg0, %{{.*}} :
+// APPROX: Function=qk_norm_eps | Remark="approximate: cancelled the scale of the norm at {{.*}}; per-row relative error |sqrt((my + 1e-06) / (my + 1e-06 * (mx + 1e-05))) - 1| <= 1e-06 * |mx + 1e-05 - 1| / (2 * my) to first order
+func.func @qk_norm_eps(%x: tensor<4x8xf32>, %wq: tensor<8x8xf32>) -> tensor<2x4x4xf32> {
+  %n = flashnorm.rms_norm %x eps(1.0e-05) : tensor<4x8xf32>
+  %c0 = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<4x8xf32>
+  %z = linalg.fill ins(%c0 : f32) outs(%e : tensor<4x8xf32>) -> tensor<4x8xf32>
+  %q = linalg.matmul ins(%n, %wq : tensor<4x8xf32>, tensor<8x8xf32>) outs(%z : tensor<4x8xf32>) -> tensor<4x8xf32>
+  %qh = tensor.expand_shape %q [[0], [1, 2]] output_shape [4, 2, 4] : tensor<4x8xf32> into tensor<4x2x4xf32>
+  %e2 = tensor.empty() : tensor<2x4x4xf32>
+  %qt = linalg.transpose ins(%qh : tensor<4x2x4xf32>) outs(%e2 : tensor<2x4x4xf32>) permutation = [1, 0, 2]
+  %qn = flashnorm.rms_norm %qt eps(1.0e-06) : tensor<2x4x4xf32>
+  return %qn : tensor<2x4x4xf32>
+}
+
+// -----
+
+// Not cancelled: a collapse that merges rows, and a bias in the accumulator.
+// CHECK-LABEL: func.func @not_cancellable
+// CHECK: linalg.matmul ins(%{{.*}}, %{{.*}} :
+// APPROX-IR-LABEL: func.func @not_cancellable
+// APPROX-IR: linalg.matmul ins(%0, %{{.*}} :
+// APPROX-IR: linalg.matmul ins(%0, %{{.*}} :
+// APPROX-NOT: Function=not_cancellable | Remark="approximate
+func.func @not_cancellable(%x: tensor<4x8xf32>, %wq: tensor<8x8xf32>, %b: tensor<4x8xf32>)
+    -> (tensor<32xf32>, tensor<4x8xf32>) {
+  %n = flashnorm.rms_norm %x eps(1.0e-05) : tensor<4x8xf32>
+  %c0 = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<4x8xf32>
+  %z = linalg.fill ins(%c0 : f32) outs(%e : tensor<4x8xf32>) -> tensor<4x8xf32>
+  %q = linalg.matmul ins(%n, %wq : tensor<4x8xf32>, tensor<8x8xf32>) outs(%z : tensor<4x8xf32>) -> tensor<4x8xf32>
+  %flat = tensor.collapse_shape %q [[0, 1]] : tensor<4x8xf32> into tensor<32xf32>
+  %qn = flashnorm.rms_norm %flat eps(0.0) : tensor<32xf32>
+  %k = linalg.matmul ins(%n, %wq : tensor<4x8xf32>, tensor<8x8xf32>) outs(%b : tensor<4x8xf32>) -> tensor<4x8xf32>
+  %kn = flashnorm.rms_norm %k eps(0.0) : tensor<4x8xf32>
+  return %qn, %kn : tensor<32xf32>, tensor<4x8xf32>
+}
