@@ -19,6 +19,7 @@ lib = config.mlir_lib_dir
 # Upstream lowering from linalg on tensors to the LLVM dialect, for tests
 # that execute code with mlir-runner.
 lower = (
+    "--convert-elementwise-to-linalg "
     "--one-shot-bufferize=bufferize-function-boundaries "
     "--convert-linalg-to-loops --expand-strided-metadata --lower-affine "
     "--convert-scf-to-cf --convert-math-to-llvm --convert-to-llvm "
