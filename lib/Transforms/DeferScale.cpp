@@ -159,6 +159,8 @@ struct DeferScalePass : flashnorm::impl::DeferScaleBase<DeferScalePass> {
   using DeferScaleBase::DeferScaleBase;
   void runOnOperation() override {
     func::FuncOp fn = getOperation();
+    if (fn.isExternal())
+      return;
     PassReporter reporter(fn, kPass);
     RewritePatternSet patterns(&getContext());
     patterns.add<DeferScalePattern>(&getContext(), reporter, partial);

@@ -256,6 +256,8 @@ struct DropRedundantPass : flashnorm::impl::DropRedundantBase<DropRedundantPass>
   using DropRedundantBase::DropRedundantBase;
   void runOnOperation() override {
     func::FuncOp fn = getOperation();
+    if (fn.isExternal())
+      return;
     PassReporter reporter(fn, kPass);
     RewritePatternSet patterns(&getContext());
     patterns.add<MergeConsecutiveNorms>(&getContext(), reporter);

@@ -138,6 +138,8 @@ struct FoldGainsPass : flashnorm::impl::FoldGainsBase<FoldGainsPass> {
   using FoldGainsBase::FoldGainsBase;
   void runOnOperation() override {
     func::FuncOp fn = getOperation();
+    if (fn.isExternal())
+      return;
     PassReporter reporter(fn, kPass);
     RewritePatternSet patterns(&getContext());
     patterns.add<FoldGainsPattern>(&getContext(), reporter,
