@@ -16,15 +16,11 @@ llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 llvm_config.with_environment("PATH", config.flashnorm_tools_dir, append_path=True)
 
 lib = config.mlir_lib_dir
-# Upstream lowering from linalg on tensors to the LLVM dialect, for tests
-# that execute code with mlir-runner.
-lower = (
-    "--convert-elementwise-to-linalg "
-    "--one-shot-bufferize=bufferize-function-boundaries "
-    "--convert-linalg-to-loops --expand-strided-metadata --lower-affine "
-    "--convert-scf-to-cf --convert-math-to-llvm --convert-to-llvm "
-    "--reconcile-unrealized-casts"
-)
+# flashnorm ops, then upstream passes, down to the LLVM dialect for tests
+# that execute code with mlir-runner (shared with scripts/demo.sh).
+with open(os.path.join(config.test_source_root, "..", "scripts",
+                       "lower-to-llvm.args")) as f:
+    lower = " ".join(line.strip() for line in f if line.strip())
 config.substitutions.append(("%lower-to-llvm", lower))
 config.substitutions.append(
     (

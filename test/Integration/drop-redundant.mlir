@@ -2,10 +2,10 @@
 // keeps the numbers (rtol 1e-4) on rows with mean square near 5e-5 and
 // eps 1e-6, where dropping the inner norm naively is off by about 1% and
 // fails the same check.
-// RUN: flashnorm-opt %s --flashnorm-lower-to-linalg %lower-to-llvm | %run > %t.ref
-// RUN: flashnorm-opt %s --flashnorm-drop-redundant --flashnorm-lower-to-linalg %lower-to-llvm | %run > %t.out
+// RUN: flashnorm-opt %s %lower-to-llvm | %run > %t.ref
+// RUN: flashnorm-opt %s --flashnorm-drop-redundant %lower-to-llvm | %run > %t.out
 // RUN: %compare %t.ref %t.out --rtol 1e-4 --atol 1e-7 | FileCheck %s --check-prefix=CMP
-// RUN: flashnorm-opt %S/Inputs/drop-redundant-naive.mlir --flashnorm-lower-to-linalg %lower-to-llvm | %run > %t.naive
+// RUN: flashnorm-opt %S/Inputs/drop-redundant-naive.mlir %lower-to-llvm | %run > %t.naive
 // RUN: not %compare %t.ref %t.naive --rtol 1e-4 --atol 1e-7 | FileCheck %s --check-prefix=NAIVE
 // RUN: flashnorm-opt %s --flashnorm-drop-redundant | FileCheck %s
 // CMP: MATCH
