@@ -53,8 +53,8 @@ static FailureOr<Projection> matchLinalg(linalg::LinalgOp op, OpOperand &use,
     return reject(whyNot,
                   "it does not contract the normalized (last) dimension");
 
-  OpOperand *weightOperand = op.getDpsInputOperand(
-      op.getDpsInputOperand(0) == &use ? 1 : 0);
+  OpOperand *weightOperand =
+      op.getDpsInputOperand(op.getDpsInputOperand(0) == &use ? 1 : 0);
   AffineMap wMap = op.getMatchingIndexingMap(weightOperand);
   std::optional<unsigned> axis =
       wMap.getResultPosition(getAffineDimExpr(red, op.getContext()));
@@ -69,11 +69,11 @@ static FailureOr<Projection> matchLinalg(linalg::LinalgOp op, OpOperand &use,
   OpOperand *init = op.getDpsInitOperand(0);
   AffineMap outMap = op.getMatchingIndexingMap(init);
   unsigned rank = actMap.getNumResults();
-  p.rowPreserving = outMap.getNumResults() == rank &&
-                    llvm::equal(outMap.getResults().drop_back(),
-                                actMap.getResults().drop_back()) &&
-                    !llvm::is_contained(actMap.getResults(),
-                                        outMap.getResults().back());
+  p.rowPreserving =
+      outMap.getNumResults() == rank &&
+      llvm::equal(outMap.getResults().drop_back(),
+                  actMap.getResults().drop_back()) &&
+      !llvm::is_contained(actMap.getResults(), outMap.getResults().back());
   p.zeroInit = isZeroInit(init->get());
   return p;
 }
@@ -99,8 +99,7 @@ FailureOr<Projection> flashnorm::matchProjection(OpOperand &use,
 }
 
 bool flashnorm::isRowRegrouping(Operation *op) {
-  if (!isa<tensor::ExpandShapeOp, tensor::CollapseShapeOp, tosa::ReshapeOp>(
-          op))
+  if (!isa<tensor::ExpandShapeOp, tensor::CollapseShapeOp, tosa::ReshapeOp>(op))
     return false;
   auto in = dyn_cast<RankedTensorType>(op->getOperand(0).getType());
   auto out = dyn_cast<RankedTensorType>(op->getResult(0).getType());
@@ -162,7 +161,8 @@ FailureOr<WeightSource> flashnorm::traceWeightToConstant(Value weight,
                             ? cast<arith::ConstantOp>(def).getValue()
                             : cast<tosa::ConstOp>(def).getValues();
       auto elements = dyn_cast<ElementsAttr>(value);
-      if (!elements || !isa<DenseElementsAttr, DenseResourceElementsAttr>(value))
+      if (!elements ||
+          !isa<DenseElementsAttr, DenseResourceElementsAttr>(value))
         return fail("its weight constant is not dense or dense_resource");
       src.constant = def;
       src.value = elements;

@@ -1,4 +1,5 @@
-//===- LowerToLinalg.cpp - flashnorm ops to linalg on tensors --------------===//
+//===- LowerToLinalg.cpp - flashnorm ops to linalg on tensors
+//--------------===//
 
 #include "flashnorm/Conversion/Passes.h"
 #include "flashnorm/Dialect/FlashNorm/IR/FlashNormOps.h"
@@ -55,8 +56,9 @@ Value buildRmsInv(OpBuilder &b, Location loc, Value x, double eps,
   auto xType = cast<RankedTensorType>(x.getType());
   unsigned rank = xType.getRank();
   Value zero = arith::ConstantOp::create(b, loc, b.getFloatAttr(statType, 0.0));
-  Value acc = linalg::FillOp::create(b, loc, zero, emptyRows(b, loc, x, statType))
-                  .getResult(0);
+  Value acc =
+      linalg::FillOp::create(b, loc, zero, emptyRows(b, loc, x, statType))
+          .getResult(0);
   SmallVector<utils::IteratorType> iters(rank, utils::IteratorType::parallel);
   iters.back() = utils::IteratorType::reduction;
   Value sumSq =
@@ -66,8 +68,8 @@ Value buildRmsInv(OpBuilder &b, Location loc, Value x, double eps,
           [&](OpBuilder &nb, Location l, ValueRange args) {
             Value v = castFloat(nb, l, args[0], statType);
             Value sq = arith::MulFOp::create(nb, l, v, v);
-            linalg::YieldOp::create(nb, l,
-                                    Value(arith::AddFOp::create(nb, l, args[1], sq)));
+            linalg::YieldOp::create(
+                nb, l, Value(arith::AddFOp::create(nb, l, args[1], sq)));
           })
           .getResult(0);
 
@@ -90,7 +92,8 @@ Value buildRmsInv(OpBuilder &b, Location loc, Value x, double eps,
              [&](OpBuilder &nb, Location l, ValueRange args) {
                Value mean = arith::DivFOp::create(nb, l, args[0], k);
                Value ms = arith::AddFOp::create(nb, l, mean, epsV);
-               linalg::YieldOp::create(nb, l, Value(math::RsqrtOp::create(nb, l, ms)));
+               linalg::YieldOp::create(nb, l,
+                                       Value(math::RsqrtOp::create(nb, l, ms)));
              })
       .getResult(0);
 }
@@ -102,7 +105,8 @@ Type statTypeFor(OpBuilder &b, Type elt, bool statsF64) {
 
 /// `result[r, k] = round(x[r, k] * s[r] (* G[k]))`, computed in `computeType`.
 Value buildScaleRows(OpBuilder &b, Location loc, Value x, Value s, Value gain,
-                     bool onePlus, Type computeType, RankedTensorType resultType) {
+                     bool onePlus, Type computeType,
+                     RankedTensorType resultType) {
   MLIRContext *ctx = b.getContext();
   unsigned rank = resultType.getRank();
   SmallVector<Value> inputs{x, s};
@@ -192,8 +196,8 @@ struct LowerPostScale : OpRewritePattern<PostScaleOp> {
   LogicalResult matchAndRewrite(PostScaleOp op,
                                 PatternRewriter &rewriter) const override {
     Type elt = op.getInput().getType().getElementType();
-    Type compute = elt.isF64() ? Type(rewriter.getF64Type())
-                               : Type(rewriter.getF32Type());
+    Type compute =
+        elt.isF64() ? Type(rewriter.getF64Type()) : Type(rewriter.getF32Type());
     rewriter.replaceOp(op, buildScaleRows(rewriter, op.getLoc(), op.getInput(),
                                           op.getScale(), Value(), false,
                                           compute, op.getType()));
@@ -201,7 +205,8 @@ struct LowerPostScale : OpRewritePattern<PostScaleOp> {
   }
 };
 
-struct LowerToLinalgPass : flashnorm::impl::LowerToLinalgBase<LowerToLinalgPass> {
+struct LowerToLinalgPass
+    : flashnorm::impl::LowerToLinalgBase<LowerToLinalgPass> {
   using LowerToLinalgBase::LowerToLinalgBase;
   void runOnOperation() override {
     ConversionTarget target(getContext());

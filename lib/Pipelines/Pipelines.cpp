@@ -8,8 +8,8 @@
 using namespace mlir;
 using namespace mlir::flashnorm;
 
-void flashnorm::buildFlashNormPipeline(OpPassManager &pm,
-                                       const FlashNormPipelineOptions &options) {
+void flashnorm::buildFlashNormPipeline(
+    OpPassManager &pm, const FlashNormPipelineOptions &options) {
   OpPassManager &fpm = pm.nest<func::FuncOp>();
   fpm.addPass(createFoldGains({options.cloneSharedWeights}));
   fpm.addPass(createDropRedundant({options.allowApproximate}));

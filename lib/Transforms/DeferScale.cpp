@@ -1,9 +1,10 @@
-//===- DeferScale.cpp - Deferred normalization (FLASHNORM.md §2) -----------===//
+//===- DeferScale.cpp - Deferred normalization (FLASHNORM.md §2)
+//-----------===//
 
 #include "flashnorm/Analysis/Projection.h"
 #include "flashnorm/Dialect/FlashNorm/IR/FlashNormOps.h"
-#include "flashnorm/Transforms/PatternDriver.h"
 #include "flashnorm/Transforms/Passes.h"
+#include "flashnorm/Transforms/PatternDriver.h"
 #include "flashnorm/Utils/Remarks.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -41,8 +42,7 @@ Value createWidenedContraction(OpBuilder &b, linalg::LinalgOp op,
     auto widen = [&](Value v) -> Value {
       return v.getType() == f32 ? v : arith::ExtFOp::create(nb, loc, f32, v);
     };
-    Value prod =
-        arith::MulFOp::create(nb, loc, widen(args[0]), widen(args[1]));
+    Value prod = arith::MulFOp::create(nb, loc, widen(args[0]), widen(args[1]));
     Value sum = arith::AddFOp::create(nb, loc, args[2], prod);
     linalg::YieldOp::create(nb, loc, sum);
   };
@@ -117,8 +117,7 @@ struct DeferScalePattern : OpRewritePattern<RMSNormOp> {
         continue;
       }
       refusals += "; user '" + use.getOwner()->getName().getStringRef().str() +
-                  "' at " + formatLoc(use.getOwner()->getLoc()) + ": " +
-                  why;
+                  "' at " + formatLoc(use.getOwner()->getLoc()) + ": " + why;
     }
     if (deferrable.empty() || (!partial && !refusals.empty())) {
       reporter.refused(norm, "not deferred" + refusals);
@@ -133,8 +132,8 @@ struct DeferScalePattern : OpRewritePattern<RMSNormOp> {
       Type originalType = p.op->getResult(0).getType();
       Value raw = rebuildOnRawInput(rewriter, p, x);
       rewriter.setInsertionPointAfterValue(raw);
-      Value scaled = PostScaleOp::create(rewriter, p.op->getLoc(),
-                                         originalType, raw, inv);
+      Value scaled =
+          PostScaleOp::create(rewriter, p.op->getLoc(), originalType, raw, inv);
       if (raw.getDefiningOp() == p.op)
         rewriter.replaceAllUsesExcept(raw, scaled, scaled.getDefiningOp());
       else
@@ -143,11 +142,10 @@ struct DeferScalePattern : OpRewritePattern<RMSNormOp> {
     reporter.silence(norm);
     if (norm.getResult().use_empty())
       rewriter.eraseOp(norm);
-    reporter.applied(inv.getDefiningOp(),
-                     "deferred 1/RMS past " + Twine(deferrable.size()) +
-                         " projection(s)" +
-                         (refusals.empty() ? "" : "; kept the norm for" +
-                                                      refusals));
+    reporter.applied(
+        inv.getDefiningOp(),
+        "deferred 1/RMS past " + Twine(deferrable.size()) + " projection(s)" +
+            (refusals.empty() ? "" : "; kept the norm for" + refusals));
     return success();
   }
 

@@ -1,9 +1,10 @@
-//===- DropRedundant.cpp - Redundant norms (FLASHNORM.md §3) ---------------===//
+//===- DropRedundant.cpp - Redundant norms (FLASHNORM.md §3)
+//---------------===//
 
 #include "flashnorm/Analysis/Projection.h"
 #include "flashnorm/Dialect/FlashNorm/IR/FlashNormOps.h"
-#include "flashnorm/Transforms/PatternDriver.h"
 #include "flashnorm/Transforms/Passes.h"
+#include "flashnorm/Transforms/PatternDriver.h"
 #include "flashnorm/Utils/Remarks.h"
 #include "flashnorm/Utils/WeightFolder.h"
 
@@ -61,7 +62,8 @@ FailureOr<Value> buildScaledGain(PatternRewriter &rewriter, RMSNormOp norm,
       succeeded(values)) {
     SmallVector<float> scaled;
     for (double g : *values)
-      scaled.push_back(static_cast<float>(((onePlus ? 1.0 : 0.0) + g) * factor));
+      scaled.push_back(
+          static_cast<float>(((onePlus ? 1.0 : 0.0) + g) * factor));
     return Value(arith::ConstantOp::create(
         rewriter, loc, DenseElementsAttr::get(gainType, ArrayRef(scaled))));
   }
@@ -129,8 +131,8 @@ struct MergeConsecutiveNorms : OpRewritePattern<RMSNormOp> {
                               "normalized dimension");
       return failure();
     }
-    auto merged = rewriter.replaceOpWithNewOp<RMSNormOp>(outer, inner.getInput(),
-                                                         *gain, eps);
+    auto merged = rewriter.replaceOpWithNewOp<RMSNormOp>(
+        outer, inner.getInput(), *gain, eps);
     reporter.applied(merged, "merged two consecutive norms (exact): scale " +
                                  formatNumber(c) + ", eps " +
                                  formatNumber(eps));
@@ -252,7 +254,8 @@ struct CancelBeforeScaleInvariantNorm : OpRewritePattern<RMSNormOp> {
   bool allowApproximate;
 };
 
-struct DropRedundantPass : flashnorm::impl::DropRedundantBase<DropRedundantPass> {
+struct DropRedundantPass
+    : flashnorm::impl::DropRedundantBase<DropRedundantPass> {
   using DropRedundantBase::DropRedundantBase;
   void runOnOperation() override {
     func::FuncOp fn = getOperation();

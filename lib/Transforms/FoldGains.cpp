@@ -1,9 +1,10 @@
-//===- FoldGains.cpp - Weightless normalization (FLASHNORM.md §1) ----------===//
+//===- FoldGains.cpp - Weightless normalization (FLASHNORM.md §1)
+//----------===//
 
 #include "flashnorm/Analysis/Projection.h"
 #include "flashnorm/Dialect/FlashNorm/IR/FlashNormOps.h"
-#include "flashnorm/Transforms/PatternDriver.h"
 #include "flashnorm/Transforms/Passes.h"
+#include "flashnorm/Transforms/PatternDriver.h"
 #include "flashnorm/Utils/Remarks.h"
 #include "flashnorm/Utils/WeightFolder.h"
 
@@ -125,8 +126,9 @@ struct FoldGainsPattern : OpRewritePattern<RMSNormOp> {
     rewriter.setInsertionPoint(norm);
     auto weightless = rewriter.replaceOpWithNewOp<RMSNormOp>(
         norm, norm.getInput(), Value(), norm.getEpsilon().convertToDouble());
-    reporter.applied(weightless, "folded the gain into " + Twine(targets.size()) +
-                               " projection weight(s)");
+    reporter.applied(weightless, "folded the gain into " +
+                                     Twine(targets.size()) +
+                                     " projection weight(s)");
     return success();
   }
 
@@ -142,8 +144,7 @@ struct FoldGainsPass : flashnorm::impl::FoldGainsBase<FoldGainsPass> {
       return;
     PassReporter reporter(fn, kPass);
     RewritePatternSet patterns(&getContext());
-    patterns.add<FoldGainsPattern>(&getContext(), reporter,
-                                   cloneSharedWeights);
+    patterns.add<FoldGainsPattern>(&getContext(), reporter, cloneSharedWeights);
     if (failed(applyFlashNormPatterns(fn, std::move(patterns))))
       return signalPassFailure();
     numFolded += reporter.getNumApplied();

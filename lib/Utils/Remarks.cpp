@@ -4,8 +4,8 @@
 #include "mlir/IR/Location.h"
 #include "mlir/IR/Remarks.h"
 
-#include <cstdio>
 #include "mlir/Interfaces/FunctionInterfaces.h"
+#include <cstdio>
 
 using namespace mlir;
 using namespace mlir::flashnorm;
@@ -32,8 +32,9 @@ static StringRef functionNameOf(Operation *op) {
 }
 
 static remark::RemarkOpts optsFor(Operation *op, StringRef pass) {
-  return remark::RemarkOpts::name(pass).category("flashnorm").function(
-      functionNameOf(op));
+  return remark::RemarkOpts::name(pass)
+      .category("flashnorm")
+      .function(functionNameOf(op));
 }
 
 void PassReporter::applied(Operation *op, const Twine &what) {
@@ -55,9 +56,9 @@ void PassReporter::refused(Operation *op, const Twine &why) {
 }
 
 PassReporter::~PassReporter() {
-  std::string text = (Twine(numApplied) + " rewritten (" +
-                      Twine(numApproximate) + " approximate), " +
-                      Twine(refusedOps.size()) + " refused")
-                         .str();
+  std::string text =
+      (Twine(numApplied) + " rewritten (" + Twine(numApproximate) +
+       " approximate), " + Twine(refusedOps.size()) + " refused")
+          .str();
   remark::analysis(function->getLoc(), optsFor(function, pass)) << text;
 }

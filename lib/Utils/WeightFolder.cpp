@@ -70,8 +70,7 @@ static uint16_t encodeFromDouble(double d) {
   int exp = static_cast<int>((bits >> 52) & 0x7ff);
   uint64_t frac = bits & ((uint64_t(1) << 52) - 1);
   if (exp == 0x7ff) // Inf or NaN (NaN stays a quiet NaN).
-    return sign | (expMask << mantBits) |
-           (frac ? (1u << (mantBits - 1)) : 0u);
+    return sign | (expMask << mantBits) | (frac ? (1u << (mantBits - 1)) : 0u);
   if (exp == 0) // Double subnormals are far below the target's range.
     return sign;
   int targetExp = exp - 1023 + bias;
@@ -97,9 +96,7 @@ static uint16_t encodeFromDouble(double d) {
 }
 
 uint16_t flashnorm::encodeHalf(double v) { return encodeFromDouble<5, 10>(v); }
-uint16_t flashnorm::encodeBFloat(double v) {
-  return encodeFromDouble<8, 7>(v);
-}
+uint16_t flashnorm::encodeBFloat(double v) { return encodeFromDouble<8, 7>(v); }
 
 //===----------------------------------------------------------------------===//
 // The kernel
@@ -212,8 +209,7 @@ static FailureOr<RawView> getRawView(ElementsAttr attr, std::string *whyNot) {
   ShapedType type = attr.getShapedType();
   std::optional<FloatKind> kind = getFloatKind(type.getElementType());
   if (!kind)
-    return fail(whyNot, "element type " +
-                            printToString(type.getElementType()) +
+    return fail(whyNot, "element type " + printToString(type.getElementType()) +
                             " is not f16, bf16, f32 or f64");
   RawView view;
   view.kind = *kind;
@@ -224,7 +220,8 @@ static FailureOr<RawView> getRawView(ElementsAttr attr, std::string *whyNot) {
   } else if (auto resource = dyn_cast<DenseResourceElementsAttr>(attr)) {
     AsmResourceBlob *blob = resource.getRawHandle().getBlob();
     if (!blob)
-      return fail(whyNot, "dense_resource '" + resource.getRawHandle().getKey() +
+      return fail(whyNot, "dense_resource '" +
+                              resource.getRawHandle().getKey() +
                               "' has no data (elided or missing)");
     view.data = blob->getData();
     view.splat = view.data.size() == width && type.getNumElements() != 1;
@@ -263,7 +260,8 @@ FailureOr<ElementsAttr> flashnorm::scaleAlongAxis(ElementsAttr weight,
   MLIRContext *ctx = type.getContext();
 
   if (auto resource = dyn_cast<DenseResourceElementsAttr>(weight)) {
-    AsmResourceBlob blob = HeapAsmResourceBlob::allocate(bytes, alignof(double));
+    AsmResourceBlob blob =
+        HeapAsmResourceBlob::allocate(bytes, alignof(double));
     scaleRawAlongAxis(view->kind, view->data.data(), view->splat,
                       blob.getMutableData().data(), outer, scale, inner, ctx);
     std::string name = (resource.getRawHandle().getKey() + "_folded").str();
@@ -284,8 +282,8 @@ FailureOr<SmallVector<double>> flashnorm::readAsDoubles(ElementsAttr attr,
   int64_t n = attr.getShapedType().getNumElements();
   SmallVector<double> values(n);
   for (int64_t i = 0; i < n; ++i) {
-    const char *src = view->data.data() +
-                      (view->splat ? 0 : i * byteWidth(view->kind));
+    const char *src =
+        view->data.data() + (view->splat ? 0 : i * byteWidth(view->kind));
     switch (view->kind) {
     case FloatKind::F16: {
       uint16_t h;

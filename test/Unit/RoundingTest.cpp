@@ -1,4 +1,5 @@
-//===- RoundingTest.cpp - The weight folder's conversions vs APFloat -------===//
+//===- RoundingTest.cpp - The weight folder's conversions vs APFloat
+//-------===//
 //
 // The folder converts f64 products to f16/bf16 with its own bit arithmetic
 // (APFloat per element is too slow for multi-GB weights). This checks it
@@ -34,13 +35,28 @@ static bool same(uint16_t a, uint16_t b, int expBits, int mantBits) {
 
 int main() {
   std::mt19937_64 rng(42);
-  std::vector<double> values = {0.0, -0.0, 1.0, -1.0, 65504.0, 65519.99,
-                                65520.0, 1e300, -1e300, 5.96e-8, 2.98e-8,
-                                2.99e-8, 1e-320, 3.0e38, 3.4e38, 3.5e38,
+  std::vector<double> values = {0.0,
+                                -0.0,
+                                1.0,
+                                -1.0,
+                                65504.0,
+                                65519.99,
+                                65520.0,
+                                1e300,
+                                -1e300,
+                                5.96e-8,
+                                2.98e-8,
+                                2.99e-8,
+                                1e-320,
+                                3.0e38,
+                                3.4e38,
+                                3.5e38,
                                 std::numeric_limits<double>::infinity(),
                                 std::numeric_limits<double>::quiet_NaN(),
-                                1.0 + 1.0 / 2048, 1.0 + 3.0 / 2048,
-                                1.0 + 1.0 / 256, 1.0 + 3.0 / 256};
+                                1.0 + 1.0 / 2048,
+                                1.0 + 3.0 / 2048,
+                                1.0 + 1.0 / 256,
+                                1.0 + 3.0 / 256};
   std::uniform_int_distribution<uint64_t> bits;
   std::uniform_real_distribution<double> mag(-30.0, 20.0);
   for (int i = 0; i < 2000000; ++i) {
@@ -59,14 +75,13 @@ int main() {
   unsigned failures = 0;
   for (double d : values) {
     uint16_t h = encodeHalf(d), hRef = viaAPFloat(d, llvm::APFloat::IEEEhalf());
-    uint16_t b = encodeBFloat(d),
-             bRef = viaAPFloat(d, llvm::APFloat::BFloat());
+    uint16_t b = encodeBFloat(d), bRef = viaAPFloat(d, llvm::APFloat::BFloat());
     if (!same(h, hRef, 5, 10) && failures++ < 10)
       std::printf("f16 mismatch for %.17g: got 0x%04x, APFloat 0x%04x\n", d, h,
                   hRef);
     if (!same(b, bRef, 8, 7) && failures++ < 10)
-      std::printf("bf16 mismatch for %.17g: got 0x%04x, APFloat 0x%04x\n", d,
-                  b, bRef);
+      std::printf("bf16 mismatch for %.17g: got 0x%04x, APFloat 0x%04x\n", d, b,
+                  bRef);
   }
   // Decoding must be exact for every bit pattern.
   for (uint32_t h = 0; h < 0x10000; ++h) {

@@ -1,4 +1,5 @@
-//===- Remarks.h - How flashnorm passes report what they did ---------------===//
+//===- Remarks.h - How flashnorm passes report what they did
+//---------------===//
 //
 // Every rewrite and every refusal goes through MLIR's optimization-remark
 // engine under the category "flashnorm", so users ask for them with

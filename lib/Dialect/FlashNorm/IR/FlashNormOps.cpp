@@ -15,10 +15,9 @@ static LogicalResult verifyRowShape(Operation *op, RankedTensorType full,
                                     StringRef rowsName) {
   ArrayRef<int64_t> f = full.getShape(), r = rows.getShape();
   if (r.size() + 1 != f.size())
-    return op->emitOpError() << rowsName << " must have rank "
-                             << f.size() - 1 << " (the rank of " << fullName
-                             << " without its normalized dimension), got "
-                             << rows;
+    return op->emitOpError()
+           << rowsName << " must have rank " << f.size() - 1 << " (the rank of "
+           << fullName << " without its normalized dimension), got " << rows;
   for (auto [i, pair] : llvm::enumerate(llvm::zip(f.drop_back(), r))) {
     auto [a, b] = pair;
     if (!ShapedType::isDynamic(a) && !ShapedType::isDynamic(b) && a != b)
