@@ -9,6 +9,8 @@
 #include "llvm/ADT/bit.h"
 
 #include <cstring>
+#include <memory>
+#include <vector>
 
 using namespace mlir;
 using namespace mlir::flashnorm;
@@ -102,87 +104,156 @@ uint16_t flashnorm::encodeBFloat(double v) { return encodeFromDouble<8, 7>(v); }
 // The kernel
 //===----------------------------------------------------------------------===//
 
+/// f16 -> f32 for all 65536 bit patterns: a load instead of branches.
+static const float *getHalfTable() {
+  static const std::vector<float> table = [] {
+    std::vector<float> t(1 << 16);
+    for (uint32_t h = 0; h < t.size(); ++h)
+      t[h] = static_cast<float>(decodeHalf(static_cast<uint16_t>(h)));
+    return t;
+  }();
+  return table.data();
+}
+
+/// Branch-free round-to-nearest-even of `d` for results that are normal
+/// numbers (or zero) of the target format; sets `slow` for everything else
+/// (subnormal, overflow, Inf, NaN), which the exact encoder then handles.
+template <int expBits, int mantBits>
+static inline uint16_t encodeFast(double d, bool &slow) {
+  constexpr int shift = 52 - mantBits;
+  constexpr int64_t bias = (1 << (expBits - 1)) - 1;
+  uint64_t bits = llvm::bit_cast<uint64_t>(d);
+  uint64_t mag = bits & ~(uint64_t(1) << 63);
+  uint64_t sign = (bits >> 63) << (expBits + mantBits);
+  // Adding half an ulp minus one, plus the lowest kept bit, rounds ties to
+  // even; a carry out of the fraction bumps the exponent as it should.
+  uint64_t rounded =
+      mag + ((uint64_t(1) << (shift - 1)) - 1) + ((mag >> shift) & 1);
+  int64_t out =
+      static_cast<int64_t>(rounded >> shift) - ((1023 - bias) << mantBits);
+  bool zero = mag == 0;
+  slow |= !zero && (out < (int64_t(1) << mantBits) ||
+                    out >= (int64_t((1 << expBits) - 1) << mantBits));
+  return static_cast<uint16_t>(sign | static_cast<uint64_t>(zero ? 0 : out));
+}
+
 namespace {
 template <FloatKind K> struct Codec;
 template <> struct Codec<FloatKind::F16> {
   using Storage = uint16_t;
-  static double load(Storage s) { return decodeHalf(s); }
+  static double load(Storage s) { return getHalfTable()[s]; }
   static Storage store(double v) { return encodeHalf(v); }
+  static Storage storeFast(double v, bool &slow) {
+    return encodeFast<5, 10>(v, slow);
+  }
 };
 template <> struct Codec<FloatKind::BF16> {
   using Storage = uint16_t;
   static double load(Storage s) { return decodeBFloat(s); }
   static Storage store(double v) { return encodeBFloat(v); }
+  static Storage storeFast(double v, bool &slow) {
+    return encodeFast<8, 7>(v, slow);
+  }
 };
 template <> struct Codec<FloatKind::F32> {
   using Storage = float;
   static double load(Storage s) { return s; }
   static Storage store(double v) { return static_cast<float>(v); }
+  static Storage storeFast(double v, bool &) { return store(v); }
 };
 template <> struct Codec<FloatKind::F64> {
   using Storage = double;
   static double load(Storage s) { return s; }
   static Storage store(double v) { return v; }
+  static Storage storeFast(double v, bool &) { return v; }
 };
 } // namespace
 
-/// Elements [begin, end) of the flat [outer, K, inner] tensor.
-template <FloatKind Kind>
-static void scaleRange(const char *inBytes, bool splat, char *outBytes,
-                       ArrayRef<double> scale, int64_t inner, int64_t begin,
-                       int64_t end) {
+/// out[j] = round(in[j] * s[j]) for j < n, with `in` a single element when
+/// `splat` and `s` a single factor unless `perElement`. The fast pass is
+/// branch-free so it vectorizes; a run with any value outside the fast
+/// encoder's range is redone exactly.
+template <FloatKind Kind, bool splat, bool perElement>
+static void scaleRun(const typename Codec<Kind>::Storage *in,
+                     typename Codec<Kind>::Storage *out, int64_t n,
+                     const double *s) {
   using C = Codec<Kind>;
-  using S = typename C::Storage;
+  auto value = [&](int64_t j) {
+    return C::load(in[splat ? 0 : j]) * s[perElement ? j : 0];
+  };
+  bool slow = false;
+  for (int64_t j = 0; j < n; ++j)
+    out[j] = C::storeFast(value(j), slow);
+  if (slow)
+    for (int64_t j = 0; j < n; ++j)
+      out[j] = C::store(value(j));
+}
+
+/// Rows [begin, end) of the weight viewed as [outer, K, inner]. With
+/// inner > 1 a row is one (o, k) pair scaled by scale[k]; with inner == 1 a
+/// row is one o, scaled element-wise by the whole scale vector.
+template <FloatKind Kind, bool splat>
+static void scaleRows(const char *inBytes, char *outBytes,
+                      ArrayRef<double> scale, int64_t inner, int64_t begin,
+                      int64_t end) {
+  using S = typename Codec<Kind>::Storage;
   const S *in = reinterpret_cast<const S *>(inBytes);
   S *out = reinterpret_cast<S *>(outBytes);
   int64_t numK = scale.size();
-  int64_t row = begin / inner, i = begin % inner;
-  int64_t k = row % numK;
-  double splatValue = splat ? C::load(in[0]) : 0.0;
-  for (int64_t pos = begin; pos < end;) {
-    int64_t run = std::min(inner - i, end - pos);
-    double s = scale[k];
-    if (splat) {
-      S v = C::store(splatValue * s);
-      std::fill(out + pos, out + pos + run, v);
-    } else {
-      for (int64_t j = 0; j < run; ++j)
-        out[pos + j] = C::store(C::load(in[pos + j]) * s);
-    }
-    pos += run;
-    i = 0;
-    if (++k == numK)
-      k = 0;
+  if (inner == 1) {
+    for (int64_t o = begin; o < end; ++o)
+      scaleRun<Kind, splat, true>(in + (splat ? 0 : o * numK), out + o * numK,
+                                  numK, scale.data());
+    return;
   }
+  for (int64_t row = begin; row < end; ++row)
+    scaleRun<Kind, splat, false>(in + (splat ? 0 : row * inner),
+                                 out + row * inner, inner, &scale[row % numK]);
+}
+
+template <FloatKind Kind>
+static void scaleRowsAnyInput(const char *in, bool splat, char *out,
+                              ArrayRef<double> scale, int64_t inner,
+                              int64_t begin, int64_t end) {
+  if (splat)
+    scaleRows<Kind, true>(in, out, scale, inner, begin, end);
+  else
+    scaleRows<Kind, false>(in, out, scale, inner, begin, end);
 }
 
 void flashnorm::scaleRawAlongAxis(FloatKind kind, const char *in, bool inSplat,
                                   char *out, int64_t outer,
                                   ArrayRef<double> scale, int64_t inner,
                                   MLIRContext *ctx) {
-  int64_t total = outer * static_cast<int64_t>(scale.size()) * inner;
+  int64_t numK = scale.size();
+  int64_t rows = inner == 1 ? outer : outer * numK;
+  int64_t rowLength = inner == 1 ? numK : inner;
   auto kernel = [&](int64_t b, int64_t e) {
     switch (kind) {
     case FloatKind::F16:
-      return scaleRange<FloatKind::F16>(in, inSplat, out, scale, inner, b, e);
+      return scaleRowsAnyInput<FloatKind::F16>(in, inSplat, out, scale, inner,
+                                               b, e);
     case FloatKind::BF16:
-      return scaleRange<FloatKind::BF16>(in, inSplat, out, scale, inner, b, e);
+      return scaleRowsAnyInput<FloatKind::BF16>(in, inSplat, out, scale,
+                                                inner, b, e);
     case FloatKind::F32:
-      return scaleRange<FloatKind::F32>(in, inSplat, out, scale, inner, b, e);
+      return scaleRowsAnyInput<FloatKind::F32>(in, inSplat, out, scale, inner,
+                                               b, e);
     case FloatKind::F64:
-      return scaleRange<FloatKind::F64>(in, inSplat, out, scale, inner, b, e);
+      return scaleRowsAnyInput<FloatKind::F64>(in, inSplat, out, scale, inner,
+                                               b, e);
     }
   };
-  // Chunks of 1M elements amortize the thread-pool hand-off.
-  constexpr int64_t chunk = 1 << 20;
-  int64_t numChunks = (total + chunk - 1) / chunk;
+  // Chunks of about 1M elements amortize the thread-pool hand-off.
+  int64_t rowsPerChunk = std::max<int64_t>(1, (int64_t(1) << 20) / rowLength);
+  int64_t numChunks = (rows + rowsPerChunk - 1) / rowsPerChunk;
   if (!ctx || numChunks <= 1) {
-    kernel(0, total);
+    kernel(0, rows);
     return;
   }
   parallelFor(ctx, 0, numChunks, [&](size_t c) {
-    int64_t b = static_cast<int64_t>(c) * chunk;
-    kernel(b, std::min(total, b + chunk));
+    int64_t b = static_cast<int64_t>(c) * rowsPerChunk;
+    kernel(b, std::min(rows, b + rowsPerChunk));
   });
 }
 
@@ -268,10 +339,13 @@ FailureOr<ElementsAttr> flashnorm::scaleAlongAxis(ElementsAttr weight,
     return cast<ElementsAttr>(
         DenseResourceElementsAttr::get(type, name, std::move(blob)));
   }
-  std::vector<char> buffer(bytes);
-  scaleRawAlongAxis(view->kind, view->data.data(), view->splat, buffer.data(),
+  // Uninitialized on purpose: the kernel writes every byte, and zero-filling
+  // would cost as much as a copy.
+  std::unique_ptr<char[]> buffer(new char[bytes]);
+  scaleRawAlongAxis(view->kind, view->data.data(), view->splat, buffer.get(),
                     outer, scale, inner, ctx);
-  return cast<ElementsAttr>(DenseElementsAttr::getFromRawBuffer(type, buffer));
+  return cast<ElementsAttr>(DenseElementsAttr::getFromRawBuffer(
+      type, ArrayRef<char>(buffer.get(), bytes)));
 }
 
 FailureOr<SmallVector<double>> flashnorm::readAsDoubles(ElementsAttr attr,

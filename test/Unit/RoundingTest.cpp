@@ -16,6 +16,8 @@
 #include <cstdio>
 #include <limits>
 #include <random>
+#include <tuple>
+#include <vector>
 
 using namespace mlir::flashnorm;
 
@@ -82,6 +84,27 @@ int main() {
     if (!same(b, bRef, 8, 7) && failures++ < 10)
       std::printf("bf16 mismatch for %.17g: got 0x%04x, APFloat 0x%04x\n", d, b,
                   bRef);
+  }
+  // The folding kernel's vectorizable fast path (with its exact fallback):
+  // a weight of ones scaled by each value must round like APFloat too.
+  for (auto [kind, one, sem] :
+       {std::make_tuple(FloatKind::F16, uint16_t(0x3c00),
+                        &llvm::APFloat::IEEEhalf()),
+        std::make_tuple(FloatKind::BF16, uint16_t(0x3f80),
+                        &llvm::APFloat::BFloat())}) {
+    std::vector<uint16_t> ones(values.size(), one), out(values.size());
+    scaleRawAlongAxis(kind, reinterpret_cast<const char *>(ones.data()),
+                      /*inSplat=*/false, reinterpret_cast<char *>(out.data()),
+                      /*outer=*/1, values, /*inner=*/1, /*ctx=*/nullptr);
+    bool isHalf = kind == FloatKind::F16;
+    for (size_t i = 0; i < values.size(); ++i) {
+      uint16_t ref = viaAPFloat(values[i], *sem);
+      if (!same(out[i], ref, isHalf ? 5 : 8, isHalf ? 10 : 7) &&
+          failures++ < 10)
+        std::printf("%s kernel mismatch for %.17g: got 0x%04x, APFloat "
+                    "0x%04x\n",
+                    isHalf ? "f16" : "bf16", values[i], out[i], ref);
+    }
   }
   // Decoding must be exact for every bit pattern.
   for (uint32_t h = 0; h < 0x10000; ++h) {
