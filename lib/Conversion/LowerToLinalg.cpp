@@ -1,5 +1,4 @@
-//===- LowerToLinalg.cpp - flashnorm ops to linalg on tensors
-//--------------===//
+//===- LowerToLinalg.cpp - flashnorm ops to linalg on tensors --------------===//
 
 #include "flashnorm/Conversion/Passes.h"
 #include "flashnorm/Dialect/FlashNorm/IR/FlashNormOps.h"
@@ -31,179 +30,227 @@ Value castFloat(OpBuilder &b, Location loc, Value v, Type to) {
   return arith::TruncFOp::create(b, loc, to, v);
 }
 
-/// Identity map over `rank` dims, and the map that drops the last one.
-AffineMap fullMap(MLIRContext *ctx, unsigned rank) {
-  return AffineMap::getMultiDimIdentityMap(rank, ctx);
-}
-AffineMap rowMap(MLIRContext *ctx, unsigned rank) {
-  return AffineMap::getMultiDimIdentityMap(rank, ctx).getMajorSubMap(rank - 1);
-}
-AffineMap featureMap(MLIRContext *ctx, unsigned rank) {
-  return AffineMap::get(rank, 0, getAffineDimExpr(rank - 1, ctx));
+Value floatConstant(OpBuilder &b, Location loc, Type t, double v) {
+  return arith::ConstantOp::create(b, loc, b.getFloatAttr(t, v));
 }
 
-/// An empty tensor with the row shape of `x` (all dims but the last).
-Value emptyRows(OpBuilder &b, Location loc, Value x, Type elt) {
-  SmallVector<OpFoldResult> sizes = tensor::getMixedSizes(b, loc, x);
-  sizes.pop_back();
-  return tensor::EmptyOp::create(b, loc, sizes, elt);
-}
+/// Builds the ops of a row-wise normalization: statistics over the last
+/// dimension of `x` in `statType`, then an element-wise epilogue.
+class RowOps {
+public:
+  RowOps(OpBuilder &b, Location loc, Value x, Type statType)
+      : b(b), loc(loc), x(x), statType(statType),
+        rank(cast<RankedTensorType>(x.getType()).getRank()) {}
 
-/// 1/sqrt(sum_k x^2 / K + eps) per row of `x`, in `statType`.
-Value buildRmsInv(OpBuilder &b, Location loc, Value x, double eps,
-                  Type statType) {
-  MLIRContext *ctx = b.getContext();
-  auto xType = cast<RankedTensorType>(x.getType());
-  unsigned rank = xType.getRank();
-  Value zero = arith::ConstantOp::create(b, loc, b.getFloatAttr(statType, 0.0));
-  Value acc =
-      linalg::FillOp::create(b, loc, zero, emptyRows(b, loc, x, statType))
-          .getResult(0);
-  SmallVector<utils::IteratorType> iters(rank, utils::IteratorType::parallel);
-  iters.back() = utils::IteratorType::reduction;
-  Value sumSq =
-      linalg::GenericOp::create(
-          b, loc, TypeRange{acc.getType()}, ValueRange{x}, ValueRange{acc},
-          ArrayRef<AffineMap>{fullMap(ctx, rank), rowMap(ctx, rank)}, iters,
-          [&](OpBuilder &nb, Location l, ValueRange args) {
-            Value v = castFloat(nb, l, args[0], statType);
-            Value sq = arith::MulFOp::create(nb, l, v, v);
-            linalg::YieldOp::create(
-                nb, l, Value(arith::AddFOp::create(nb, l, args[1], sq)));
-          })
-          .getResult(0);
+  /// sum_k (x[r, k] - shift[r])^2, or sum_k x[r, k] when `square` is false.
+  Value reduce(Value shift, bool square) {
+    Value acc = linalg::FillOp::create(b, loc, constant(0.0),
+                                       emptyRows(statType))
+                    .getResult(0);
+    SmallVector<Value> inputs{x};
+    SmallVector<AffineMap> maps{fullMap()};
+    if (shift) {
+      inputs.push_back(shift);
+      maps.push_back(rowMap());
+    }
+    maps.push_back(rowMap());
+    SmallVector<utils::IteratorType> iters(rank, utils::IteratorType::parallel);
+    iters.back() = utils::IteratorType::reduction;
+    return linalg::GenericOp::create(
+               b, loc, TypeRange{acc.getType()}, inputs, ValueRange{acc}, maps,
+               iters,
+               [&](OpBuilder &nb, Location l, ValueRange args) {
+                 Value v = castFloat(nb, l, args[0], statType);
+                 if (shift)
+                   v = arith::SubFOp::create(nb, l, v, args[1]);
+                 if (square)
+                   v = arith::MulFOp::create(nb, l, v, v);
+                 linalg::YieldOp::create(
+                     nb, l, Value(arith::AddFOp::create(nb, l, args.back(), v)));
+               })
+        .getResult(0);
+  }
 
-  Value k;
-  if (xType.isDynamicDim(rank - 1)) {
+  /// Element-wise over a row tensor, producing `resultElt`.
+  Value mapRows(Value rows, Type resultElt,
+                function_ref<Value(OpBuilder &, Location, Value)> fn) {
+    AffineMap id = AffineMap::getMultiDimIdentityMap(rank - 1, b.getContext());
+    SmallVector<utils::IteratorType> par(rank - 1,
+                                         utils::IteratorType::parallel);
+    return linalg::GenericOp::create(
+               b, loc, TypeRange{emptyRows(resultElt).getType()},
+               ValueRange{rows}, ValueRange{emptyRows(resultElt)},
+               ArrayRef<AffineMap>{id, id}, par,
+               [&](OpBuilder &nb, Location l, ValueRange args) {
+                 linalg::YieldOp::create(nb, l, fn(nb, l, args[0]));
+               })
+        .getResult(0);
+  }
+
+  /// Number of features as a `statType` scalar.
+  Value featureCount() {
+    auto type = cast<RankedTensorType>(x.getType());
+    if (!type.isDynamicDim(rank - 1))
+      return constant(type.getDimSize(rank - 1));
     Value dim = tensor::DimOp::create(b, loc, x, rank - 1);
     Value i64 = arith::IndexCastOp::create(b, loc, b.getI64Type(), dim);
-    k = arith::UIToFPOp::create(b, loc, statType, i64);
-  } else {
-    k = arith::ConstantOp::create(
-        b, loc, b.getFloatAttr(statType, xType.getDimSize(rank - 1)));
+    return arith::UIToFPOp::create(b, loc, statType, i64);
   }
-  Value epsV = arith::ConstantOp::create(b, loc, b.getFloatAttr(statType, eps));
-  SmallVector<utils::IteratorType> par(rank - 1, utils::IteratorType::parallel);
-  AffineMap rows = AffineMap::getMultiDimIdentityMap(rank - 1, ctx);
-  return linalg::GenericOp::create(
-             b, loc, TypeRange{acc.getType()}, ValueRange{sumSq},
-             ValueRange{emptyRows(b, loc, x, statType)},
-             ArrayRef<AffineMap>{rows, rows}, par,
-             [&](OpBuilder &nb, Location l, ValueRange args) {
-               Value mean = arith::DivFOp::create(nb, l, args[0], k);
-               Value ms = arith::AddFOp::create(nb, l, mean, epsV);
-               linalg::YieldOp::create(nb, l,
-                                       Value(math::RsqrtOp::create(nb, l, ms)));
-             })
-      .getResult(0);
-}
+
+  /// 1/sqrt(sum / K + eps) per row.
+  Value invSqrtOfMean(Value sum, double eps) {
+    Value k = featureCount(), e = constant(eps);
+    return mapRows(sum, statType, [&](OpBuilder &nb, Location l, Value v) {
+      Value mean = arith::DivFOp::create(nb, l, v, k);
+      Value biased = arith::AddFOp::create(nb, l, mean, e);
+      return Value(math::RsqrtOp::create(nb, l, biased));
+    });
+  }
+
+  /// result[r, k] = round(((x[r, k] - shift[r]) * scale[r]) * G[k] + B[k]),
+  /// with G = gain (+ 1 under one_plus); all in `statType`.
+  Value normalize(Value shift, Value scale, Value gain, bool onePlus,
+                  Value bias, RankedTensorType resultType) {
+    SmallVector<Value> inputs{x, scale};
+    SmallVector<AffineMap> maps{fullMap(), rowMap()};
+    for (Value v : {shift, gain, bias}) {
+      if (!v)
+        continue;
+      inputs.push_back(v);
+      maps.push_back(v == shift ? rowMap() : featureMap());
+    }
+    maps.push_back(fullMap());
+    SmallVector<OpFoldResult> sizes = tensor::getMixedSizes(b, loc, x);
+    Value init =
+        tensor::EmptyOp::create(b, loc, sizes, resultType.getElementType());
+    SmallVector<utils::IteratorType> par(rank, utils::IteratorType::parallel);
+    return linalg::GenericOp::create(
+               b, loc, TypeRange{resultType}, inputs, ValueRange{init}, maps,
+               par,
+               [&](OpBuilder &nb, Location l, ValueRange args) {
+                 unsigned next = 2;
+                 auto arg = [&](Value v) {
+                   return v ? castFloat(nb, l, args[next++], statType)
+                            : Value();
+                 };
+                 Value v = castFloat(nb, l, args[0], statType);
+                 Value sh = arg(shift), g = arg(gain), bi = arg(bias);
+                 if (sh)
+                   v = arith::SubFOp::create(nb, l, v, sh);
+                 Value r = arith::MulFOp::create(
+                     nb, l, v, castFloat(nb, l, args[1], statType));
+                 if (g) {
+                   if (onePlus)
+                     g = arith::AddFOp::create(
+                         nb, l, g, floatConstant(nb, l, statType, 1.0));
+                   r = arith::MulFOp::create(nb, l, r, g);
+                 }
+                 if (bi)
+                   r = arith::AddFOp::create(nb, l, r, bi);
+                 linalg::YieldOp::create(
+                     nb, l, castFloat(nb, l, r, resultType.getElementType()));
+               })
+        .getResult(0);
+  }
+
+  /// Rounds a per-row statistic to f32 (the type rms_inv/layer_inv return).
+  Value toF32(Value rows) {
+    if (statType == b.getF32Type())
+      return rows;
+    return mapRows(rows, b.getF32Type(), [&](OpBuilder &nb, Location l,
+                                             Value v) {
+      return castFloat(nb, l, v, nb.getF32Type());
+    });
+  }
+
+private:
+  Value constant(double v) { return floatConstant(b, loc, statType, v); }
+  Value emptyRows(Type elt) {
+    SmallVector<OpFoldResult> sizes = tensor::getMixedSizes(b, loc, x);
+    sizes.pop_back();
+    return tensor::EmptyOp::create(b, loc, sizes, elt);
+  }
+  AffineMap fullMap() {
+    return AffineMap::getMultiDimIdentityMap(rank, b.getContext());
+  }
+  AffineMap rowMap() { return fullMap().getMajorSubMap(rank - 1); }
+  AffineMap featureMap() {
+    return AffineMap::get(rank, 0, getAffineDimExpr(rank - 1, b.getContext()));
+  }
+
+  OpBuilder &b;
+  Location loc;
+  Value x;
+  Type statType;
+  unsigned rank;
+};
 
 /// f32 for the statistics, f64 for f64 inputs or when asked for.
-Type statTypeFor(OpBuilder &b, Type elt, bool statsF64) {
+Type statTypeFor(OpBuilder &b, Value x, bool statsF64) {
+  Type elt = cast<RankedTensorType>(x.getType()).getElementType();
   return statsF64 || elt.isF64() ? Type(b.getF64Type()) : Type(b.getF32Type());
 }
 
-/// `result[r, k] = round(x[r, k] * s[r] (* G[k]))`, computed in `computeType`.
-Value buildScaleRows(OpBuilder &b, Location loc, Value x, Value s, Value gain,
-                     bool onePlus, Type computeType,
-                     RankedTensorType resultType) {
-  MLIRContext *ctx = b.getContext();
-  unsigned rank = resultType.getRank();
-  SmallVector<Value> inputs{x, s};
-  SmallVector<AffineMap> maps{fullMap(ctx, rank), rowMap(ctx, rank)};
-  if (gain) {
-    inputs.push_back(gain);
-    maps.push_back(featureMap(ctx, rank));
-  }
-  maps.push_back(fullMap(ctx, rank));
-  SmallVector<OpFoldResult> sizes = tensor::getMixedSizes(b, loc, x);
-  Value init =
-      tensor::EmptyOp::create(b, loc, sizes, resultType.getElementType());
-  SmallVector<utils::IteratorType> par(rank, utils::IteratorType::parallel);
-  return linalg::GenericOp::create(
-             b, loc, TypeRange{resultType}, inputs, ValueRange{init}, maps, par,
-             [&](OpBuilder &nb, Location l, ValueRange args) {
-               Value v = castFloat(nb, l, args[0], computeType);
-               Value r = arith::MulFOp::create(
-                   nb, l, v, castFloat(nb, l, args[1], computeType));
-               if (gain) {
-                 Value g = castFloat(nb, l, args[2], computeType);
-                 if (onePlus)
-                   g = arith::AddFOp::create(
-                       nb, l, g,
-                       arith::ConstantOp::create(
-                           nb, l, nb.getFloatAttr(computeType, 1.0)));
-                 r = arith::MulFOp::create(nb, l, r, g);
-               }
-               linalg::YieldOp::create(
-                   nb, l, castFloat(nb, l, r, resultType.getElementType()));
-             })
-      .getResult(0);
+/// Mean and 1/std per row, two-pass.
+std::pair<Value, Value> layerStats(RowOps &rows, double eps) {
+  Value k = rows.featureCount();
+  Value sum = rows.reduce(Value(), /*square=*/false);
+  Value mean = rows.mapRows(sum, k.getType(),
+                            [&](OpBuilder &nb, Location l, Value v) {
+                              return Value(arith::DivFOp::create(nb, l, v, k));
+                            });
+  Value inv = rows.invSqrtOfMean(rows.reduce(mean, /*square=*/true), eps);
+  return {mean, inv};
 }
 
-struct LowerRMSNorm : OpRewritePattern<RMSNormOp> {
-  LowerRMSNorm(MLIRContext *ctx, bool statsF64)
-      : OpRewritePattern(ctx), statsF64(statsF64) {}
-  LogicalResult matchAndRewrite(RMSNormOp op,
+template <typename OpTy> struct FlashNormLowering : OpRewritePattern<OpTy> {
+  FlashNormLowering(MLIRContext *ctx, bool statsF64)
+      : OpRewritePattern<OpTy>(ctx), statsF64(statsF64) {}
+  LogicalResult matchAndRewrite(OpTy op,
                                 PatternRewriter &rewriter) const override {
-    Location loc = op.getLoc();
-    RankedTensorType type = op.getInput().getType();
-    Type stat = statTypeFor(rewriter, type.getElementType(), statsF64);
-    Value s = buildRmsInv(rewriter, loc, op.getInput(),
-                          op.getEpsilon().convertToDouble(), stat);
-    rewriter.replaceOp(
-        op, buildScaleRows(rewriter, loc, op.getInput(), s, op.getGain(),
-                           op.getGainConvention() == GainConvention::one_plus,
-                           stat, type));
+    Value x = op.getInput();
+    RowOps rows(rewriter, op.getLoc(), x, statTypeFor(rewriter, x, statsF64));
+    rewriter.replaceOp(op, lower(op, rows));
     return success();
   }
+  Value lower(OpTy op, RowOps &rows) const;
   bool statsF64;
 };
 
-struct LowerRMSInv : OpRewritePattern<RMSInvOp> {
-  LowerRMSInv(MLIRContext *ctx, bool statsF64)
-      : OpRewritePattern(ctx), statsF64(statsF64) {}
-  LogicalResult matchAndRewrite(RMSInvOp op,
-                                PatternRewriter &rewriter) const override {
-    Location loc = op.getLoc();
-    Type stat = statTypeFor(rewriter, op.getInput().getType().getElementType(),
-                            statsF64);
-    Value s = buildRmsInv(rewriter, loc, op.getInput(),
-                          op.getEpsilon().convertToDouble(), stat);
-    if (stat != rewriter.getF32Type()) {
-      unsigned rank = op.getType().getRank();
-      AffineMap id = AffineMap::getMultiDimIdentityMap(rank, getContext());
-      SmallVector<utils::IteratorType> par(rank, utils::IteratorType::parallel);
-      s = linalg::GenericOp::create(
-              rewriter, loc, TypeRange{op.getType()}, ValueRange{s},
-              ValueRange{emptyRows(rewriter, loc, op.getInput(),
-                                   rewriter.getF32Type())},
-              ArrayRef<AffineMap>{id, id}, par,
-              [&](OpBuilder &nb, Location l, ValueRange args) {
-                linalg::YieldOp::create(
-                    nb, l, castFloat(nb, l, args[0], nb.getF32Type()));
-              })
-              .getResult(0);
-    }
-    rewriter.replaceOp(op, s);
-    return success();
-  }
-  bool statsF64;
-};
+template <>
+Value FlashNormLowering<RMSNormOp>::lower(RMSNormOp op, RowOps &rows) const {
+  double eps = op.getEpsilon().convertToDouble();
+  Value inv = rows.invSqrtOfMean(rows.reduce(Value(), true), eps);
+  return rows.normalize(Value(), inv, op.getGain(),
+                        op.getGainConvention() == GainConvention::one_plus,
+                        Value(), op.getType());
+}
 
-struct LowerPostScale : OpRewritePattern<PostScaleOp> {
-  using OpRewritePattern::OpRewritePattern;
-  LogicalResult matchAndRewrite(PostScaleOp op,
-                                PatternRewriter &rewriter) const override {
-    Type elt = op.getInput().getType().getElementType();
-    Type compute =
-        elt.isF64() ? Type(rewriter.getF64Type()) : Type(rewriter.getF32Type());
-    rewriter.replaceOp(op, buildScaleRows(rewriter, op.getLoc(), op.getInput(),
-                                          op.getScale(), Value(), false,
-                                          compute, op.getType()));
-    return success();
-  }
-};
+template <>
+Value FlashNormLowering<RMSInvOp>::lower(RMSInvOp op, RowOps &rows) const {
+  double eps = op.getEpsilon().convertToDouble();
+  return rows.toF32(rows.invSqrtOfMean(rows.reduce(Value(), true), eps));
+}
+
+template <>
+Value FlashNormLowering<LayerNormOp>::lower(LayerNormOp op,
+                                            RowOps &rows) const {
+  auto [mean, inv] = layerStats(rows, op.getEpsilon().convertToDouble());
+  return rows.normalize(mean, inv, op.getGain(), false, op.getBias(),
+                        op.getType());
+}
+
+template <>
+Value FlashNormLowering<LayerInvOp>::lower(LayerInvOp op, RowOps &rows) const {
+  return rows.toF32(layerStats(rows, op.getEpsilon().convertToDouble()).second);
+}
+
+template <>
+Value FlashNormLowering<PostScaleOp>::lower(PostScaleOp op,
+                                            RowOps &rows) const {
+  return rows.normalize(Value(), op.getScale(), Value(), false, Value(),
+                        op.getType());
+}
 
 struct LowerToLinalgPass
     : flashnorm::impl::LowerToLinalgBase<LowerToLinalgPass> {
@@ -223,7 +270,8 @@ struct LowerToLinalgPass
 
 void flashnorm::populateLowerToLinalgPatterns(RewritePatternSet &patterns,
                                               bool statsF64) {
-  MLIRContext *ctx = patterns.getContext();
-  patterns.add<LowerRMSNorm, LowerRMSInv>(ctx, statsF64);
-  patterns.add<LowerPostScale>(ctx);
+  patterns.add<FlashNormLowering<RMSNormOp>, FlashNormLowering<RMSInvOp>,
+               FlashNormLowering<LayerNormOp>, FlashNormLowering<LayerInvOp>,
+               FlashNormLowering<PostScaleOp>>(patterns.getContext(),
+                                               statsF64);
 }

@@ -41,6 +41,20 @@ static LogicalResult verifyHasRows(Operation *op, RankedTensorType t) {
   return success();
 }
 
+/// A per-feature operand (gain or bias) must match the normalized size.
+static LogicalResult verifyFeatureOperand(Operation *op, Value v,
+                                          int64_t features, StringRef name) {
+  if (!v)
+    return success();
+  int64_t n = cast<RankedTensorType>(v.getType()).getDimSize(0);
+  if (!ShapedType::isDynamic(features) && !ShapedType::isDynamic(n) &&
+      n != features)
+    return op->emitOpError() << name << " has " << n
+                             << " elements but the normalized dimension has "
+                             << features;
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // RMSNormOp
 //===----------------------------------------------------------------------===//
@@ -61,12 +75,46 @@ LogicalResult RMSNormOp::verify() {
       return emitOpError("gain_convention one_plus requires a gain");
     return success();
   }
-  int64_t k = getFeatureSize();
-  int64_t g = getGain().getType().getDimSize(0);
-  if (!ShapedType::isDynamic(k) && !ShapedType::isDynamic(g) && k != g)
-    return emitOpError() << "gain has " << g
-                         << " elements but the normalized dimension has " << k;
-  return success();
+  return verifyFeatureOperand(*this, getGain(), getFeatureSize(), "gain");
+}
+
+//===----------------------------------------------------------------------===//
+// LayerNormOp
+//===----------------------------------------------------------------------===//
+
+void LayerNormOp::build(OpBuilder &b, OperationState &state, Value input,
+                        Value gain, Value bias, double epsilon) {
+  build(b, state, input.getType(), input, gain, bias,
+        b.getF64FloatAttr(epsilon));
+}
+
+LogicalResult LayerNormOp::verify() {
+  if (failed(verifyHasRows(*this, getInput().getType())) ||
+      failed(verifyEpsilon(*this, getEpsilon().convertToDouble())) ||
+      failed(verifyFeatureOperand(*this, getGain(), getFeatureSize(),
+                                  "gain")))
+    return failure();
+  return verifyFeatureOperand(*this, getBias(), getFeatureSize(), "bias");
+}
+
+//===----------------------------------------------------------------------===//
+// LayerInvOp
+//===----------------------------------------------------------------------===//
+
+void LayerInvOp::build(OpBuilder &b, OperationState &state, Value input,
+                       double epsilon) {
+  auto type = cast<RankedTensorType>(input.getType());
+  build(b, state,
+        RankedTensorType::get(type.getShape().drop_back(), b.getF32Type()),
+        input, b.getF64FloatAttr(epsilon));
+}
+
+LogicalResult LayerInvOp::verify() {
+  if (failed(verifyHasRows(*this, getInput().getType())) ||
+      failed(verifyEpsilon(*this, getEpsilon().convertToDouble())))
+    return failure();
+  return verifyRowShape(*this, getInput().getType(), getResult().getType(),
+                        "input", "result");
 }
 
 //===----------------------------------------------------------------------===//

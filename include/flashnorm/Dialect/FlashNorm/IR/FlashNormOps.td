@@ -99,4 +99,67 @@ def FlashNorm_PostScaleOp : FlashNorm_Op<"post_scale", [Pure]> {
   let hasVerifier = 1;
 }
 
+def FlashNorm_LayerNormOp : FlashNorm_Op<"layer_norm",
+    [Pure, AttrSizedOperandSegments, AllTypesMatch<["input", "result"]>]> {
+  let summary = "Layer normalization over the last dimension";
+  let description = [{
+    For every row `x` of `input`,
+    `result = (x - mean(x)) / sqrt(var(x) + epsilon) * gain + bias` with
+    `var(x) = mean((x - mean(x))^2)`; `gain` and `bias` are optional 1-D
+    tensors of the last dimension's size.
+
+    Precision contract: mean and variance are computed in two passes in f32
+    (f64 for f64 inputs), never as E[x^2] - E[x]^2; gain and bias are applied
+    in that type and the result is rounded once to the input element type.
+
+    ```mlir
+    %y = flashnorm.layer_norm %x gain(%g : tensor<768xf32>)
+           bias(%b : tensor<768xf32>) eps(1.0e-05) : tensor<8x768xf32>
+    ```
+  }];
+  let arguments = (ins FlashNorm_FloatTensor:$input,
+                       Optional<FlashNorm_Gain>:$gain,
+                       Optional<FlashNorm_Gain>:$bias,
+                       F64Attr:$epsilon);
+  let results = (outs FlashNorm_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input (`gain` `(` $gain^ `:` type($gain) `)`)?
+    (`bias` `(` $bias^ `:` type($bias) `)`)? `eps` `(` $epsilon `)`
+    attr-dict `:` type($input)
+  }];
+  let hasVerifier = 1;
+  let builders = [
+    OpBuilder<(ins "::mlir::Value":$input, "::mlir::Value":$gain,
+                   "::mlir::Value":$bias, "double":$epsilon)>
+  ];
+  let extraClassDeclaration = [{
+    int64_t getFeatureSize() {
+      return getInput().getType().getShape().back();
+    }
+  }];
+}
+
+def FlashNorm_LayerInvOp : FlashNorm_Op<"layer_inv", [Pure]> {
+  let summary = "Per-row 1/standard deviation of a tensor, in f32";
+  let description = [{
+    `result[r] = 1 / sqrt(var_k(input[r, k]) + epsilon)` with the variance
+    computed in two passes (mean first) in f32 or wider. The statistic a
+    deferred layer norm applies after a projection whose weights were
+    mean-centered.
+
+    ```mlir
+    %s = flashnorm.layer_inv %x eps(1.0e-05) : tensor<8x768xf16> -> tensor<8xf32>
+    ```
+  }];
+  let arguments = (ins FlashNorm_FloatTensor:$input, F64Attr:$epsilon);
+  let results = (outs FlashNorm_Scale:$result);
+  let assemblyFormat = [{
+    $input `eps` `(` $epsilon `)` attr-dict `:` type($input) `->` type($result)
+  }];
+  let hasVerifier = 1;
+  let builders = [
+    OpBuilder<(ins "::mlir::Value":$input, "double":$epsilon)>
+  ];
+}
+
 #endif // FLASHNORM_OPS_TD
