@@ -11,6 +11,7 @@ using namespace mlir::flashnorm;
 void flashnorm::buildFlashNormPipeline(
     OpPassManager &pm, const FlashNormPipelineOptions &options) {
   OpPassManager &fpm = pm.nest<func::FuncOp>();
+  fpm.addPass(createRaise());
   fpm.addPass(createFoldGains({options.cloneSharedWeights}));
   fpm.addPass(createDropRedundant({options.allowApproximate}));
   fpm.addPass(createDeferScale({options.partial}));
@@ -21,7 +22,7 @@ void flashnorm::buildFlashNormPipeline(
 void flashnorm::registerPipelines() {
   PassPipelineRegistration<FlashNormPipelineOptions>(
       "flashnorm",
-      "The FlashNorm pipeline: fold gains into weights, drop redundant norms, "
+      "The FlashNorm pipeline: raise norms from frontend IR, fold gains into weights, drop redundant norms, "
       "defer 1/RMS past the projections, then canonicalize and CSE",
       buildFlashNormPipeline);
 }

@@ -3,6 +3,42 @@
 
 include "mlir/Pass/PassBase.td"
 
+def Raise : Pass<"flashnorm-raise", "func::FuncOp"> {
+  let summary = "Recognize RMSNorm and LayerNorm in frontend IR";
+  let description = [{
+    Rewrites into `flashnorm.rms_norm` / `flashnorm.layer_norm` every
+    normalization written with upstream ops: `arith`/`math` on tensors, TOSA
+    (`tosa.mul`, `tosa.pow`, `tosa.reduce_sum`, `tosa.rsqrt`,
+    `tosa.reciprocal`, ...), and linalg (`linalg.generic`, `linalg.reduce`,
+    named element-wise ops, `linalg.broadcast`), in any mix, with f16/bf16
+    inputs cast to f32 for the statistics and back before or after the gain,
+    `one_plus` gains, and reshaped or broadcast gains and biases.
+
+    Recognition is by symbolic interpretation: from a candidate input `x`
+    (found behind each reduction over the last dimension) every derived
+    value is given a closed form in `x`, and a value is raised only when its
+    form is exactly `x / sqrt(mean(x^2) + eps) * G` (or the LayerNorm form,
+    with a two-pass variance) with eps > 0 and no stray factor. Anything
+    else is left alone; a computation that looks like a norm but is not one
+    (no epsilon, an extra scale) is reported.
+
+    Remarks: `--remarks-filter=flashnorm`.
+  }];
+  let dependentDialects = [
+    "::mlir::flashnorm::FlashNormDialect",
+    "::mlir::tensor::TensorDialect",
+    "::mlir::arith::ArithDialect"
+  ];
+  let options = [
+    Option<"scaleTolerance", "scale-tolerance", "double", /*default=*/"1e-5",
+           "Relative tolerance on constant factors (1/K written as a rounded "
+           "constant); a norm scaled by more than this is not raised">,
+  ];
+  let statistics = [
+    Statistic<"numRaised", "raised-norms", "Norms raised">,
+  ];
+}
+
 def FoldGains : Pass<"flashnorm-fold-gains", "func::FuncOp"> {
   let summary = "Fold each RMS norm's gain into the weights of its projections";
   let description = [{

@@ -59,6 +59,40 @@ static LogicalResult verifyFeatureOperand(Operation *op, Value v,
 // RMSNormOp
 //===----------------------------------------------------------------------===//
 
+/// `eps(<f64>)`, then `convention one_plus` unless the convention is the
+/// default (plain).
+static ParseResult parseEpsilonAndConvention(OpAsmParser &parser,
+                                             FloatAttr &epsilon,
+                                             GainConventionAttr &convention) {
+  double eps;
+  if (parser.parseKeyword("eps") || parser.parseLParen() ||
+      parser.parseFloat(eps) || parser.parseRParen())
+    return failure();
+  epsilon = parser.getBuilder().getF64FloatAttr(eps);
+  if (failed(parser.parseOptionalKeyword("convention")))
+    return success();
+  StringRef word;
+  SMLoc loc = parser.getCurrentLocation();
+  if (parser.parseKeyword(&word))
+    return failure();
+  std::optional<GainConvention> value = symbolizeGainConvention(word);
+  if (!value)
+    return parser.emitError(loc) << "unknown gain convention '" << word
+                                 << "' (expected plain or one_plus)";
+  convention = GainConventionAttr::get(parser.getContext(), *value);
+  return success();
+}
+
+static void printEpsilonAndConvention(OpAsmPrinter &p, Operation *,
+                                      FloatAttr epsilon,
+                                      GainConventionAttr convention) {
+  p << "eps(";
+  p.printAttributeWithoutType(epsilon);
+  p << ")";
+  if (convention && convention.getValue() != GainConvention::plain)
+    p << " convention " << stringifyGainConvention(convention.getValue());
+}
+
 void RMSNormOp::build(OpBuilder &b, OperationState &state, Value input,
                       Value gain, double epsilon, GainConvention convention) {
   build(b, state, input.getType(), input, gain, b.getF64FloatAttr(epsilon),

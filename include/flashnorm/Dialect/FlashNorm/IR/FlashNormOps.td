@@ -35,8 +35,9 @@ def FlashNorm_RMSNormOp : FlashNorm_Op<"rms_norm",
                          "::mlir::flashnorm::GainConvention::plain">:$gain_convention);
   let results = (outs FlashNorm_FloatTensor:$result);
   let assemblyFormat = [{
-    $input (`gain` `(` $gain^ `:` type($gain) `)`)? `eps` `(` $epsilon `)`
-    (`convention` $gain_convention^)? attr-dict `:` type($input)
+    $input (`gain` `(` $gain^ `:` type($gain) `)`)?
+    custom<EpsilonAndConvention>($epsilon, $gain_convention) attr-dict `:`
+    type($input)
   }];
   let hasVerifier = 1;
   let builders = [
