@@ -20,7 +20,7 @@ lib = config.mlir_lib_dir
 # that execute code with mlir-runner (shared with scripts/demo.sh).
 with open(os.path.join(config.test_source_root, "..", "scripts",
                        "lower-to-llvm.args")) as f:
-    lower = " ".join(line.strip() for line in f if line.strip())
+    lower = " ".join("'%s'" % line.strip() for line in f if line.strip())
 config.substitutions.append(("%lower-to-llvm", lower))
 config.substitutions.append(
     (

@@ -3,7 +3,7 @@
 // eps 1e-6, where dropping the inner norm naively is off by about 1% and
 // fails the same check.
 // RUN: flashnorm-opt %s %lower-to-llvm | %run > %t.ref
-// RUN: flashnorm-opt %s --flashnorm-drop-redundant %lower-to-llvm | %run > %t.out
+// RUN: flashnorm-opt %s --flashnorm-drop-redundant | flashnorm-opt %lower-to-llvm | %run > %t.out
 // RUN: %compare %t.ref %t.out --rtol 1e-4 --atol 1e-7 | FileCheck %s --check-prefix=CMP
 // RUN: flashnorm-opt %S/Inputs/drop-redundant-naive.mlir %lower-to-llvm | %run > %t.naive
 // RUN: not %compare %t.ref %t.naive --rtol 1e-4 --atol 1e-7 | FileCheck %s --check-prefix=NAIVE

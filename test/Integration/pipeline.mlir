@@ -3,7 +3,7 @@
 // input norm, a consecutive sandwich norm, deferred 1/RMS) keeps the numbers
 // of the unrewritten program (f32, rtol 1e-4).
 // RUN: flashnorm-opt %s %lower-to-llvm | %run > %t.ref
-// RUN: flashnorm-opt %s --flashnorm %lower-to-llvm | %run > %t.out
+// RUN: flashnorm-opt %s --flashnorm | flashnorm-opt %lower-to-llvm | %run > %t.out
 // RUN: %compare %t.ref %t.out --rtol 1e-4 --atol 1e-5 | FileCheck %s --check-prefix=CMP
 // RUN: flashnorm-opt %s --flashnorm | FileCheck %s
 // CMP: MATCH
