@@ -4,6 +4,8 @@
 #include "flashnorm/Analysis/Projection.h"
 #include "flashnorm/Dialect/FlashNorm/IR/FlashNormOps.h"
 #include "flashnorm/Transforms/Passes.h"
+#include "flashnorm/Transforms/ProjectionRewrites.h"
+#include "flashnorm/Utils/WeightFolder.h"
 #include "flashnorm/Transforms/PatternDriver.h"
 #include "flashnorm/Utils/Remarks.h"
 
@@ -89,17 +91,45 @@ Value rebuildOnRawInput(PatternRewriter &rewriter, const Projection &p,
   return createWidenedContraction(rewriter, linalgOp, inputs, init);
 }
 
-struct DeferScalePattern : OpRewritePattern<RMSNormOp> {
-  DeferScalePattern(MLIRContext *ctx, PassReporter &reporter, bool partial)
-      : OpRewritePattern(ctx), reporter(reporter), partial(partial) {}
+/// A LayerNorm's projection runs on the raw input only if its weight is
+/// mean-centered (FLASHNORM.md §4): fold-gains may have done it already;
+/// otherwise the constant weight is centered here.
+LogicalResult centerWeight(PatternRewriter &rewriter, const Projection &p,
+                           std::string &why) {
+  if (p.op->hasAttr(kCenteredWeightsAttr))
+    return success();
+  FailureOr<WeightSource> source =
+      traceWeightToConstant(p.getWeight(), p.weightAxis, &why);
+  if (failed(source)) {
+    why = "the mean-centering cannot be folded: " + why;
+    return failure();
+  }
+  int64_t k = source->value.getShapedType().getDimSize(source->axis);
+  FailureOr<ElementsAttr> centered = scaleAlongAxis(
+      source->value, source->axis, SmallVector<double>(k, 1.0),
+      /*center=*/true, &why);
+  if (failed(centered))
+    return failure();
+  replaceWeight(rewriter, p, *source, *centered);
+  return success();
+}
 
-  LogicalResult matchAndRewrite(RMSNormOp norm,
+/// `proj(norm(x))` -> `post_scale(proj(x), stat(x))` for every projection
+/// of a weightless norm; RMSNorm uses rms_inv, LayerNorm layer_inv.
+template <typename NormOp>
+struct DeferScalePattern : OpRewritePattern<NormOp> {
+  static constexpr bool layer = std::is_same_v<NormOp, LayerNormOp>;
+
+  DeferScalePattern(MLIRContext *ctx, PassReporter &reporter, bool partial)
+      : OpRewritePattern<NormOp>(ctx), reporter(reporter), partial(partial) {}
+
+  LogicalResult matchAndRewrite(NormOp norm,
                                 PatternRewriter &rewriter) const override {
     if (norm.getResult().use_empty())
       return failure();
-    if (norm.getGain()) {
-      reporter.refused(norm, "not deferred: the norm still has a gain (run "
-                             "flashnorm-fold-gains first)");
+    if (hasWeights(norm)) {
+      reporter.refused(norm, "not deferred: the norm still has a gain or "
+                             "bias (run flashnorm-fold-gains first)");
       return failure();
     }
     SmallVector<Projection> deferrable;
@@ -112,6 +142,10 @@ struct DeferScalePattern : OpRewritePattern<RMSNormOp> {
       else if (succeeded(p) && !p->zeroInit)
         why = "it accumulates into a non-zero init (a fused bias would be "
               "scaled too)";
+      else if (succeeded(p) && layer && !p->op->hasAttr(kCenteredWeightsAttr) &&
+               failed(traceWeightToConstant(p->getWeight(), p->weightAxis,
+                                            &why)))
+        why = "the mean-centering cannot be folded: " + why;
       if (why.empty()) {
         deferrable.push_back(*p);
         continue;
@@ -125,15 +159,27 @@ struct DeferScalePattern : OpRewritePattern<RMSNormOp> {
     }
 
     Value x = norm.getInput();
+    double eps = norm.getEpsilon().convertToDouble();
     rewriter.setInsertionPointAfter(norm);
-    Value inv = RMSInvOp::create(rewriter, norm.getLoc(), x,
-                                 norm.getEpsilon().convertToDouble());
+    Value stat =
+        layer ? Value(LayerInvOp::create(rewriter, norm.getLoc(), x, eps))
+              : Value(RMSInvOp::create(rewriter, norm.getLoc(), x, eps));
     for (const Projection &p : deferrable) {
+      if (layer) {
+        std::string why;
+        if (failed(centerWeight(rewriter, p, why))) {
+          // Checked above; only an unreadable constant gets here.
+          reporter.refused(p.op, "not deferred: " + why);
+          continue;
+        }
+        rewriter.modifyOpInPlace(
+            p.op, [&] { p.op->removeAttr(kCenteredWeightsAttr); });
+      }
       Type originalType = p.op->getResult(0).getType();
       Value raw = rebuildOnRawInput(rewriter, p, x);
       rewriter.setInsertionPointAfterValue(raw);
       Value scaled =
-          PostScaleOp::create(rewriter, p.op->getLoc(), originalType, raw, inv);
+          PostScaleOp::create(rewriter, p.op->getLoc(), originalType, raw, stat);
       if (raw.getDefiningOp() == p.op)
         rewriter.replaceAllUsesExcept(raw, scaled, scaled.getDefiningOp());
       else
@@ -143,10 +189,16 @@ struct DeferScalePattern : OpRewritePattern<RMSNormOp> {
     if (norm.getResult().use_empty())
       rewriter.eraseOp(norm);
     reporter.applied(
-        inv.getDefiningOp(),
-        "deferred 1/RMS past " + Twine(deferrable.size()) + " projection(s)" +
+        stat.getDefiningOp(),
+        Twine("deferred ") + (layer ? "1/std" : "1/RMS") + " past " +
+            Twine(deferrable.size()) + " projection(s)" +
             (refusals.empty() ? "" : "; kept the norm for" + refusals));
     return success();
+  }
+
+  static bool hasWeights(RMSNormOp op) { return bool(op.getGain()); }
+  static bool hasWeights(LayerNormOp op) {
+    return op.getGain() || op.getBias();
   }
 
   PassReporter &reporter;
@@ -161,7 +213,8 @@ struct DeferScalePass : flashnorm::impl::DeferScaleBase<DeferScalePass> {
       return;
     PassReporter reporter(fn, kPass);
     RewritePatternSet patterns(&getContext());
-    patterns.add<DeferScalePattern>(&getContext(), reporter, partial);
+    patterns.add<DeferScalePattern<RMSNormOp>, DeferScalePattern<LayerNormOp>>(
+        &getContext(), reporter, partial);
     if (failed(applyFlashNormPatterns(fn, std::move(patterns))))
       return signalPassFailure();
     numDeferred += reporter.getNumApplied();

@@ -4,6 +4,7 @@
 #include "flashnorm/Analysis/Projection.h"
 #include "flashnorm/Dialect/FlashNorm/IR/FlashNormOps.h"
 #include "flashnorm/Transforms/Passes.h"
+#include "flashnorm/Transforms/ProjectionRewrites.h"
 #include "flashnorm/Transforms/PatternDriver.h"
 #include "flashnorm/Utils/Remarks.h"
 #include "flashnorm/Utils/WeightFolder.h"
@@ -28,107 +29,136 @@ struct FoldTarget {
   WeightSource source;
 };
 
-/// The per-feature multiplier G of a norm: gain, or 1 + gain (in f64).
-FailureOr<SmallVector<double>> readEffectiveGain(RMSNormOp norm,
-                                                 std::string &why) {
-  FailureOr<SmallVector<double>> gain =
-      readConstantAsDoubles(norm.getGain(), &why);
-  if (failed(gain)) {
-    why = "gain is not foldable: " + why;
-    return failure();
-  }
-  if (norm.getGainConvention() == GainConvention::one_plus)
-    for (double &g : *gain)
-      g += 1.0;
-  return gain;
+/// The per-feature values of a constant gain or bias, or why not.
+FailureOr<SmallVector<double>> readFeatureConstant(Value v, StringRef what,
+                                                   std::string &why) {
+  FailureOr<SmallVector<double>> values = readConstantAsDoubles(v, &why);
+  if (failed(values))
+    why = (what + " is not foldable: " + why).str();
+  return values;
 }
 
-/// Replaces the weight operand of `target` by a folded copy of its constant,
-/// re-creating the layout ops between them so nothing shared is changed.
-void rewriteWeight(PatternRewriter &rewriter, const FoldTarget &target,
-                   ElementsAttr folded) {
-  const WeightSource &src = target.source;
-  rewriter.setInsertionPointAfter(src.constant);
-  Operation *newConstant =
-      isa<tosa::ConstOp>(src.constant)
-          ? tosa::ConstOp::create(rewriter, src.constant->getLoc(),
-                                  folded.getShapedType(), folded)
-                .getOperation()
-          : arith::ConstantOp::create(rewriter, src.constant->getLoc(),
-                                      cast<TypedAttr>(folded))
-                .getOperation();
-  Value current = newConstant->getResult(0);
-  for (Operation *layoutOp : llvm::reverse(src.chain)) {
-    rewriter.setInsertionPoint(layoutOp);
-    IRMapping mapping;
-    mapping.map(layoutOp->getOperand(0), current);
-    current = rewriter.clone(*layoutOp, mapping)->getResult(0);
+/// The norm-specific parts of the fold.
+struct NormTraits {
+  static Value getBias(RMSNormOp) { return Value(); }
+  static Value getBias(LayerNormOp op) { return op.getBias(); }
+  static bool isOnePlus(RMSNormOp op) {
+    return op.getGainConvention() == GainConvention::one_plus;
   }
-  Operation *projection = target.projection.op;
-  rewriter.modifyOpInPlace(projection, [&] {
-    projection->setOperand(target.projection.weightIndex, current);
-  });
-}
+  static bool isOnePlus(LayerNormOp) { return false; }
+  static Operation *createWeightless(RewriterBase &r, RMSNormOp op) {
+    return r.replaceOpWithNewOp<RMSNormOp>(op, op.getInput(), Value(),
+                                           op.getEpsilon().convertToDouble());
+  }
+  static Operation *createWeightless(RewriterBase &r, LayerNormOp op) {
+    return r.replaceOpWithNewOp<LayerNormOp>(
+        op, op.getInput(), Value(), Value(), op.getEpsilon().convertToDouble());
+  }
+};
 
-struct FoldGainsPattern : OpRewritePattern<RMSNormOp> {
+/// Folds a norm's gain (and a LayerNorm's bias and mean-centering) into the
+/// constant weights of all its projections, or into none of them.
+template <typename NormOp> struct FoldGainsPattern : OpRewritePattern<NormOp> {
   FoldGainsPattern(MLIRContext *ctx, PassReporter &reporter, bool cloneShared)
-      : OpRewritePattern(ctx), reporter(reporter), cloneShared(cloneShared) {}
+      : OpRewritePattern<NormOp>(ctx), reporter(reporter),
+        cloneShared(cloneShared) {}
 
-  LogicalResult matchAndRewrite(RMSNormOp norm,
+  LogicalResult matchAndRewrite(NormOp norm,
                                 PatternRewriter &rewriter) const override {
-    if (!norm.getGain() || norm.getResult().use_empty())
+    constexpr bool layer = std::is_same_v<NormOp, LayerNormOp>;
+    Value gainValue = norm.getGain(), biasValue = NormTraits::getBias(norm);
+    if ((!gainValue && !biasValue) || norm.getResult().use_empty())
       return failure();
-    auto refuse = [&](Operation *at, const Twine &why) {
-      reporter.refused(at, why);
+    std::string why;
+    auto refuse = [&](const Twine &msg) {
+      reporter.refused(norm, "not folded: " + msg);
       return failure();
     };
-    std::string why;
-    FailureOr<SmallVector<double>> gain = readEffectiveGain(norm, why);
-    if (failed(gain))
-      return refuse(norm, "gain not folded: " + why);
+    int64_t numFeatures = norm.getFeatureSize();
+    if (ShapedType::isDynamic(numFeatures))
+      return refuse("the normalized dimension is dynamic");
+    SmallVector<double> gain(numFeatures, 1.0), bias;
+    if (gainValue) {
+      FailureOr<SmallVector<double>> g =
+          readFeatureConstant(gainValue, "gain", why);
+      if (failed(g))
+        return refuse(why);
+      gain = *g;
+      if (NormTraits::isOnePlus(norm))
+        for (double &v : gain)
+          v += 1.0; // In f64, never in the gain's own type.
+    }
+    if (biasValue) {
+      FailureOr<SmallVector<double>> b =
+          readFeatureConstant(biasValue, "bias", why);
+      if (failed(b))
+        return refuse(why);
+      bias = *b;
+    }
 
     SmallVector<FoldTarget> targets;
     for (OpOperand *use : getUsesThroughRowRegrouping(norm.getResult())) {
       Operation *user = use->getOwner();
+      auto userRefusal = [&]() {
+        return refuse("user '" + user->getName().getStringRef() + "' at " +
+                      formatLoc(user->getLoc()) + ": " + why);
+      };
       FailureOr<Projection> projection = matchProjection(*use, &why);
       if (failed(projection))
-        return refuse(norm, "gain not folded: user '" +
-                                user->getName().getStringRef() + "' at " +
-                                formatLoc(user->getLoc()) + ": " + why);
+        return userRefusal();
       FailureOr<WeightSource> source = traceWeightToConstant(
           projection->getWeight(), projection->weightAxis, &why);
       if (failed(source))
-        return refuse(norm, "gain not folded: user '" +
-                                user->getName().getStringRef() + "' at " +
-                                formatLoc(user->getLoc()) + ": " + why);
+        return userRefusal();
       if (!cloneShared && !source->constant->getResult(0).hasOneUse())
-        return refuse(norm, "gain not folded: the weight of '" +
-                                user->getName().getStringRef() +
-                                "' has other users and "
-                                "clone-shared-weights=false");
+        return refuse("the weight of '" + user->getName().getStringRef() +
+                      "' has other users and clone-shared-weights=false");
       targets.push_back({*projection, *source});
     }
 
-    // Fold every weight first: a failure leaves the IR untouched.
+    // Compute every folded weight and bias first: a failure leaves the IR
+    // untouched.
     SmallVector<ElementsAttr> folded;
+    SmallVector<SmallVector<double>> biases;
     for (const FoldTarget &t : targets) {
-      FailureOr<ElementsAttr> attr =
-          scaleAlongAxis(t.source.value, t.source.axis, *gain, &why);
+      FailureOr<ElementsAttr> attr = scaleAlongAxis(
+          t.source.value, t.source.axis, gain, /*center=*/layer, &why);
       if (failed(attr))
-        return refuse(norm, "gain not folded: weight of '" +
-                                t.projection.op->getName().getStringRef() +
-                                "': " + why);
+        return refuse("weight of '" +
+                      t.projection.op->getName().getStringRef() + "': " + why);
       folded.push_back(*attr);
+      if (bias.empty())
+        continue;
+      FailureOr<SmallVector<double>> b =
+          contractAlongAxis(t.source.value, t.source.axis, bias, &why);
+      auto resultType =
+          cast<RankedTensorType>(t.projection.op->getResult(0).getType());
+      if (failed(b) ||
+          static_cast<int64_t>(b->size()) != resultType.getShape().back())
+        return refuse("the bias cannot be folded through the weight of '" +
+                      t.projection.op->getName().getStringRef() +
+                      "' (it needs one output-feature dimension)");
+      biases.push_back(*b);
     }
-    for (auto [t, attr] : llvm::zip(targets, folded))
-      rewriteWeight(rewriter, t, attr);
-
+    for (auto [i, t] : llvm::enumerate(targets)) {
+      replaceWeight(rewriter, t.projection, t.source, folded[i]);
+      if (layer)
+        rewriter.modifyOpInPlace(t.projection.op, [&] {
+          t.projection.op->setAttr(kCenteredWeightsAttr,
+                                   rewriter.getUnitAttr());
+        });
+      if (!biases.empty())
+        addOutputBias(rewriter, t.projection.op, biases[i]);
+    }
     rewriter.setInsertionPoint(norm);
-    auto weightless = rewriter.replaceOpWithNewOp<RMSNormOp>(
-        norm, norm.getInput(), Value(), norm.getEpsilon().convertToDouble());
-    reporter.applied(weightless, "folded the gain into " +
-                                     Twine(targets.size()) +
-                                     " projection weight(s)");
+    Operation *weightless = NormTraits::createWeightless(rewriter, norm);
+    reporter.applied(weightless,
+                     Twine("folded the ") +
+                         (gainValue ? (biasValue ? "gain and bias" : "gain")
+                                    : "bias") +
+                         (layer ? " (and the mean-centering)" : "") +
+                         " into " + Twine(targets.size()) +
+                         " projection weight(s)");
     return success();
   }
 
@@ -144,7 +174,8 @@ struct FoldGainsPass : flashnorm::impl::FoldGainsBase<FoldGainsPass> {
       return;
     PassReporter reporter(fn, kPass);
     RewritePatternSet patterns(&getContext());
-    patterns.add<FoldGainsPattern>(&getContext(), reporter, cloneSharedWeights);
+    patterns.add<FoldGainsPattern<RMSNormOp>, FoldGainsPattern<LayerNormOp>>(
+        &getContext(), reporter, cloneSharedWeights);
     if (failed(applyFlashNormPatterns(fn, std::move(patterns))))
       return signalPassFailure();
     numFolded += reporter.getNumApplied();

@@ -306,35 +306,98 @@ static FailureOr<RawView> getRawView(ElementsAttr attr, std::string *whyNot) {
   return view;
 }
 
-FailureOr<ElementsAttr> flashnorm::scaleAlongAxis(ElementsAttr weight,
-                                                  int64_t axis,
-                                                  ArrayRef<double> scale,
-                                                  std::string *whyNot) {
-  ShapedType type = weight.getShapedType();
+/// Element (o, k, i) of a weight viewed as [outer, K, inner].
+template <FloatKind Kind>
+static double loadAt(const char *in, bool splat, int64_t numK, int64_t inner,
+                     int64_t o, int64_t k, int64_t i) {
+  using S = typename Codec<Kind>::Storage;
+  const S *data = reinterpret_cast<const S *>(in);
+  return Codec<Kind>::load(data[splat ? 0 : (o * numK + k) * inner + i]);
+}
+
+/// out = W * scale[k] - mean_k(W * scale[k]), per (o, i) column, in f64 and
+/// rounded once (FLASHNORM.md §4: mean-centering folded into the weights).
+template <FloatKind Kind>
+static void scaleAndCenter(const char *in, bool splat, char *outBytes,
+                           int64_t outer, ArrayRef<double> scale,
+                           int64_t inner) {
+  using S = typename Codec<Kind>::Storage;
+  S *out = reinterpret_cast<S *>(outBytes);
+  int64_t numK = scale.size();
+  std::vector<double> mean(inner);
+  for (int64_t o = 0; o < outer; ++o) {
+    std::fill(mean.begin(), mean.end(), 0.0);
+    for (int64_t k = 0; k < numK; ++k)
+      for (int64_t i = 0; i < inner; ++i)
+        mean[i] += loadAt<Kind>(in, splat, numK, inner, o, k, i) * scale[k];
+    for (double &m : mean)
+      m /= numK;
+    for (int64_t k = 0; k < numK; ++k)
+      for (int64_t i = 0; i < inner; ++i)
+        out[(o * numK + k) * inner + i] = Codec<Kind>::store(
+            loadAt<Kind>(in, splat, numK, inner, o, k, i) * scale[k] -
+            mean[i]);
+  }
+}
+
+/// The weight's [outer, K, inner] view around `axis`, after checking it.
+static FailureOr<std::pair<int64_t, int64_t>>
+getAxisView(ShapedType type, int64_t axis, size_t numK, std::string *whyNot) {
   if (!type.hasStaticShape())
     return fail(whyNot, "weight shape is not static");
   if (axis < 0 || axis >= type.getRank() ||
-      type.getDimSize(axis) != static_cast<int64_t>(scale.size()))
+      type.getDimSize(axis) != static_cast<int64_t>(numK))
     return fail(whyNot, "weight dimension " + Twine(axis) + " does not have " +
-                            Twine(scale.size()) + " elements");
+                            Twine(numK) + " elements");
+  int64_t outer = 1, inner = 1;
+  for (int64_t d = 0; d < axis; ++d)
+    outer *= type.getDimSize(d);
+  for (int64_t d = axis + 1; d < type.getRank(); ++d)
+    inner *= type.getDimSize(d);
+  return std::make_pair(outer, inner);
+}
+
+FailureOr<ElementsAttr> flashnorm::scaleAlongAxis(ElementsAttr weight,
+                                                  int64_t axis,
+                                                  ArrayRef<double> scale,
+                                                  bool center,
+                                                  std::string *whyNot) {
+  ShapedType type = weight.getShapedType();
+  FailureOr<std::pair<int64_t, int64_t>> dims =
+      getAxisView(type, axis, scale.size(), whyNot);
+  if (failed(dims))
+    return failure();
   FailureOr<RawView> view = getRawView(weight, whyNot);
   if (failed(view))
     return failure();
-
-  ArrayRef<int64_t> shape = type.getShape();
-  int64_t outer = 1, inner = 1;
-  for (int64_t d = 0; d < axis; ++d)
-    outer *= shape[d];
-  for (int64_t d = axis + 1; d < type.getRank(); ++d)
-    inner *= shape[d];
+  auto [outer, inner] = *dims;
   size_t bytes = byteWidth(view->kind) * type.getNumElements();
   MLIRContext *ctx = type.getContext();
+  auto fill = [&](char *out) {
+    if (!center)
+      return scaleRawAlongAxis(view->kind, view->data.data(), view->splat, out,
+                               outer, scale, inner, ctx);
+    const char *in = view->data.data();
+    switch (view->kind) {
+    case FloatKind::F16:
+      return scaleAndCenter<FloatKind::F16>(in, view->splat, out, outer, scale,
+                                            inner);
+    case FloatKind::BF16:
+      return scaleAndCenter<FloatKind::BF16>(in, view->splat, out, outer,
+                                             scale, inner);
+    case FloatKind::F32:
+      return scaleAndCenter<FloatKind::F32>(in, view->splat, out, outer, scale,
+                                            inner);
+    case FloatKind::F64:
+      return scaleAndCenter<FloatKind::F64>(in, view->splat, out, outer, scale,
+                                            inner);
+    }
+  };
 
   if (auto resource = dyn_cast<DenseResourceElementsAttr>(weight)) {
     AsmResourceBlob blob =
         HeapAsmResourceBlob::allocate(bytes, alignof(double));
-    scaleRawAlongAxis(view->kind, view->data.data(), view->splat,
-                      blob.getMutableData().data(), outer, scale, inner, ctx);
+    fill(blob.getMutableData().data());
     std::string name = (resource.getRawHandle().getKey() + "_folded").str();
     return cast<ElementsAttr>(
         DenseResourceElementsAttr::get(type, name, std::move(blob)));
@@ -342,10 +405,47 @@ FailureOr<ElementsAttr> flashnorm::scaleAlongAxis(ElementsAttr weight,
   // Uninitialized on purpose: the kernel writes every byte, and zero-filling
   // would cost as much as a copy.
   std::unique_ptr<char[]> buffer(new char[bytes]);
-  scaleRawAlongAxis(view->kind, view->data.data(), view->splat, buffer.get(),
-                    outer, scale, inner, ctx);
+  fill(buffer.get());
   return cast<ElementsAttr>(DenseElementsAttr::getFromRawBuffer(
       type, ArrayRef<char>(buffer.get(), bytes)));
+}
+
+FailureOr<SmallVector<double>>
+flashnorm::contractAlongAxis(ElementsAttr weight, int64_t axis,
+                             ArrayRef<double> vec, std::string *whyNot) {
+  ShapedType type = weight.getShapedType();
+  FailureOr<std::pair<int64_t, int64_t>> dims =
+      getAxisView(type, axis, vec.size(), whyNot);
+  if (failed(dims))
+    return failure();
+  FailureOr<RawView> view = getRawView(weight, whyNot);
+  if (failed(view))
+    return failure();
+  auto [outer, inner] = *dims;
+  int64_t numK = vec.size();
+  SmallVector<double> result(outer * inner, 0.0);
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t k = 0; k < numK; ++k)
+      for (int64_t i = 0; i < inner; ++i) {
+        const char *in = view->data.data();
+        double w;
+        switch (view->kind) {
+        case FloatKind::F16:
+          w = loadAt<FloatKind::F16>(in, view->splat, numK, inner, o, k, i);
+          break;
+        case FloatKind::BF16:
+          w = loadAt<FloatKind::BF16>(in, view->splat, numK, inner, o, k, i);
+          break;
+        case FloatKind::F32:
+          w = loadAt<FloatKind::F32>(in, view->splat, numK, inner, o, k, i);
+          break;
+        case FloatKind::F64:
+          w = loadAt<FloatKind::F64>(in, view->splat, numK, inner, o, k, i);
+          break;
+        }
+        result[o * inner + i] += vec[k] * w;
+      }
+  return result;
 }
 
 FailureOr<SmallVector<double>> flashnorm::readAsDoubles(ElementsAttr attr,

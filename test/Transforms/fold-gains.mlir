@@ -196,7 +196,7 @@ func.func @qkv_shared_norm(%x: tensor<4x2xf32>, %bias: tensor<4x2xf32>)
 // RUN: flashnorm-opt %s --flashnorm-fold-gains=clone-shared-weights=false \
 // RUN:   --split-input-file --remarks-filter=flashnorm \
 // RUN:   --remark-format=emitRemark 2>&1 >/dev/null | FileCheck %s --check-prefix=NOCLONE
-// NOCLONE: Function=tied | Remark="gain not folded: the weight of 'linalg.matmul' has other users and clone-shared-weights=false"
+// NOCLONE: Function=tied | Remark="not folded: the weight of 'linalg.matmul' has other users and clone-shared-weights=false"
 // CHECK-LABEL: func.func @tied
 // CHECK: arith.constant dense<{{\[}}[2.000000e+00, 2.000000e+00], [3.000000e+00, 3.000000e+00]]>
 func.func @tied(%x: tensor<4x2xf32>) -> (tensor<4x2xf32>, tensor<2x2xf32>) {
@@ -215,7 +215,7 @@ func.func @tied(%x: tensor<4x2xf32>) -> (tensor<4x2xf32>, tensor<2x2xf32>) {
 // Refusals: nothing is folded and the remark names the user and the reason.
 // CHECK-LABEL: func.func @weight_is_argument
 // CHECK: flashnorm.rms_norm %{{.*}} gain(
-// REMARK: Function=weight_is_argument | Remark="gain not folded: user 'linalg.matmul' at {{.*}}: its weight is not a constant (block argument #1)"
+// REMARK: Function=weight_is_argument | Remark="not folded: user 'linalg.matmul' at {{.*}}: its weight is not a constant (block argument #1)"
 func.func @weight_is_argument(%x: tensor<4x2xf32>, %w: tensor<2x3xf32>) -> tensor<4x3xf32> {
   %g = arith.constant dense<[2.0, 0.5]> : tensor<2xf32>
   %n = flashnorm.rms_norm %x gain(%g : tensor<2xf32>) eps(1.0e-05) : tensor<4x2xf32>
@@ -233,7 +233,7 @@ func.func @weight_is_argument(%x: tensor<4x2xf32>, %w: tensor<2x3xf32>) -> tenso
 // CHECK-LABEL: func.func @non_projection_user
 // CHECK: arith.constant dense<{{\[}}[1.000000e+00, 2.000000e+00, 3.000000e+00], [-2.000000e+00, -3.000000e+00, -4.000000e+00]]>
 // CHECK: flashnorm.rms_norm %{{.*}} gain(
-// REMARK: Function=non_projection_user | Remark="gain not folded: user 'arith.addf' at {{.*}}: it is not a projection (matmul-like op)"
+// REMARK: Function=non_projection_user | Remark="not folded: user 'arith.addf' at {{.*}}: it is not a projection (matmul-like op)"
 func.func @non_projection_user(%x: tensor<4x2xf32>) -> (tensor<4x3xf32>, tensor<4x2xf32>) {
   %g = arith.constant dense<[2.0, 0.5]> : tensor<2xf32>
   %n = flashnorm.rms_norm %x gain(%g : tensor<2xf32>) eps(1.0e-05) : tensor<4x2xf32>
@@ -250,7 +250,7 @@ func.func @non_projection_user(%x: tensor<4x2xf32>) -> (tensor<4x3xf32>, tensor<
 
 // CHECK-LABEL: func.func @gain_is_argument
 // CHECK: flashnorm.rms_norm %{{.*}} gain(
-// REMARK: Function=gain_is_argument | Remark="gain not folded: gain is not foldable: it is not a constant tensor"
+// REMARK: Function=gain_is_argument | Remark="not folded: gain is not foldable: it is not a constant tensor"
 func.func @gain_is_argument(%x: tensor<4x2xf32>, %g: tensor<2xf32>) -> tensor<4x3xf32> {
   %n = flashnorm.rms_norm %x gain(%g : tensor<2xf32>) eps(1.0e-05) : tensor<4x2xf32>
   %w = arith.constant dense<1.0> : tensor<2x3xf32>
@@ -267,7 +267,7 @@ func.func @gain_is_argument(%x: tensor<4x2xf32>, %g: tensor<2xf32>) -> tensor<4x
 // normalized dimension, so it is not a projection of it.
 // CHECK-LABEL: func.func @norm_as_rhs
 // CHECK: flashnorm.rms_norm %{{.*}} gain(
-// REMARK: Function=norm_as_rhs | Remark="gain not folded: user 'linalg.matmul' at {{.*}}: it does not contract the normalized (last) dimension"
+// REMARK: Function=norm_as_rhs | Remark="not folded: user 'linalg.matmul' at {{.*}}: it does not contract the normalized (last) dimension"
 func.func @norm_as_rhs(%x: tensor<2x4xf32>) -> tensor<3x4xf32> {
   %g = arith.constant dense<[1.0, 2.0, 3.0, 4.0]> : tensor<4xf32>
   %n = flashnorm.rms_norm %x gain(%g : tensor<4xf32>) eps(1.0e-05) : tensor<2x4xf32>
