@@ -130,9 +130,9 @@ SmallVector<OpOperand *> flashnorm::getUsesThroughRowRegrouping(Value v) {
   return uses;
 }
 
-FailureOr<WeightSource> flashnorm::traceWeightToConstant(Value weight,
-                                                         int64_t axis,
-                                                         std::string *whyNot) {
+FailureOr<WeightSource> flashnorm::traceWeight(Value weight, int64_t axis,
+                                               bool allowArgument,
+                                               std::string *whyNot) {
   WeightSource src;
   auto fail = [&](const Twine &msg) -> FailureOr<WeightSource> {
     if (whyNot)
@@ -141,6 +141,12 @@ FailureOr<WeightSource> flashnorm::traceWeightToConstant(Value weight,
   };
   while (true) {
     Operation *def = weight.getDefiningOp();
+    auto arg = dyn_cast<BlockArgument>(weight);
+    if (arg && allowArgument && arg.getOwner()->isEntryBlock()) {
+      src.argument = arg;
+      src.axis = axis;
+      return src;
+    }
     if (!def)
       return fail("its weight is not a constant (" + describeValue(weight) +
                   ")");

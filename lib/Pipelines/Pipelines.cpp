@@ -10,9 +10,11 @@ using namespace mlir::flashnorm;
 
 void flashnorm::buildFlashNormPipeline(
     OpPassManager &pm, const FlashNormPipelineOptions &options) {
+  pm.addNestedPass<func::FuncOp>(createRaise());
+  // A module pass: with prepare-function it adds functions and edits calls.
+  pm.addPass(
+      createFoldGains({options.cloneSharedWeights, options.prepareFunction}));
   OpPassManager &fpm = pm.nest<func::FuncOp>();
-  fpm.addPass(createRaise());
-  fpm.addPass(createFoldGains({options.cloneSharedWeights}));
   fpm.addPass(createDropRedundant({options.allowApproximate}));
   fpm.addPass(createDeferScale({options.partial}));
   fpm.addPass(createCanonicalizerPass());

@@ -9,7 +9,11 @@
 #include "flashnorm/Utils/Remarks.h"
 #include "flashnorm/Utils/WeightFolder.h"
 
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Tosa/IR/TosaOps.h"
+#include "mlir/IR/Matchers.h"
+#include "mlir/IR/SymbolTable.h"
 #include "mlir/IR/PatternMatch.h"
 
 namespace mlir::flashnorm {
@@ -56,12 +60,39 @@ struct NormTraits {
   }
 };
 
+/// A weight argument whose fold moves into the prepare function.
+struct ArgFold {
+  unsigned weightArg;
+  int64_t axis;
+  /// The gain: an argument of the function, or a constant.
+  std::optional<unsigned> gainArg;
+  ElementsAttr gainConstant;
+  bool onePlus, center;
+};
+
+/// The entry-block argument `v` is, looking through reshapes.
+std::optional<unsigned> getArgumentThroughReshapes(Value v) {
+  while (Operation *def = v.getDefiningOp()) {
+    if (!isa<tensor::ExpandShapeOp, tensor::CollapseShapeOp, tosa::ReshapeOp>(
+            def))
+      return std::nullopt;
+    v = def->getOperand(0);
+  }
+  auto arg = cast<BlockArgument>(v);
+  if (!arg.getOwner()->isEntryBlock())
+    return std::nullopt;
+  return arg.getArgNumber();
+}
+
 /// Folds a norm's gain (and a LayerNorm's bias and mean-centering) into the
-/// constant weights of all its projections, or into none of them.
+/// constant weights of all its projections, or into none of them. With
+/// `argFolds`, weights that are function arguments are folded through the
+/// prepare function instead (recorded there).
 template <typename NormOp> struct FoldGainsPattern : OpRewritePattern<NormOp> {
-  FoldGainsPattern(MLIRContext *ctx, PassReporter &reporter, bool cloneShared)
+  FoldGainsPattern(MLIRContext *ctx, PassReporter &reporter, bool cloneShared,
+                   SmallVector<ArgFold> *argFolds)
       : OpRewritePattern<NormOp>(ctx), reporter(reporter),
-        cloneShared(cloneShared) {}
+        cloneShared(cloneShared), argFolds(argFolds) {}
 
   LogicalResult matchAndRewrite(NormOp norm,
                                 PatternRewriter &rewriter) const override {
@@ -77,16 +108,22 @@ template <typename NormOp> struct FoldGainsPattern : OpRewritePattern<NormOp> {
     int64_t numFeatures = norm.getFeatureSize();
     if (ShapedType::isDynamic(numFeatures))
       return refuse("the normalized dimension is dynamic");
+    bool onePlus = NormTraits::isOnePlus(norm);
+    // A runtime gain can only be folded through the prepare function.
+    std::optional<unsigned> gainArg;
     SmallVector<double> gain(numFeatures, 1.0), bias;
     if (gainValue) {
       FailureOr<SmallVector<double>> g =
           readFeatureConstant(gainValue, "gain", why);
-      if (failed(g))
+      if (succeeded(g)) {
+        gain = *g;
+        if (onePlus)
+          for (double &v : gain)
+            v += 1.0; // In f64, never in the gain's own type.
+      } else if (!argFolds ||
+                 !(gainArg = getArgumentThroughReshapes(gainValue))) {
         return refuse(why);
-      gain = *g;
-      if (NormTraits::isOnePlus(norm))
-        for (double &v : gain)
-          v += 1.0; // In f64, never in the gain's own type.
+      }
     }
     if (biasValue) {
       FailureOr<SmallVector<double>> b =
@@ -97,6 +134,7 @@ template <typename NormOp> struct FoldGainsPattern : OpRewritePattern<NormOp> {
     }
 
     SmallVector<FoldTarget> targets;
+    SmallVector<ArgFold> newArgFolds;
     for (OpOperand *use : getUsesThroughRowRegrouping(norm.getResult())) {
       Operation *user = use->getOwner();
       auto userRefusal = [&]() {
@@ -106,10 +144,38 @@ template <typename NormOp> struct FoldGainsPattern : OpRewritePattern<NormOp> {
       FailureOr<Projection> projection = matchProjection(*use, &why);
       if (failed(projection))
         return userRefusal();
-      FailureOr<WeightSource> source = traceWeightToConstant(
-          projection->getWeight(), projection->weightAxis, &why);
+      FailureOr<WeightSource> source =
+          traceWeight(projection->getWeight(), projection->weightAxis,
+                      /*allowArgument=*/argFolds != nullptr, &why);
       if (failed(source))
         return userRefusal();
+      if (BlockArgument arg = source->argument) {
+        unsigned index = arg.getArgNumber();
+        why = !arg.hasOneUse() ? "weight argument #" + std::to_string(index) +
+                                     " has other users"
+              : !bias.empty()
+                  ? "a LayerNorm bias cannot be folded through argument "
+                    "weights"
+              : llvm::any_of(*argFolds, [&](const ArgFold &f) {
+                  return f.weightArg == index;
+                }) ? "weight argument #" + std::to_string(index) +
+                         " is already folded for another norm"
+                   : "";
+        if (!why.empty())
+          return userRefusal();
+        ArgFold fold{index, source->axis, gainArg, ElementsAttr(), onePlus,
+                     layer};
+        if (!gainArg && gainValue) {
+          Attribute attr;
+          (void)matchPattern(gainValue, m_Constant(&attr));
+          fold.gainConstant = cast<ElementsAttr>(attr);
+        }
+        newArgFolds.push_back(fold);
+        continue;
+      }
+      if (gainArg)
+        return refuse("user '" + user->getName().getStringRef() +
+                      "' has a constant weight but the gain is an argument");
       if (!cloneShared && !source->constant->getResult(0).hasOneUse())
         return refuse("the weight of '" + user->getName().getStringRef() +
                       "' has other users and clone-shared-weights=false");
@@ -142,43 +208,200 @@ template <typename NormOp> struct FoldGainsPattern : OpRewritePattern<NormOp> {
     }
     for (auto [i, t] : llvm::enumerate(targets)) {
       replaceWeight(rewriter, t.projection, t.source, folded[i]);
-      if (layer)
-        rewriter.modifyOpInPlace(t.projection.op, [&] {
-          t.projection.op->setAttr(kCenteredWeightsAttr,
-                                   rewriter.getUnitAttr());
-        });
       if (!biases.empty())
         addOutputBias(rewriter, t.projection.op, biases[i]);
     }
+    // Every projection's weight is now centered for a LayerNorm.
+    if (layer)
+      for (OpOperand *use : getUsesThroughRowRegrouping(norm.getResult()))
+        rewriter.modifyOpInPlace(use->getOwner(), [&] {
+          use->getOwner()->setAttr(kCenteredWeightsAttr,
+                                   rewriter.getUnitAttr());
+        });
+    if (argFolds)
+      argFolds->append(newArgFolds.begin(), newArgFolds.end());
     rewriter.setInsertionPoint(norm);
     Operation *weightless = NormTraits::createWeightless(rewriter, norm);
-    reporter.applied(weightless,
-                     Twine("folded the ") +
-                         (gainValue ? (biasValue ? "gain and bias" : "gain")
-                                    : "bias") +
-                         (layer ? " (and the mean-centering)" : "") +
-                         " into " + Twine(targets.size()) +
-                         " projection weight(s)");
+    reporter.applied(
+        weightless,
+        Twine("folded the ") +
+            (gainValue ? (biasValue ? "gain and bias" : "gain") : "bias") +
+            (layer ? " (and the mean-centering)" : "") + " into " +
+            Twine(targets.size() + newArgFolds.size()) + " projection weight(s)" +
+            (newArgFolds.empty()
+                 ? ""
+                 : " (" + Twine(newArgFolds.size()) +
+                       " argument(s), through the prepare function)"));
     return success();
   }
 
   PassReporter &reporter;
   bool cloneShared;
+  SmallVector<ArgFold> *argFolds;
 };
+
+/// Builds `out = W * G` along `axis` (and, with `center`, minus the mean
+/// over `axis`) in f32, rounded once to W's element type.
+Value buildArgFold(OpBuilder &b, Location loc, Value w, Value g, int64_t axis,
+                   bool onePlus, bool center) {
+  MLIRContext *ctx = b.getContext();
+  auto type = cast<RankedTensorType>(w.getType());
+  unsigned rank = type.getRank();
+  Type f32 = b.getF32Type(), elt = type.getElementType();
+  AffineMap id = AffineMap::getMultiDimIdentityMap(rank, ctx);
+  AffineMap alongAxis = AffineMap::get(rank, 0, getAffineDimExpr(axis, ctx));
+  SmallVector<utils::IteratorType> par(rank, utils::IteratorType::parallel);
+  auto cast = [](OpBuilder &nb, Location l, Value v, Type to) -> Value {
+    if (v.getType() == to)
+      return v;
+    if (v.getType().getIntOrFloatBitWidth() < to.getIntOrFloatBitWidth())
+      return arith::ExtFOp::create(nb, l, to, v);
+    return arith::TruncFOp::create(nb, l, to, v);
+  };
+  SmallVector<OpFoldResult> sizes = tensor::getMixedSizes(b, loc, w);
+  Value scaled =
+      linalg::GenericOp::create(
+          b, loc, TypeRange{type.clone(f32)}, ValueRange{w, g},
+          ValueRange{Value(tensor::EmptyOp::create(b, loc, sizes, f32))},
+          ArrayRef<AffineMap>{id, alongAxis, id}, par,
+          [&](OpBuilder &nb, Location l, ValueRange args) {
+            Value gv = cast(nb, l, args[1], f32);
+            if (onePlus)
+              gv = arith::AddFOp::create(
+                  nb, l, gv,
+                  arith::ConstantOp::create(nb, l, nb.getF32FloatAttr(1.0f)));
+            Value r = arith::MulFOp::create(nb, l, cast(nb, l, args[0], f32), gv);
+            linalg::YieldOp::create(nb, l, r);
+          })
+          .getResult(0);
+  Value mean;
+  AffineMap withoutAxis = id.dropResult(axis);
+  if (center) {
+    SmallVector<OpFoldResult> rest(sizes);
+    rest.erase(rest.begin() + axis);
+    Value zero = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0.0f));
+    Value empty = tensor::EmptyOp::create(b, loc, rest, f32);
+    Value acc = linalg::FillOp::create(b, loc, zero, empty).getResult(0);
+    SmallVector<utils::IteratorType> iters(par);
+    iters[axis] = utils::IteratorType::reduction;
+    double inv = 1.0 / type.getDimSize(axis);
+    mean = linalg::GenericOp::create(
+               b, loc, TypeRange{acc.getType()}, ValueRange{scaled},
+               ValueRange{acc}, ArrayRef<AffineMap>{id, withoutAxis}, iters,
+               [&](OpBuilder &nb, Location l, ValueRange args) {
+                 Value part = arith::MulFOp::create(
+                     nb, l, args[0],
+                     arith::ConstantOp::create(nb, l, nb.getF32FloatAttr(inv)));
+                 linalg::YieldOp::create(
+                     nb, l, Value(arith::AddFOp::create(nb, l, args[1], part)));
+               })
+               .getResult(0);
+  }
+  SmallVector<Value> inputs{scaled};
+  SmallVector<AffineMap> maps{id};
+  if (mean) {
+    inputs.push_back(mean);
+    maps.push_back(withoutAxis);
+  }
+  maps.push_back(id);
+  return linalg::GenericOp::create(
+             b, loc, TypeRange{type}, inputs,
+             ValueRange{Value(tensor::EmptyOp::create(b, loc, sizes, elt))},
+             maps, par,
+             [&](OpBuilder &nb, Location l, ValueRange args) {
+               Value v = args[0];
+               if (mean)
+                 v = arith::SubFOp::create(nb, l, v, args[1]);
+               linalg::YieldOp::create(nb, l, cast(nb, l, v, elt));
+             })
+      .getResult(0);
+}
+
+/// Creates `@<fn>_flashnorm_prepare`, marks the folded arguments and makes
+/// every call of `fn` in the module go through the prepare function.
+void createPrepareFunction(ModuleOp module, func::FuncOp fn,
+                           SmallVector<ArgFold> folds) {
+  llvm::sort(folds, [](const ArgFold &a, const ArgFold &b) {
+    return a.weightArg < b.weightArg;
+  });
+  MLIRContext *ctx = module.getContext();
+  OpBuilder b(ctx);
+  b.setInsertionPointAfter(fn);
+  Location loc = fn.getLoc();
+  SmallVector<Type> results;
+  for (const ArgFold &f : folds)
+    results.push_back(fn.getArgumentTypes()[f.weightArg]);
+  std::string name = (fn.getName() + "_flashnorm_prepare").str();
+  auto prepare = func::FuncOp::create(
+      b, loc, name, FunctionType::get(ctx, fn.getArgumentTypes(), results));
+  prepare.setVisibility(fn.getVisibility());
+  SymbolTable(module).insert(prepare);
+  Block *entry = prepare.addEntryBlock();
+  b.setInsertionPointToStart(entry);
+  SmallVector<Value> folded;
+  for (const ArgFold &f : folds) {
+    Value g;
+    if (f.gainArg) {
+      g = entry->getArgument(*f.gainArg);
+      if (cast<RankedTensorType>(g.getType()).getRank() != 1) {
+        SmallVector<ReassociationIndices> all(1);
+        for (int64_t i = 0; i < cast<RankedTensorType>(g.getType()).getRank();
+             ++i)
+          all[0].push_back(i);
+        g = tensor::CollapseShapeOp::create(b, loc, g, all);
+      }
+    } else if (f.gainConstant) {
+      g = arith::ConstantOp::create(b, loc, cast<TypedAttr>(f.gainConstant));
+    } else { // A LayerNorm without gain: center only.
+      auto wType = cast<RankedTensorType>(fn.getArgumentTypes()[f.weightArg]);
+      g = arith::ConstantOp::create(
+          b, loc,
+          DenseElementsAttr::get(
+              RankedTensorType::get({wType.getDimSize(f.axis)},
+                                    b.getF32Type()),
+              1.0f));
+    }
+    folded.push_back(buildArgFold(b, loc, entry->getArgument(f.weightArg), g,
+                                  f.axis, f.onePlus, f.center));
+    fn.setArgAttr(f.weightArg, "flashnorm.folded", UnitAttr::get(ctx));
+  }
+  func::ReturnOp::create(b, loc, folded);
+
+  // Callers in this module: prepare first, then call with folded weights.
+  module.walk([&](func::CallOp call) {
+    if (call.getCallee() != fn.getName())
+      return;
+    OpBuilder cb(call);
+    auto prepared = func::CallOp::create(cb, call.getLoc(), prepare,
+                                         call.getOperands());
+    for (auto [i, f] : llvm::enumerate(folds))
+      call->setOperand(f.weightArg, prepared.getResult(i));
+  });
+}
 
 struct FoldGainsPass : flashnorm::impl::FoldGainsBase<FoldGainsPass> {
   using FoldGainsBase::FoldGainsBase;
   void runOnOperation() override {
-    func::FuncOp fn = getOperation();
-    if (fn.isExternal())
-      return;
-    PassReporter reporter(fn, kPass);
-    RewritePatternSet patterns(&getContext());
-    patterns.add<FoldGainsPattern<RMSNormOp>, FoldGainsPattern<LayerNormOp>>(
-        &getContext(), reporter, cloneSharedWeights);
-    if (failed(applyFlashNormPatterns(fn, std::move(patterns))))
-      return signalPassFailure();
-    numFolded += reporter.getNumApplied();
+    ModuleOp module = getOperation();
+    SmallVector<func::FuncOp> functions(module.getOps<func::FuncOp>());
+    for (func::FuncOp fn : functions) {
+      if (fn.isExternal())
+        continue;
+      SmallVector<ArgFold> argFolds;
+      {
+        PassReporter reporter(fn, kPass);
+        RewritePatternSet patterns(&getContext());
+        patterns
+            .add<FoldGainsPattern<RMSNormOp>, FoldGainsPattern<LayerNormOp>>(
+                &getContext(), reporter, cloneSharedWeights,
+                prepareFunction ? &argFolds : nullptr);
+        if (failed(applyFlashNormPatterns(fn, std::move(patterns))))
+          return signalPassFailure();
+        numFolded += reporter.getNumApplied();
+      }
+      if (!argFolds.empty())
+        createPrepareFunction(module, fn, std::move(argFolds));
+    }
   }
 };
 } // namespace

@@ -1,1 +1,1523 @@
-int main() { return 0; }
+//===- flashnorm-gen.cpp - Write decoder stacks as frontend-style MLIR ----===//
+//
+// Writes the MLIR text of a small transformer decoder stack (Llama, Qwen2,
+// Gemma or GPT-2 semantics) the way frontends hand it over: normalizations
+// spelled out as squares, reductions, rsqrt and broadcast multiplies in many
+// equivalent forms (FLASHNORM.md §7), projections in both weight layouts,
+// weights as dense_resource constants or as function arguments. The output
+// is test input and demo for flashnorm-raise and the rest of the pipeline;
+// @main runs the model on a deterministic input and prints the result.
+//
+// Argument order of @forward with --weights=args: %x, then per layer the
+// weights in the order the layer uses them (norm gain [and bias], q, k, v
+// [with biases], QK-norm gains, o, norms, MLP), then the final norm; the
+// output lists them in a comment above @forward.
+//
+//===----------------------------------------------------------------------===//
+
+#include "llvm/Support/CommandLine.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <map>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace cl = llvm::cl;
+
+namespace {
+
+constexpr double kPi = 3.14159265358979323846;
+
+//===----------------------------------------------------------------------===//
+// Options
+//===----------------------------------------------------------------------===//
+
+enum class Family { Llama, Qwen2, Gemma, Gpt2 };
+enum class Flavor { Linalg, Tosa };
+enum class WeightMode { Resource, Args };
+enum class DType { F32, BF16 };
+
+cl::OptionCategory genCategory("flashnorm-gen options");
+
+cl::opt<Family> familyOpt(
+    "family", cl::desc("Model family"), cl::init(Family::Llama),
+    cl::values(clEnumValN(Family::Llama, "llama", "RMSNorm, SwiGLU"),
+               clEnumValN(Family::Qwen2, "qwen2", "llama with q/k/v biases"),
+               clEnumValN(Family::Gemma, "gemma",
+                          "sandwich (1 + g) RMSNorms, QK-norm, GeGLU"),
+               clEnumValN(Family::Gpt2, "gpt2", "LayerNorm, GELU MLP")),
+    cl::cat(genCategory));
+cl::opt<Flavor> flavorOpt(
+    "flavor", cl::desc("Dialects the model is written in"),
+    cl::init(Flavor::Linalg),
+    cl::values(clEnumValN(Flavor::Linalg, "linalg", "linalg/tensor/arith"),
+               clEnumValN(Flavor::Tosa, "tosa", "tosa")),
+    cl::cat(genCategory));
+cl::opt<int64_t> hiddenOpt("hidden", cl::desc("Hidden size"), cl::init(64),
+                           cl::cat(genCategory));
+cl::opt<int64_t> layersOpt("layers", cl::desc("Number of decoder layers"),
+                           cl::init(2), cl::cat(genCategory));
+cl::opt<int64_t> tokensOpt("tokens", cl::desc("Sequence length"), cl::init(4),
+                           cl::cat(genCategory));
+cl::opt<int64_t> headsOpt("heads", cl::desc("Attention heads"), cl::init(4),
+                          cl::cat(genCategory));
+cl::opt<int64_t>
+    mlpOpt("mlp",
+           cl::desc("MLP size (default: 2 * hidden rounded up to a multiple "
+                    "of 8)"),
+           cl::init(0), cl::cat(genCategory));
+cl::opt<WeightMode> weightsOpt(
+    "weights", cl::desc("Where the weights live"),
+    cl::init(WeightMode::Resource),
+    cl::values(clEnumValN(WeightMode::Resource, "resource",
+                          "dense_resource constants in @forward"),
+               clEnumValN(WeightMode::Args, "args",
+                          "arguments of @forward; @main holds the constants")),
+    cl::cat(genCategory));
+cl::opt<DType> dtypeOpt(
+    "dtype", cl::desc("Activation and weight type"), cl::init(DType::F32),
+    cl::values(clEnumValN(DType::F32, "f32", "f32"),
+               clEnumValN(DType::BF16, "bf16",
+                          "bf16 (llama, qwen2, gemma); statistics in f32")),
+    cl::cat(genCategory));
+cl::opt<uint64_t> seedOpt("seed", cl::desc("Seed of the weight values"),
+                          cl::init(1), cl::cat(genCategory));
+cl::opt<std::string> outputOpt("o", cl::desc("Output file ('-' for stdout)"),
+                               cl::value_desc("file"), cl::init("-"),
+                               cl::cat(genCategory));
+
+struct Config {
+  Family family;
+  Flavor flavor;
+  int64_t hidden, layers, tokens, heads, mlp;
+  WeightMode weights;
+  DType dtype;
+  uint64_t seed;
+
+  int64_t headDim() const { return hidden / heads; }
+  bool tosa() const { return flavor == Flavor::Tosa; }
+  bool bf16() const { return dtype == DType::BF16; }
+  std::string elt() const { return bf16() ? "bf16" : "f32"; }
+};
+
+const char *familyName(Family f) {
+  switch (f) {
+  case Family::Llama:
+    return "llama";
+  case Family::Qwen2:
+    return "qwen2";
+  case Family::Gemma:
+    return "gemma";
+  case Family::Gpt2:
+    return "gpt2";
+  }
+  return "?";
+}
+
+//===----------------------------------------------------------------------===//
+// Text helpers
+//===----------------------------------------------------------------------===//
+
+using Shape = std::vector<int64_t>;
+
+template <typename... Ts> std::string cat(const Ts &...parts) {
+  std::ostringstream os;
+  (os << ... << parts);
+  return os.str();
+}
+
+std::string join(const std::vector<std::string> &parts,
+                 const std::string &sep = ", ") {
+  std::string out;
+  for (size_t i = 0; i < parts.size(); ++i)
+    out += (i ? sep : "") + parts[i];
+  return out;
+}
+
+std::string joinInts(const Shape &v, const std::string &sep = ", ") {
+  std::vector<std::string> parts;
+  for (int64_t x : v)
+    parts.push_back(std::to_string(x));
+  return join(parts, sep);
+}
+
+/// An MLIR float literal (MLIR needs a '.' in it: 1e-05 is not one).
+std::string fmtFloat(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.9g", v);
+  std::string s = buf;
+  if (s.find('.') != std::string::npos)
+    return s;
+  size_t e = s.find('e');
+  if (e == std::string::npos)
+    return s + ".0";
+  return s.substr(0, e) + ".0" + s.substr(e);
+}
+
+std::string tensorType(const Shape &shape, const std::string &elt) {
+  std::string s = "tensor<";
+  for (int64_t d : shape)
+    s += std::to_string(d) + "x";
+  return s + elt + ">";
+}
+
+/// `affine_map<(d0, .., dN-1) -> (results)>`.
+std::string affineMap(int64_t nDims, const std::vector<std::string> &results) {
+  std::vector<std::string> dims;
+  for (int64_t i = 0; i < nDims; ++i)
+    dims.push_back(cat("d", i));
+  return cat("affine_map<(", join(dims), ") -> (", join(results), ")>");
+}
+std::string identityMap(int64_t r) {
+  std::vector<std::string> res;
+  for (int64_t i = 0; i < r; ++i)
+    res.push_back(cat("d", i));
+  return affineMap(r, res);
+}
+/// The row of a rank-r tensor: all but the last dimension, or a unit last
+/// dimension (PyTorch's keepdim).
+std::string rowMap(int64_t r, bool keepdim) {
+  std::vector<std::string> res;
+  for (int64_t i = 0; i + 1 < r; ++i)
+    res.push_back(cat("d", i));
+  if (keepdim)
+    res.push_back("0");
+  return affineMap(r, res);
+}
+/// A feature vector [K] broadcast over the rows, or its [1, .., 1, K] form.
+std::string featureMap(int64_t r, bool expanded) {
+  std::vector<std::string> res;
+  if (expanded)
+    for (int64_t i = 0; i + 1 < r; ++i)
+      res.push_back("0");
+  res.push_back(cat("d", r - 1));
+  return affineMap(r, res);
+}
+
+//===----------------------------------------------------------------------===//
+// Values, weights and the function builder
+//===----------------------------------------------------------------------===//
+
+struct Val {
+  std::string name;
+  Shape shape;
+  std::string elt;
+  std::string type() const { return tensorType(shape, elt); }
+  int64_t rank() const { return static_cast<int64_t>(shape.size()); }
+  int64_t last() const { return shape.back(); }
+};
+
+enum class Init { Matrix, PlainGain, OnePlusGain, Bias };
+
+/// A weight of @forward. Matrices are defined logically as PyTorch's N x K
+/// (out x in); `kxn` says the stored layout is K x N instead, so every
+/// flavor and layout of one model holds the same numbers.
+struct Weight {
+  std::string name;
+  Shape shape;
+  std::string elt;
+  Init init;
+  int64_t fanIn = 1;
+  bool kxn = false;
+};
+
+std::string weightType(const Weight &w) { return tensorType(w.shape, w.elt); }
+
+/// Builds the body of one function as text, handing out unique SSA names.
+class FuncBuilder {
+public:
+  explicit FuncBuilder(int64_t &counter) : counter(counter) {}
+
+  std::string fresh(const std::string &hint) {
+    return cat("%", hint, "_", counter++);
+  }
+  void line(const std::string &text) { body += "  " + text + "\n"; }
+  void comment(const std::string &text) { line("// " + text); }
+  /// Emits `%name = text` with the result type given by shape and elt.
+  Val op(const std::string &hint, const Shape &shape, const std::string &elt,
+         const std::string &text) {
+    Val v{fresh(hint), shape, elt};
+    line(v.name + " = " + text);
+    return v;
+  }
+  /// A scalar arith.constant, emitted once per function.
+  std::string scalar(double value, const std::string &elt) {
+    std::string lit = elt == "i32" ? std::to_string(static_cast<int>(value))
+                                   : fmtFloat(value);
+    std::string key = lit + ":" + elt;
+    auto it = scalars.find(key);
+    if (it != scalars.end())
+      return it->second;
+    std::string n = fresh("cst");
+    line(cat(n, " = arith.constant ", lit, " : ", elt));
+    return scalars[key] = n;
+  }
+  /// A cached value (a constant tensor) under `key`, made by `make` once.
+  Val cached(const std::string &key, const std::function<Val()> &make) {
+    auto it = cache.find(key);
+    if (it != cache.end())
+      return it->second;
+    Val v = make();
+    cache[key] = v;
+    return v;
+  }
+  const std::string &text() const { return body; }
+
+private:
+  int64_t &counter;
+  std::string body;
+  std::map<std::string, std::string> scalars;
+  std::map<std::string, Val> cache;
+};
+
+/// The body of a linalg region: numbered scalar ops, indented one level more.
+class Body {
+public:
+  Body(FuncBuilder &b, std::string &text) : b(b), text(text) {}
+  std::string op(const std::string &hint, const std::string &rhs) {
+    std::string n = b.fresh(hint);
+    text += "    " + n + " = " + rhs + "\n";
+    return n;
+  }
+  /// A constant inside the region (for ops whose operand must be local).
+  std::string constant(const std::string &lit, const std::string &type) {
+    return op("c", cat("arith.constant ", lit, " : ", type));
+  }
+
+private:
+  FuncBuilder &b;
+  std::string &text;
+};
+
+struct NormCounts {
+  int rms = 0, layer = 0, gains = 0, qk = 0;
+};
+
+enum class Gain { Plain, OnePlus };
+struct NormSpec {
+  std::string prefix; // weight name prefix: <prefix>.weight, <prefix>.bias
+  Gain gain = Gain::Plain;
+  double eps = 1e-5;
+  bool layerNorm = false;
+  bool qk = false;
+};
+
+enum class Act { Silu, GeluTanh };
+
+//===----------------------------------------------------------------------===//
+// Emitter: the model parts, one subclass per flavor
+//===----------------------------------------------------------------------===//
+
+class Emitter {
+public:
+  Emitter(const Config &cfg, FuncBuilder &b, std::vector<Weight> &weights)
+      : cfg(cfg), b(b), weights(weights) {}
+  virtual ~Emitter() = default;
+
+  /// A normalization over the last dimension of x, counted for the header.
+  Val norm(const Val &x, const NormSpec &spec) {
+    b.comment(cat(spec.layerNorm ? "LayerNorm " : "RMSNorm ", spec.prefix,
+                  " (eps ", fmtFloat(spec.eps),
+                  spec.gain == Gain::OnePlus ? ", 1 + gain)" : ")"));
+    ++counts.gains;
+    if (spec.layerNorm) {
+      ++counts.layer;
+      return layerNorm(x, spec, normIndex++);
+    }
+    ++counts.rms;
+    counts.qk += spec.qk;
+    return rmsNorm(x, spec, normIndex++);
+  }
+
+  /// x [.., K] times the weight `name` [K -> n], plus an optional bias.
+  virtual Val projection(const Val &x, const std::string &name, int64_t n,
+                         bool bias) = 0;
+  /// Causal multi-head attention of [tokens, hidden] activations; the
+  /// QK-norms (Gemma) act on each head after the split.
+  virtual Val attention(const Val &q, const Val &k, const Val &v,
+                        const NormSpec *qNorm, const NormSpec *kNorm) = 0;
+  /// act(gate) * up, or act(gate) alone when up is null.
+  virtual Val activation(Act act, const Val &gate, const Val *up) = 0;
+  virtual Val add(const Val &a, const Val &b) = 0;
+  virtual Val castTo(const Val &x, const std::string &elt) = 0;
+  void comment(const std::string &text) { b.comment(text); }
+
+  NormCounts counts;
+
+protected:
+  virtual Val rmsNorm(const Val &x, const NormSpec &spec, int idx) = 0;
+  virtual Val layerNorm(const Val &x, const NormSpec &spec, int idx) = 0;
+  /// Materializes a stored weight as a constant of this flavor.
+  virtual Val constant(const Weight &w) = 0;
+
+  /// The weight as @forward sees it: a dense_resource constant or an
+  /// argument.
+  Val weight(const std::string &name, const Shape &shape, Init init,
+             int64_t fanIn = 1, bool kxn = false) {
+    Weight w{name, shape, cfg.elt(), init, fanIn, kxn};
+    weights.push_back(w);
+    if (cfg.weights == WeightMode::Args)
+      return Val{"%" + name, shape, w.elt};
+    return constant(w);
+  }
+  Val toF32(const Val &x) { return castTo(x, "f32"); }
+
+  const Config &cfg;
+  FuncBuilder &b;
+  std::vector<Weight> &weights;
+  int normIndex = 0, projIndex = 0, attnIndex = 0;
+};
+
+//===----------------------------------------------------------------------===//
+// linalg flavor: linalg, tensor, arith and math on [tokens, hidden]
+//===----------------------------------------------------------------------===//
+
+class LinalgEmitter : public Emitter {
+public:
+  using Emitter::Emitter;
+
+  Val castTo(const Val &x, const std::string &elt) override {
+    if (x.elt == elt)
+      return x;
+    bool widen = elt == "f32";
+    return b.op(widen ? "ext" : "trunc", x.shape, elt,
+                cat(widen ? "arith.extf " : "arith.truncf ", x.name, " : ",
+                    x.type(), " to ", tensorType(x.shape, elt)));
+  }
+
+  Val add(const Val &x, const Val &y) override {
+    return b.op("res", x.shape, x.elt,
+                cat("arith.addf ", x.name, ", ", y.name, " : ", x.type()));
+  }
+
+  Val projection(const Val &xIn, const std::string &name, int64_t n,
+                 bool bias) override {
+    Val x = castTo(xIn, cfg.elt());
+    int64_t k = x.last(), t = x.shape[0];
+    Val acc = zeros({t, n});
+    std::string result = cat(" outs(", acc.name, " : ", acc.type(), ") -> ",
+                             acc.type());
+    Val y;
+    // Rotate through the layouts frontends use: K x N, PyTorch's N x K read
+    // through transposed indexing maps, N x K through a linalg.transpose.
+    switch (projIndex++ % 3) {
+    case 0: {
+      Val w = weight(name + ".weight", {k, n}, Init::Matrix, k, true);
+      y = b.op("mm", {t, n}, "f32",
+               cat("linalg.matmul ins(", x.name, ", ", w.name, " : ",
+                   x.type(), ", ", w.type(), ")", result));
+      break;
+    }
+    case 1: {
+      Val w = weight(name + ".weight", {n, k}, Init::Matrix, k);
+      std::string maps = "[affine_map<(m, n, k) -> (m, k)>, affine_map<(m, n, "
+                         "k) -> (n, k)>, affine_map<(m, n, k) -> (m, n)>]";
+      y = b.op("mm", {t, n}, "f32",
+               cat("linalg.matmul indexing_maps = ", maps, " ins(", x.name,
+                   ", ", w.name, " : ", x.type(), ", ", w.type(), ")",
+                   result));
+      break;
+    }
+    default: {
+      Val w = weight(name + ".weight", {n, k}, Init::Matrix, k);
+      Val wt = transpose(w, {1, 0});
+      y = b.op("mm", {t, n}, "f32",
+               cat("linalg.matmul ins(", x.name, ", ", wt.name, " : ",
+                   x.type(), ", ", wt.type(), ")", result));
+      break;
+    }
+    }
+    y = castTo(y, cfg.elt());
+    if (!bias)
+      return y;
+    Val bv = weight(name + ".bias", {n}, Init::Bias);
+    return broadcastFeature(y, bv, "arith.addf", projIndex % 2, "bias");
+  }
+
+  Val attention(const Val &q, const Val &k, const Val &v,
+                const NormSpec *qNorm, const NormSpec *kNorm) override {
+    int64_t t = cfg.tokens, h = cfg.heads, d = cfg.headDim();
+    bool scoresAsGeneric = attnIndex++ % 2;
+    b.comment(cat("attention: ", h, " heads of ", d, ", causal"));
+    auto split = [&](const Val &x, const NormSpec *spec) {
+      Val s = b.op("heads", {t, h, d}, x.elt,
+                   cat("tensor.expand_shape ", x.name,
+                       " [[0], [1, 2]] output_shape [", t, ", ", h, ", ", d,
+                       "] : ", x.type(), " into ",
+                       tensorType({t, h, d}, x.elt)));
+      return toF32(spec ? norm(s, *spec) : s);
+    };
+    Val qh = transpose(split(q, qNorm), {1, 0, 2}); // [H, T, D]
+    Val kh = split(k, kNorm);
+    Val vh = transpose(split(v, nullptr), {1, 0, 2});
+
+    Val scores;
+    if (scoresAsGeneric) {
+      // q k^T as a contraction over d of [H, T, D] x [H, T, D].
+      Val kt = transpose(kh, {1, 0, 2});
+      Val init = zeros({h, t, t});
+      scores = generic(
+          "scores", {{qh, "affine_map<(h, i, j, d) -> (h, i, d)>"},
+                     {kt, "affine_map<(h, i, j, d) -> (h, j, d)>"}},
+          init, "affine_map<(h, i, j, d) -> (h, i, j)>",
+          {"parallel", "parallel", "parallel", "reduction"},
+          [](Body &r, const std::vector<std::string> &a) {
+            std::string m = r.op("m", cat("arith.mulf ", a[0], ", ", a[1],
+                                          " : f32"));
+            return r.op("s", cat("arith.addf ", m, ", ", a[2], " : f32"));
+          });
+    } else {
+      Val kt = transpose(kh, {1, 2, 0}); // [H, D, T]
+      Val init = zeros({h, t, t});
+      scores = b.op("scores", {h, t, t}, "f32",
+                    cat("linalg.batch_matmul ins(", qh.name, ", ", kt.name,
+                        " : ", qh.type(), ", ", kt.type(), ") outs(",
+                        init.name, " : ", init.type(), ") -> ", init.type()));
+    }
+    // Scale by 1/sqrt(D) and add a large negative number above the diagonal.
+    std::string scale = b.scalar(1.0 / std::sqrt(double(d)), "f32");
+    std::string neg = b.scalar(-1e9, "f32");
+    std::string zero = b.scalar(0.0, "f32");
+    Val masked = generic(
+        "masked", {{scores, identityMap(3)}}, empty({h, t, t}, "f32"),
+        identityMap(3), {"parallel", "parallel", "parallel"},
+        [&](Body &r, const std::vector<std::string> &a) {
+          std::string i = r.op("i", "linalg.index 1 : index");
+          std::string j = r.op("j", "linalg.index 2 : index");
+          std::string above = r.op("above", cat("arith.cmpi ugt, ", j, ", ",
+                                                i, " : index"));
+          std::string m = r.op("m", cat("arith.select ", above, ", ", neg,
+                                        ", ", zero, " : f32"));
+          std::string s = r.op("s", cat("arith.mulf ", a[0], ", ", scale,
+                                        " : f32"));
+          return r.op("sm", cat("arith.addf ", s, ", ", m, " : f32"));
+        });
+    Val probs = softmax(masked);
+    Val init = zeros({h, t, d});
+    Val o = b.op("attn", {h, t, d}, "f32",
+                 cat("linalg.batch_matmul ins(", probs.name, ", ", vh.name,
+                     " : ", probs.type(), ", ", vh.type(), ") outs(",
+                     init.name, " : ", init.type(), ") -> ", init.type()));
+    Val ot = transpose(o, {1, 0, 2});
+    return b.op("merged", {t, h * d}, "f32",
+                cat("tensor.collapse_shape ", ot.name, " [[0], [1, 2]] : ",
+                    ot.type(), " into ", tensorType({t, h * d}, "f32")));
+  }
+
+  Val activation(Act act, const Val &gateIn, const Val *upIn) override {
+    Val gate = toF32(gateIn);
+    std::vector<In> ins{{gate, identityMap(2)}};
+    if (upIn)
+      ins.push_back({toF32(*upIn), identityMap(2)});
+    bool silu = act == Act::Silu;
+    std::string one = b.scalar(1.0, "f32");
+    std::string half = silu ? "" : b.scalar(0.5, "f32");
+    std::string c0 = silu ? "" : b.scalar(0.044715, "f32");
+    std::string c1 = silu ? "" : b.scalar(std::sqrt(2.0 / kPi), "f32");
+    return generic(
+        act == Act::Silu ? "swiglu" : "gelu", ins, empty(gate.shape, "f32"),
+        identityMap(2), {"parallel", "parallel"},
+        [&](Body &r, const std::vector<std::string> &a) {
+          const std::string &g = a[0];
+          std::string y;
+          if (act == Act::Silu) {
+            // silu(g) = g / (1 + exp(-g))
+            std::string ng = r.op("ng", cat("arith.negf ", g, " : f32"));
+            std::string e = r.op("e", cat("math.exp ", ng, " : f32"));
+            std::string den =
+                r.op("den", cat("arith.addf ", one, ", ", e, " : f32"));
+            y = r.op("silu", cat("arith.divf ", g, ", ", den, " : f32"));
+          } else {
+            // 0.5 g (1 + tanh(sqrt(2/pi) (g + 0.044715 g^3)))
+            std::string g2 = r.op("g2", cat("arith.mulf ", g, ", ", g,
+                                            " : f32"));
+            std::string g3 = r.op("g3", cat("arith.mulf ", g2, ", ", g,
+                                            " : f32"));
+            std::string a3 = r.op("a3", cat("arith.mulf ", g3, ", ", c0,
+                                            " : f32"));
+            std::string in = r.op("in", cat("arith.addf ", g, ", ", a3,
+                                            " : f32"));
+            std::string sc = r.op("sc", cat("arith.mulf ", in, ", ", c1,
+                                            " : f32"));
+            std::string th = r.op("th", cat("math.tanh ", sc, " : f32"));
+            std::string op1 = r.op("op", cat("arith.addf ", th, ", ", one,
+                                             " : f32"));
+            std::string hg = r.op("hg", cat("arith.mulf ", g, ", ", half,
+                                            " : f32"));
+            y = r.op("gelu", cat("arith.mulf ", hg, ", ", op1, " : f32"));
+          }
+          if (a.size() == 3)
+            y = r.op("act", cat("arith.mulf ", y, ", ", a[1], " : f32"));
+          return y;
+        });
+  }
+
+protected:
+  struct In {
+    Val v;
+    std::string map;
+  };
+  using BodyFn =
+      std::function<std::string(Body &, const std::vector<std::string> &)>;
+
+  Val constant(const Weight &w) override {
+    return b.op("w", w.shape, w.elt,
+                cat("arith.constant dense_resource<", w.name, "> : ",
+                    weightType(w)));
+  }
+
+  Val empty(const Shape &shape, const std::string &elt) {
+    return b.op("empty", shape, elt,
+                "tensor.empty() : " + tensorType(shape, elt));
+  }
+  Val fill(const Shape &shape, const std::string &value) {
+    Val e = empty(shape, "f32");
+    return b.op("fill", shape, "f32",
+                cat("linalg.fill ins(", value, " : f32) outs(", e.name, " : ",
+                    e.type(), ") -> ", e.type()));
+  }
+  Val zeros(const Shape &shape) { return fill(shape, b.scalar(0.0, "f32")); }
+
+  Val transpose(const Val &x, const Shape &perm) {
+    Shape out;
+    for (int64_t p : perm)
+      out.push_back(x.shape[p]);
+    Val e = empty(out, x.elt);
+    return b.op("tr", out, x.elt,
+                cat("linalg.transpose ins(", x.name, " : ", x.type(),
+                    ") outs(", e.name, " : ", e.type(), ") permutation = [",
+                    joinInts(perm), "]"));
+  }
+
+  /// A linalg.generic; the body gets the block arguments (inputs, then the
+  /// output) and returns the value to yield.
+  Val generic(const std::string &hint, const std::vector<In> &ins,
+              const Val &init, const std::string &outMap,
+              const std::vector<std::string> &iters, const BodyFn &body) {
+    std::vector<std::string> maps, names, types, args, argDecls;
+    for (const In &in : ins) {
+      maps.push_back(in.map);
+      names.push_back(in.v.name);
+      types.push_back(in.v.type());
+    }
+    maps.push_back(outMap);
+    std::vector<std::string> quoted;
+    for (const std::string &it : iters)
+      quoted.push_back("\"" + it + "\"");
+    std::vector<const Val *> all;
+    for (const In &in : ins)
+      all.push_back(&in.v);
+    all.push_back(&init);
+    for (const Val *v : all) {
+      std::string a = b.fresh("a");
+      args.push_back(a);
+      argDecls.push_back(a + ": " + v->elt);
+    }
+    std::string region;
+    Body r(b, region);
+    std::string yielded = body(r, args);
+    std::string insText =
+        ins.empty() ? ""
+                    : cat(" ins(", join(names), " : ", join(types), ")");
+    Val out{b.fresh(hint), init.shape, init.elt};
+    b.line(cat(out.name, " = linalg.generic {indexing_maps = [", join(maps),
+               "], iterator_types = [", join(quoted), "]}", insText, " outs(",
+               init.name, " : ", init.type(), ") {\n  ^bb0(", join(argDecls),
+               "):\n", region, "    linalg.yield ", yielded, " : ", init.elt,
+               "\n  } -> ", init.type()));
+    return out;
+  }
+
+  /// An element-wise generic over same-shaped tensors.
+  Val map(const std::string &hint, const std::vector<Val> &xs,
+          const BodyFn &body) {
+    std::vector<In> ins;
+    for (const Val &x : xs)
+      ins.push_back({x, identityMap(x.rank())});
+    std::vector<std::string> iters(xs[0].rank(), "parallel");
+    return generic(hint, ins, empty(xs[0].shape, xs[0].elt),
+                   identityMap(xs[0].rank()), iters, body);
+  }
+
+  /// A per-row statistic: [rows] or, with keepdim, [rows, 1].
+  struct Row {
+    Val v;
+    bool keepdim;
+  };
+
+  /// x^2, as math.fpowi in a generic or as arith.mulf on tensors.
+  Val square(const Val &x, int form) {
+    if (form == 0)
+      return map("sq", {x}, [&](Body &r, const std::vector<std::string> &a) {
+        std::string two = r.constant("2", "i32");
+        return r.op("p", cat("math.fpowi ", a[0], ", ", two, " : f32, i32"));
+      });
+    return b.op("sq", x.shape, x.elt,
+                cat("arith.mulf ", x.name, ", ", x.name, " : ", x.type()));
+  }
+
+  /// Sum over the last dimension: linalg.reduce to [rows], or a reducing
+  /// generic to [rows, 1].
+  Row sumLast(const Val &x, int form) {
+    int64_t r = x.rank();
+    Shape rows(x.shape.begin(), x.shape.end() - 1);
+    if (form == 0) {
+      Val init = zeros(rows);
+      Val out{b.fresh("sum"), rows, "f32"};
+      std::string in = b.fresh("in"), acc = b.fresh("acc"),
+                  s = b.fresh("s");
+      b.line(cat(out.name, " = linalg.reduce ins(", x.name, " : ", x.type(),
+                 ") outs(", init.name, " : ", init.type(),
+                 ") dimensions = [", r - 1, "]\n    (", in, ": f32, ", acc,
+                 ": f32) {\n      ", s, " = arith.addf ", in, ", ", acc,
+                 " : f32\n      linalg.yield ", s, " : f32\n    }"));
+      return {out, false};
+    }
+    rows.push_back(1);
+    std::vector<std::string> iters(r, "parallel");
+    iters.back() = "reduction";
+    Val sum = generic("sum", {{x, identityMap(r)}}, zeros(rows),
+                      rowMap(r, true), iters,
+                      [](Body &body, const std::vector<std::string> &a) {
+                        return body.op("s", cat("arith.addf ", a[0], ", ",
+                                                a[1], " : f32"));
+                      });
+    return {sum, true};
+  }
+
+  /// An element-wise op on a row statistic.
+  Row onRow(const Row &row, const std::string &hint, const BodyFn &body) {
+    return {map(hint, {row.v}, body), row.keepdim};
+  }
+
+  /// x op row, the row broadcast along the last dimension: by an indexing
+  /// map for keepdim rows, by linalg.broadcast and an op on tensors else.
+  Val withRow(const Val &x, const Row &row, const std::string &opName,
+              const std::string &hint) {
+    int64_t r = x.rank();
+    if (row.keepdim) {
+      std::vector<std::string> iters(r, "parallel");
+      return generic(hint, {{x, identityMap(r)}, {row.v, rowMap(r, true)}},
+                     empty(x.shape, x.elt), identityMap(r), iters,
+                     [&](Body &body, const std::vector<std::string> &a) {
+                       return body.op("v", cat(opName, " ", a[0], ", ", a[1],
+                                               " : f32"));
+                     });
+    }
+    Val e = empty(x.shape, x.elt);
+    Val bc = b.op("bcast", x.shape, x.elt,
+                  cat("linalg.broadcast ins(", row.v.name, " : ",
+                      row.v.type(), ") outs(", e.name, " : ", e.type(),
+                      ") dimensions = [", r - 1, "]"));
+    return b.op(hint, x.shape, x.elt,
+                cat(opName, " ", x.name, ", ", bc.name, " : ", x.type()));
+  }
+
+  /// y op g for a [K] vector g: through indexing maps, linalg.broadcast, or
+  /// tensor.expand_shape to [1, .., K] and a broadcasting map.
+  Val broadcastFeature(const Val &y, const Val &g, const std::string &opName,
+                       int form, const std::string &hint) {
+    int64_t r = y.rank();
+    std::vector<std::string> iters(r, "parallel");
+    BodyFn body = [&](Body &bd, const std::vector<std::string> &a) {
+      return bd.op("v", cat(opName, " ", a[0], ", ", a[1], " : ", y.elt));
+    };
+    if (form == 0)
+      return generic(hint, {{y, identityMap(r)}, {g, featureMap(r, false)}},
+                     empty(y.shape, y.elt), identityMap(r), iters, body);
+    if (form == 1) {
+      Shape dims;
+      for (int64_t i = 0; i + 1 < r; ++i)
+        dims.push_back(i);
+      Val e = empty(y.shape, g.elt);
+      Val bc = b.op("bcast", y.shape, g.elt,
+                    cat("linalg.broadcast ins(", g.name, " : ", g.type(),
+                        ") outs(", e.name, " : ", e.type(), ") dimensions = [",
+                        joinInts(dims), "]"));
+      return b.op(hint, y.shape, y.elt,
+                  cat(opName, " ", y.name, ", ", bc.name, " : ", y.type()));
+    }
+    Shape ones(r, 1), all;
+    ones.back() = g.last();
+    for (int64_t i = 0; i < r; ++i)
+      all.push_back(i);
+    Val ex = b.op("gx", ones, g.elt,
+                  cat("tensor.expand_shape ", g.name, " [[", joinInts(all),
+                      "]] output_shape [", joinInts(ones), "] : ", g.type(),
+                      " into ", tensorType(ones, g.elt)));
+    return generic(hint, {{y, identityMap(r)}, {ex, featureMap(r, true)}},
+                   empty(y.shape, y.elt), identityMap(r), iters, body);
+  }
+
+  /// sum / K: a multiply by the constant 1/K or a divide by K.
+  Row mean(const Row &sum, int64_t k, int form) {
+    std::string c = b.scalar(form == 0 ? 1.0 / double(k) : double(k), "f32");
+    std::string opName = form == 0 ? "arith.mulf " : "arith.divf ";
+    return onRow(sum, "mean", [&](Body &r, const std::vector<std::string> &a) {
+      return r.op("m", cat(opName, a[0], ", ", c, " : f32"));
+    });
+  }
+
+  /// x / sqrt(ms + eps), as rsqrt, as 1 / sqrt or as a divide by sqrt.
+  Val normalize(const Val &x, const Row &ms, double eps, int form) {
+    std::string e = b.scalar(eps, "f32");
+    Row ve = onRow(ms, "ve", [&](Body &r, const std::vector<std::string> &a) {
+      return r.op("v", cat("arith.addf ", a[0], ", ", e, " : f32"));
+    });
+    std::string fn = form == 0 ? "math.rsqrt " : "math.sqrt ";
+    Row s = onRow(ve, form == 0 ? "inv" : "rms",
+                  [&](Body &r, const std::vector<std::string> &a) {
+                    return r.op("s", cat(fn, a[0], " : f32"));
+                  });
+    if (form == 2)
+      return withRow(x, s, "arith.divf", "normed");
+    if (form == 1) {
+      std::string one = b.scalar(1.0, "f32");
+      s = onRow(s, "inv", [&](Body &r, const std::vector<std::string> &a) {
+        return r.op("s", cat("arith.divf ", one, ", ", a[0], " : f32"));
+      });
+    }
+    return withRow(x, s, "arith.mulf", "normed");
+  }
+
+  Val rmsNorm(const Val &xIn, const NormSpec &spec, int idx) override {
+    int64_t k = xIn.last();
+    Val x = toF32(xIn);
+    Val sq = square(x, idx % 2);
+    Row sum = sumLast(sq, (idx + 1) / 2 % 2);
+    Row ms = mean(sum, k, idx / 2 % 2);
+    Val y = normalize(x, ms, spec.eps, idx % 3);
+    Val g = weight(spec.prefix + ".weight", {k},
+                   spec.gain == Gain::Plain ? Init::PlainGain
+                                            : Init::OnePlusGain);
+    int form = (idx + 1) % 3;
+    if (spec.gain == Gain::Plain) {
+      // Llama order: round the normalized value, then apply the gain.
+      y = castTo(y, xIn.elt);
+      return broadcastFeature(y, g, "arith.mulf", form, "gained");
+    }
+    // Gemma order: (1 + g) formed and applied in f32, rounded after.
+    std::string one = b.scalar(1.0, "f32");
+    Val onePlus = map("one_plus", {toF32(g)},
+                      [&](Body &r, const std::vector<std::string> &a) {
+                        return r.op("o", cat("arith.addf ", one, ", ", a[0],
+                                             " : f32"));
+                      });
+    y = broadcastFeature(y, onePlus, "arith.mulf", form, "gained");
+    return castTo(y, xIn.elt);
+  }
+
+  Val layerNorm(const Val &x, const NormSpec &spec, int idx) override {
+    int64_t k = x.last();
+    int sumForm = (idx + 1) / 2 % 2, meanForm = idx / 2 % 2;
+    Row mu = mean(sumLast(x, sumForm), k, meanForm);
+    // Two-pass variance: center first, then average the squares.
+    Val c = withRow(x, mu, "arith.subf", "centered");
+    Row var = mean(sumLast(square(c, idx % 2), 1 - sumForm), k, 1 - meanForm);
+    Val y = normalize(c, var, spec.eps, idx % 3);
+    Val g = weight(spec.prefix + ".weight", {k}, Init::PlainGain);
+    Val bias = weight(spec.prefix + ".bias", {k}, Init::Bias);
+    y = broadcastFeature(y, g, "arith.mulf", (idx + 1) % 3, "gained");
+    return broadcastFeature(y, bias, "arith.addf", (idx + 2) % 3, "biased");
+  }
+
+  /// Max-subtracted softmax over the last dimension of [H, T, T].
+  Val softmax(const Val &s) {
+    Shape rows(s.shape.begin(), s.shape.end() - 1);
+    Val init = fill(rows, b.scalar(-3.0e38, "f32"));
+    Val mx{b.fresh("max"), rows, "f32"};
+    std::string in = b.fresh("in"), acc = b.fresh("acc"), m = b.fresh("m");
+    b.line(cat(mx.name, " = linalg.reduce ins(", s.name, " : ", s.type(),
+               ") outs(", init.name, " : ", init.type(),
+               ") dimensions = [2]\n    (", in, ": f32, ", acc,
+               ": f32) {\n      ", m, " = arith.maximumf ", in, ", ", acc,
+               " : f32\n      linalg.yield ", m, " : f32\n    }"));
+    std::vector<std::string> par(3, "parallel");
+    Val e = generic("exp", {{s, identityMap(3)}, {mx, rowMap(3, false)}},
+                    empty(s.shape, "f32"), identityMap(3), par,
+                    [](Body &r, const std::vector<std::string> &a) {
+                      std::string d = r.op("d", cat("arith.subf ", a[0], ", ",
+                                                    a[1], " : f32"));
+                      return r.op("e", cat("math.exp ", d, " : f32"));
+                    });
+    Val z = generic("denom", {{e, identityMap(3)}}, zeros(rows),
+                    rowMap(3, false), {"parallel", "parallel", "reduction"},
+                    [](Body &r, const std::vector<std::string> &a) {
+                      return r.op("s", cat("arith.addf ", a[0], ", ", a[1],
+                                           " : f32"));
+                    });
+    return generic("probs", {{e, identityMap(3)}, {z, rowMap(3, false)}},
+                   empty(s.shape, "f32"), identityMap(3), par,
+                   [](Body &r, const std::vector<std::string> &a) {
+                     return r.op("p", cat("arith.divf ", a[0], ", ", a[1],
+                                          " : f32"));
+                   });
+  }
+};
+
+//===----------------------------------------------------------------------===//
+// TOSA flavor: tosa on [1, tokens, hidden]
+//===----------------------------------------------------------------------===//
+
+class TosaEmitter : public Emitter {
+public:
+  using Emitter::Emitter;
+
+  Val castTo(const Val &x, const std::string &elt) override {
+    if (x.elt == elt)
+      return x;
+    return b.op("cast", x.shape, elt,
+                cat("tosa.cast ", x.name, " : (", x.type(), ") -> ",
+                    tensorType(x.shape, elt)));
+  }
+
+  Val add(const Val &x, const Val &y) override { return binary("add", x, y); }
+
+  Val projection(const Val &xIn, const std::string &name, int64_t n,
+                 bool bias) override {
+    Val x = castTo(xIn, cfg.elt());
+    int64_t k = x.last(), t = x.shape[1];
+    Val w3;
+    // K x N reshaped to [1, K, N]; PyTorch's N x K transposed then
+    // reshaped, or reshaped then transposed.
+    switch (projIndex++ % 3) {
+    case 0:
+      w3 = reshape(weight(name + ".weight", {k, n}, Init::Matrix, k, true),
+                   {1, k, n});
+      break;
+    case 1:
+      w3 = reshape(
+          transpose(weight(name + ".weight", {n, k}, Init::Matrix, k), {1, 0}),
+          {1, k, n});
+      break;
+    default:
+      w3 = transpose(
+          reshape(weight(name + ".weight", {n, k}, Init::Matrix, k),
+                  {1, n, k}),
+          {0, 2, 1});
+      break;
+    }
+    Val y = matmul(x, w3, {1, t, n});
+    y = castTo(y, cfg.elt());
+    if (!bias)
+      return y;
+    Val bv = reshape(weight(name + ".bias", {n}, Init::Bias), {1, 1, n});
+    return binary("add", y, bv);
+  }
+
+  Val attention(const Val &q, const Val &k, const Val &v,
+                const NormSpec *qNorm, const NormSpec *kNorm) override {
+    int64_t t = cfg.tokens, h = cfg.heads, d = cfg.headDim();
+    b.comment(cat("attention: ", h, " heads of ", d, ", causal"));
+    auto split = [&](const Val &x, const NormSpec *spec) {
+      Val s = reshape(x, {t, h, d});
+      return toF32(spec ? norm(s, *spec) : s);
+    };
+    Val qh = transpose(split(q, qNorm), {1, 0, 2}); // [H, T, D]
+    Val kt = transpose(split(k, kNorm), {1, 2, 0}); // [H, D, T]
+    Val vh = transpose(split(v, nullptr), {1, 0, 2});
+    Val s = matmul(qh, kt, {h, t, t});
+    s = binary("mul", s, scalarConst(1.0 / std::sqrt(double(d)), 3));
+    s = binary("add", s, causalMask());
+    // Max-subtracted softmax over the keys.
+    Val mx = reduce("reduce_max", s);
+    Val e = unary("exp", binary("sub", s, mx));
+    Val z = reduce("reduce_sum", e);
+    Val p = binary("mul", e, unary("reciprocal", z));
+    Val o = transpose(matmul(p, vh, {h, t, d}), {1, 0, 2});
+    return reshape(o, {1, t, h * d});
+  }
+
+  Val activation(Act act, const Val &gateIn, const Val *up) override {
+    Val g = toF32(gateIn);
+    Val y;
+    if (act == Act::Silu) {
+      y = binary("mul", g, unary("sigmoid", g));
+    } else {
+      // 0.5 g (1 + tanh(sqrt(2/pi) (g + 0.044715 g^3)))
+      Val g3 = binary("pow", g, scalarConst(3.0, 3));
+      Val in = binary("add", g, binary("mul", g3, scalarConst(0.044715, 3)));
+      Val th = unary("tanh", binary("mul", in,
+                                    scalarConst(std::sqrt(2.0 / kPi), 3)));
+      Val half = binary("mul", g, scalarConst(0.5, 3));
+      y = binary("mul", half, binary("add", th, scalarConst(1.0, 3)));
+    }
+    return up ? binary("mul", y, toF32(*up)) : y;
+  }
+
+protected:
+  Val constant(const Weight &w) override {
+    return b.op("w", w.shape, w.elt,
+                cat("\"tosa.const\"() {values = dense_resource<", w.name,
+                    "> : ", weightType(w), "} : () -> ", weightType(w)));
+  }
+
+  /// A splat constant of `rank` unit dimensions (TOSA broadcasts by rank).
+  Val scalarConst(double v, int64_t rank, const std::string &elt = "f32") {
+    Shape shape(rank, 1);
+    std::string type = tensorType(shape, elt);
+    return b.cached(cat("splat", fmtFloat(v), type), [&] {
+      return b.op("c", shape, elt,
+                  cat("\"tosa.const\"() {values = dense<", fmtFloat(v),
+                      "> : ", type, "} : () -> ", type));
+    });
+  }
+  Val shift() {
+    return b.cached("shift", [&] {
+      return b.op("shift", {1}, "i8",
+                  "\"tosa.const\"() {values = dense<0> : tensor<1xi8>} : () "
+                  "-> tensor<1xi8>");
+    });
+  }
+  Val causalMask() {
+    int64_t t = cfg.tokens;
+    return b.cached("mask", [&] {
+      std::vector<std::string> rows;
+      for (int64_t i = 0; i < t; ++i) {
+        std::vector<std::string> row;
+        for (int64_t j = 0; j < t; ++j)
+          row.push_back(j > i ? "-1.0e+09" : "0.0");
+        rows.push_back("[" + join(row) + "]");
+      }
+      std::string type = tensorType({1, t, t}, "f32");
+      return b.op("mask", {1, t, t}, "f32",
+                  cat("\"tosa.const\"() {values = dense<[[", join(rows),
+                      "]]> : ", type, "} : () -> ", type));
+    });
+  }
+
+  Shape broadcastShape(const Val &x, const Val &y) {
+    Shape s = x.shape;
+    for (size_t i = 0; i < s.size(); ++i)
+      s[i] = std::max(s[i], y.shape[i]);
+    return s;
+  }
+  Val binary(const std::string &op, const Val &x, const Val &y) {
+    Shape s = broadcastShape(x, y);
+    std::string rt = tensorType(s, x.elt);
+    if (op == "mul") {
+      Val sh = shift();
+      return b.op("mul", s, x.elt,
+                  cat("tosa.mul ", x.name, ", ", y.name, ", ", sh.name,
+                      " : (", x.type(), ", ", y.type(), ", ", sh.type(),
+                      ") -> ", rt));
+    }
+    return b.op(op, s, x.elt,
+                cat("tosa.", op, " ", x.name, ", ", y.name, " : (", x.type(),
+                    ", ", y.type(), ") -> ", rt));
+  }
+  Val unary(const std::string &op, const Val &x) {
+    return b.op(op, x.shape, x.elt,
+                cat("tosa.", op, " ", x.name, " : (", x.type(), ") -> ",
+                    x.type()));
+  }
+  Val reduce(const std::string &op, const Val &x) {
+    Shape s = x.shape;
+    s.back() = 1;
+    return b.op(op == "reduce_sum" ? "sum" : "max", s, x.elt,
+                cat("tosa.", op, " ", x.name, " {axis = ", x.rank() - 1,
+                    " : i32} : (", x.type(), ") -> ", tensorType(s, x.elt)));
+  }
+  Val reshape(const Val &x, const Shape &to) {
+    std::string rank = std::to_string(to.size());
+    Val shape = b.cached("shape" + joinInts(to, "x"), [&] {
+      Val s{b.fresh("shape"), {}, "index"};
+      b.line(cat(s.name, " = tosa.const_shape {values = dense<[", joinInts(to),
+                 "]> : tensor<", rank, "xindex>} : () -> !tosa.shape<", rank,
+                 ">"));
+      return s;
+    });
+    return b.op("rs", to, x.elt,
+                cat("tosa.reshape ", x.name, ", ", shape.name, " : (",
+                    x.type(), ", !tosa.shape<", rank, ">) -> ",
+                    tensorType(to, x.elt)));
+  }
+  Val transpose(const Val &x, const Shape &perm) {
+    Shape out;
+    for (int64_t p : perm)
+      out.push_back(x.shape[p]);
+    return b.op("tr", out, x.elt,
+                cat("tosa.transpose ", x.name, " {perms = array<i32: ",
+                    joinInts(perm), ">} : (", x.type(), ") -> ",
+                    tensorType(out, x.elt)));
+  }
+  /// tosa.matmul with zero points; f32 result (bf16 accumulates in f32).
+  Val matmul(const Val &x, const Val &w, const Shape &out) {
+    std::string zt = tensorType({1}, x.elt);
+    Val zp = b.cached("zp" + x.elt, [&] {
+      return b.op("zp", {1}, x.elt,
+                  cat("\"tosa.const\"() {values = dense<0.0> : ", zt,
+                      "} : () -> ", zt));
+    });
+    return b.op("mm", out, "f32",
+                cat("tosa.matmul ", x.name, ", ", w.name, ", ", zp.name, ", ",
+                    zp.name, " : (", x.type(), ", ", w.type(), ", ", zt, ", ",
+                    zt, ") -> ", tensorType(out, "f32")));
+  }
+  /// The [K] vector g reshaped to [1, .., 1, K] to broadcast by rank.
+  Val featureVector(const Val &g, int64_t rank) {
+    Shape s(rank, 1);
+    s.back() = g.last();
+    return reshape(g, s);
+  }
+
+  /// 1 / sqrt(v) as tosa.rsqrt, or tosa.reciprocal of tosa.pow(v, 0.5).
+  Val invSqrt(const Val &v, int form) {
+    if (form == 0)
+      return unary("rsqrt", v);
+    return unary("reciprocal",
+                 binary("pow", v, scalarConst(0.5, v.rank())));
+  }
+  Val square(const Val &x, int form) {
+    if (form == 0)
+      return binary("mul", x, x);
+    return binary("pow", x, scalarConst(2.0, x.rank()));
+  }
+  /// The mean of the last dimension from its sum: times 1/K, or times the
+  /// reciprocal of K (TOSA spells a float divide that way).
+  Val mean(const Val &sum, int64_t k, int form) {
+    if (form == 0)
+      return binary("mul", sum, scalarConst(1.0 / double(k), sum.rank()));
+    return binary("mul", sum,
+                  unary("reciprocal", scalarConst(double(k), sum.rank())));
+  }
+
+  Val rmsNorm(const Val &xIn, const NormSpec &spec, int idx) override {
+    int64_t k = xIn.last(), r = xIn.rank();
+    Val x = toF32(xIn);
+    Val ms = mean(reduce("reduce_sum", square(x, idx % 2)), k, idx / 2 % 2);
+    Val ve = binary("add", ms, scalarConst(spec.eps, r));
+    Val y = binary("mul", x, invSqrt(ve, (idx + 1) / 2 % 2));
+    Val g = weight(spec.prefix + ".weight", {k},
+                   spec.gain == Gain::Plain ? Init::PlainGain
+                                            : Init::OnePlusGain);
+    if (spec.gain == Gain::Plain) {
+      // Llama order: round the normalized value, then apply the gain.
+      y = castTo(y, xIn.elt);
+      return binary("mul", y, featureVector(g, r));
+    }
+    // Gemma order: (1 + g) formed and applied in f32, rounded after.
+    Val onePlus = binary("add", scalarConst(1.0, r),
+                         toF32(featureVector(g, r)));
+    return castTo(binary("mul", y, onePlus), xIn.elt);
+  }
+
+  Val layerNorm(const Val &x, const NormSpec &spec, int idx) override {
+    int64_t k = x.last(), r = x.rank();
+    int meanForm = idx / 2 % 2;
+    Val mu = mean(reduce("reduce_sum", x), k, meanForm);
+    // Two-pass variance: center first, then average the squares.
+    Val c = binary("sub", x, mu);
+    Val var = mean(reduce("reduce_sum", square(c, idx % 2)), k, 1 - meanForm);
+    Val ve = binary("add", var, scalarConst(spec.eps, r));
+    Val y = binary("mul", c, invSqrt(ve, (idx + 1) / 2 % 2));
+    Val g = weight(spec.prefix + ".weight", {k}, Init::PlainGain);
+    Val bias = weight(spec.prefix + ".bias", {k}, Init::Bias);
+    y = binary("mul", y, featureVector(g, r));
+    return binary("add", y, featureVector(bias, r));
+  }
+};
+
+//===----------------------------------------------------------------------===//
+// The decoder stack, shared by both flavors
+//===----------------------------------------------------------------------===//
+
+class DecoderWriter {
+public:
+  DecoderWriter(const Config &cfg, Emitter &e) : cfg(cfg), e(e) {}
+
+  Val forward(Val x) {
+    for (int64_t i = 0; i < cfg.layers; ++i) {
+      x = cfg.family == Family::Gpt2 ? gpt2Layer(i, x) : rmsLayer(i, x);
+    }
+    if (cfg.family == Family::Gpt2)
+      return e.norm(x, lnSpec("ln_f"));
+    return e.norm(x, rmsSpec("norm", false));
+  }
+
+private:
+  double rmsEps() const { return cfg.family == Family::Llama ? 1e-5 : 1e-6; }
+  Gain gain() const {
+    return cfg.family == Family::Gemma ? Gain::OnePlus : Gain::Plain;
+  }
+  NormSpec rmsSpec(const std::string &prefix, bool qk) const {
+    NormSpec s;
+    s.prefix = prefix;
+    s.gain = gain();
+    s.eps = rmsEps();
+    s.qk = qk;
+    return s;
+  }
+  NormSpec lnSpec(const std::string &prefix) const {
+    NormSpec s;
+    s.prefix = prefix;
+    s.layerNorm = true;
+    return s;
+  }
+
+  /// Llama, Qwen2 and Gemma layers: pre-norm attention and gated MLP;
+  /// Gemma adds post-norms (sandwich) and QK-norms.
+  Val rmsLayer(int64_t i, const Val &x) {
+    std::string p = cat("layers.", i, ".");
+    bool gemma = cfg.family == Family::Gemma;
+    bool qkvBias = cfg.family == Family::Qwen2;
+    e.comment(cat("layer ", i));
+    Val n = e.norm(x, rmsSpec(p + "input_layernorm", false));
+    Val q = e.projection(n, p + "self_attn.q_proj", cfg.hidden, qkvBias);
+    Val k = e.projection(n, p + "self_attn.k_proj", cfg.hidden, qkvBias);
+    Val v = e.projection(n, p + "self_attn.v_proj", cfg.hidden, qkvBias);
+    NormSpec qn = rmsSpec(p + "self_attn.q_norm", true);
+    NormSpec kn = rmsSpec(p + "self_attn.k_norm", true);
+    Val a = e.attention(q, k, v, gemma ? &qn : nullptr, gemma ? &kn : nullptr);
+    Val o = e.projection(a, p + "self_attn.o_proj", cfg.hidden, false);
+    if (gemma)
+      o = e.norm(o, rmsSpec(p + "post_attention_layernorm", false));
+    Val h = e.add(x, o);
+
+    Val m = e.norm(h, rmsSpec(p + (gemma ? "pre_feedforward_layernorm"
+                                         : "post_attention_layernorm"),
+                              false));
+    Val gate = e.projection(m, p + "mlp.gate_proj", cfg.mlp, false);
+    Val up = e.projection(m, p + "mlp.up_proj", cfg.mlp, false);
+    Val act = e.activation(gemma ? Act::GeluTanh : Act::Silu, gate, &up);
+    Val down = e.projection(act, p + "mlp.down_proj", cfg.hidden, false);
+    if (gemma)
+      down = e.norm(down, rmsSpec(p + "post_feedforward_layernorm", false));
+    return e.add(h, down);
+  }
+
+  /// GPT-2: pre-LayerNorm attention and GELU MLP, biases everywhere.
+  Val gpt2Layer(int64_t i, const Val &x) {
+    std::string p = cat("h.", i, ".");
+    e.comment(cat("layer ", i));
+    Val n = e.norm(x, lnSpec(p + "ln_1"));
+    Val q = e.projection(n, p + "attn.q_proj", cfg.hidden, true);
+    Val k = e.projection(n, p + "attn.k_proj", cfg.hidden, true);
+    Val v = e.projection(n, p + "attn.v_proj", cfg.hidden, true);
+    Val a = e.attention(q, k, v, nullptr, nullptr);
+    Val o = e.projection(a, p + "attn.c_proj", cfg.hidden, true);
+    Val h = e.add(x, o);
+    Val m = e.norm(h, lnSpec(p + "ln_2"));
+    Val fc = e.projection(m, p + "mlp.c_fc", cfg.mlp, true);
+    Val act = e.activation(Act::GeluTanh, fc, nullptr);
+    Val proj = e.projection(act, p + "mlp.c_proj", cfg.hidden, true);
+    return e.add(h, proj);
+  }
+
+  const Config &cfg;
+  Emitter &e;
+};
+
+//===----------------------------------------------------------------------===//
+// Weight values and the resource blobs
+//===----------------------------------------------------------------------===//
+
+uint64_t splitmix64(uint64_t z) {
+  z += 0x9E3779B97F4A7C15ull;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+uint64_t fnv1a(const std::string &s) {
+  uint64_t h = 0xCBF29CE484222325ull;
+  for (unsigned char c : s)
+    h = (h ^ c) * 0x100000001B3ull;
+  return h;
+}
+
+/// Element `index` (row-major in the logical N x K layout for matrices) of a
+/// weight: counter-based, so any layout can be written in any order.
+float weightValue(uint64_t key, const Weight &w, uint64_t index) {
+  double u = double(splitmix64(key + index) >> 40) * 0x1.0p-24; // [0, 1)
+  switch (w.init) {
+  case Init::Matrix: {
+    double bound = 1.0 / std::sqrt(double(w.fanIn));
+    return float((2 * u - 1) * bound);
+  }
+  case Init::PlainGain:
+    return float(0.5 + u);
+  case Init::OnePlusGain:
+    return float(u - 0.5);
+  case Init::Bias:
+    return float((2 * u - 1) * 0.1);
+  }
+  return 0.0f;
+}
+
+uint16_t toBF16(float f) {
+  uint32_t bits;
+  std::memcpy(&bits, &f, 4);
+  bits += 0x7FFF + ((bits >> 16) & 1); // round to nearest even
+  return uint16_t(bits >> 16);
+}
+
+/// Buffered output; blobs are hex-encoded straight into the buffer, a row at
+/// a time (a 32-layer hidden-2048 model is gigabytes of hex).
+class Out {
+public:
+  explicit Out(std::FILE *f) : f(f), buf(kChunk) {
+    for (int i = 0; i < 256; ++i) {
+      hex[2 * i] = "0123456789ABCDEF"[i >> 4];
+      hex[2 * i + 1] = "0123456789ABCDEF"[i & 15];
+    }
+  }
+  ~Out() { flush(); }
+  void write(const std::string &s) { std::memcpy(reserve(s.size()), s.data(), s.size()); }
+  /// Room for n bytes, written by the caller.
+  char *reserve(size_t n) {
+    if (used + n > buf.size()) {
+      flush();
+      if (n > buf.size())
+        buf.resize(n);
+    }
+    char *p = buf.data() + used;
+    used += n;
+    return p;
+  }
+  /// The hex digits of `bytes` little-endian bytes of `v` at p.
+  char *hexLE(char *p, uint32_t v, int bytes) const {
+    for (int i = 0; i < bytes; ++i, v >>= 8, p += 2)
+      std::memcpy(p, hex + 2 * (v & 0xFF), 2);
+    return p;
+  }
+  void flush() {
+    if (used && std::fwrite(buf.data(), 1, used, f) != used)
+      failed = true;
+    used = 0;
+  }
+  bool failed = false;
+
+private:
+  static constexpr size_t kChunk = 1 << 22;
+  std::FILE *f;
+  std::vector<char> buf;
+  size_t used = 0;
+  char hex[512];
+};
+
+/// `"0x04000000<little-endian bytes>"`: alignment 4, then the stored layout.
+void writeBlob(Out &out, uint64_t seed, const Weight &w) {
+  uint64_t key = splitmix64(seed) ^ fnv1a(w.name);
+  out.write("\"0x04000000");
+  int bytes = w.elt == "bf16" ? 2 : 4;
+  // Logical n x k (PyTorch); stored k x n when kxn. Vectors are one row.
+  int64_t n = w.shape.size() == 2 ? (w.kxn ? w.shape[1] : w.shape[0]) : 1;
+  int64_t k = w.shape.back();
+  if (w.shape.size() == 2 && w.kxn)
+    k = w.shape[0];
+  int64_t outer = w.kxn ? k : n, inner = w.kxn ? n : k;
+  for (int64_t a = 0; a < outer; ++a) {
+    char *p = out.reserve(size_t(inner) * bytes * 2);
+    for (int64_t c = 0; c < inner; ++c) {
+      uint64_t logical = w.kxn ? uint64_t(c) * k + a : uint64_t(a) * k + c;
+      float v = weightValue(key, w, logical);
+      if (bytes == 2) {
+        p = out.hexLE(p, toBF16(v), 2);
+      } else {
+        uint32_t bits;
+        std::memcpy(&bits, &v, 4);
+        p = out.hexLE(p, bits, 4);
+      }
+    }
+  }
+  out.write("\"");
+}
+
+//===----------------------------------------------------------------------===//
+// The module
+//===----------------------------------------------------------------------===//
+
+/// @main: a deterministic input, the call, the printout.
+std::string writeMain(const Config &cfg, const Val &x, const Val &y,
+                      const std::vector<Weight> &weights, int64_t &counter) {
+  FuncBuilder b(counter);
+  int64_t r = x.rank();
+  Val e{b.fresh("empty"), x.shape, "f32"};
+  b.line(cat(e.name, " = tensor.empty() : ", e.type()));
+  // x[.., t, i] = sin(0.37 t + 0.11 i) + 0.01 i
+  std::string in = b.fresh("x");
+  std::string region;
+  Body body(b, region);
+  auto asF32 = [&](int dim) {
+    std::string idx = body.op("idx", cat("linalg.index ", dim, " : index"));
+    std::string i32 =
+        body.op("i", cat("arith.index_cast ", idx, " : index to i32"));
+    return body.op("f", cat("arith.sitofp ", i32, " : i32 to f32"));
+  };
+  std::string t = asF32(int(r - 2)), i = asF32(int(r - 1));
+  std::string a = body.constant("0.37", "f32");
+  std::string c = body.constant("0.11", "f32");
+  std::string d = body.constant("0.01", "f32");
+  std::string ta = body.op("ta", cat("arith.mulf ", t, ", ", a, " : f32"));
+  std::string ic = body.op("ic", cat("arith.mulf ", i, ", ", c, " : f32"));
+  std::string arg = body.op("arg", cat("arith.addf ", ta, ", ", ic, " : f32"));
+  std::string s = body.op("s", cat("math.sin ", arg, " : f32"));
+  std::string id = body.op("id", cat("arith.mulf ", i, ", ", d, " : f32"));
+  std::string v = body.op("v", cat("arith.addf ", s, ", ", id, " : f32"));
+  std::vector<std::string> iters(r, "\"parallel\"");
+  std::string o = b.fresh("o");
+  b.line(cat(in, " = linalg.generic {indexing_maps = [", identityMap(r),
+             "], iterator_types = [", join(iters), "]} outs(", e.name, " : ",
+             e.type(), ") {\n  ^bb0(", o, ": f32):\n", region,
+             "    linalg.yield ", v, " : f32\n  } -> ", e.type()));
+  std::string xin = in;
+  if (cfg.bf16()) {
+    xin = b.fresh("xb");
+    b.line(cat(xin, " = arith.truncf ", in, " : ", e.type(), " to ",
+               x.type()));
+  }
+  std::vector<std::string> args{xin}, types{x.type()};
+  if (cfg.weights == WeightMode::Args) {
+    b.comment("the weights of @forward, in its argument order");
+    for (const Weight &w : weights) {
+      std::string n = b.fresh("w");
+      std::string type = weightType(w);
+      if (cfg.tosa())
+        b.line(cat(n, " = \"tosa.const\"() {values = dense_resource<", w.name,
+                   "> : ", type, "} : () -> ", type));
+      else
+        b.line(cat(n, " = arith.constant dense_resource<", w.name, "> : ",
+                   type));
+      args.push_back(n);
+      types.push_back(type);
+    }
+  }
+  std::string res = b.fresh("y");
+  b.line(cat(res, " = func.call @forward(", join(args), ") : (", join(types),
+             ") -> ", y.type()));
+  std::string f32 = res;
+  std::string f32Type = tensorType(y.shape, "f32");
+  if (y.elt != "f32") {
+    f32 = b.fresh("yf");
+    b.line(cat(f32, " = arith.extf ", res, " : ", y.type(), " to ", f32Type));
+  }
+  std::string u = b.fresh("u");
+  b.line(cat(u, " = tensor.cast ", f32, " : ", f32Type, " to tensor<*xf32>"));
+  b.line(cat("func.call @printMemrefF32(", u, ") : (tensor<*xf32>) -> ()"));
+  b.line("return");
+  return "func.func @main() {\n" + b.text() + "}\n";
+}
+
+std::string commandLine(const Config &cfg) {
+  static const char *flavors[] = {"linalg", "tosa"};
+  return cat("flashnorm-gen --family=", familyName(cfg.family),
+             " --flavor=", flavors[int(cfg.flavor)], " --hidden=", cfg.hidden,
+             " --layers=", cfg.layers, " --tokens=", cfg.tokens,
+             " --heads=", cfg.heads, " --mlp=", cfg.mlp, " --weights=",
+             cfg.weights == WeightMode::Args ? "args" : "resource",
+             " --dtype=", cfg.elt(), " --seed=", cfg.seed);
+}
+
+int writeModule(const Config &cfg, std::FILE *f) {
+  int64_t counter = 0;
+  std::vector<Weight> weights;
+  FuncBuilder fb(counter);
+  std::unique_ptr<Emitter> emitter;
+  if (cfg.tosa())
+    emitter = std::make_unique<TosaEmitter>(cfg, fb, weights);
+  else
+    emitter = std::make_unique<LinalgEmitter>(cfg, fb, weights);
+
+  Shape act = cfg.tosa() ? Shape{1, cfg.tokens, cfg.hidden}
+                         : Shape{cfg.tokens, cfg.hidden};
+  Val x{"%x", act, cfg.elt()};
+  DecoderWriter writer(cfg, *emitter);
+  Val y = writer.forward(x);
+  fb.line(cat("return ", y.name, " : ", y.type()));
+  const NormCounts &n = emitter->counts;
+
+  Out out(f);
+  const char *families[] = {"Llama", "Qwen2", "Gemma", "GPT-2"};
+  out.write(cat(
+      "// Generated by ", commandLine(cfg), "\n// A ", cfg.layers, "-layer ",
+      families[int(cfg.family)], "-style decoder stack (hidden ", cfg.hidden,
+      ", ", cfg.heads, " heads of ", cfg.headDim(), ", MLP ", cfg.mlp, ", ",
+      cfg.tokens, " tokens, ", cfg.elt(), ") in the ",
+      cfg.tosa() ? "tosa" : "linalg", " flavor; weights ",
+      cfg.weights == WeightMode::Args
+          ? "are arguments of @forward (@main holds them)"
+          : "are dense_resource constants",
+      ".\n// Norms are spelled out the way frontends write them; @main runs "
+      "@forward\n// on sin(0.37 t + 0.11 i) + 0.01 i and prints the result.\n",
+      "// flashnorm-gen: family=", familyName(cfg.family),
+      " flavor=", cfg.tosa() ? "tosa" : "linalg", " layers=", cfg.layers,
+      " rms_norms=", n.rms, " layer_norms=", n.layer, " gains=", n.gains,
+      " qk_norms=", n.qk, "\n\n"));
+
+  std::vector<std::string> params{"%x: " + x.type()};
+  if (cfg.weights == WeightMode::Args) {
+    out.write("// @forward arguments after %x, in order:\n");
+    for (size_t i = 0; i < weights.size(); ++i) {
+      out.write(cat("//   ", i + 1, ": ", weights[i].name, " : ",
+                    weightType(weights[i]), "\n"));
+      params.push_back(cat("%", weights[i].name, ": ", weightType(weights[i])));
+    }
+  }
+  out.write(cat("func.func @forward(", join(params, ",\n    "), ") -> ",
+                y.type(), " {\n"));
+  out.write(fb.text());
+  out.write("}\n\n");
+  out.write(writeMain(cfg, x, y, weights, counter));
+  out.write("func.func private @printMemrefF32(tensor<*xf32>)\n\n");
+
+  out.write("{-#\n  dialect_resources: {\n    builtin: {\n");
+  for (size_t i = 0; i < weights.size(); ++i) {
+    out.write(cat("      ", weights[i].name, ": "));
+    writeBlob(out, cfg.seed, weights[i]);
+    out.write(i + 1 < weights.size() ? ",\n" : "\n");
+  }
+  out.write("    }\n  }\n#-}\n");
+  out.flush();
+  return out.failed ? 1 : 0;
+}
+
+int fail(const std::string &msg) {
+  std::fprintf(stderr, "flashnorm-gen: error: %s\n", msg.c_str());
+  return 1;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  cl::HideUnrelatedOptions(genCategory);
+  cl::ParseCommandLineOptions(
+      argc, argv,
+      "flashnorm-gen: writes a transformer decoder stack as frontend-style "
+      "MLIR\n");
+  Config cfg{familyOpt, flavorOpt, hiddenOpt, layersOpt,
+             tokensOpt, headsOpt,  mlpOpt,    weightsOpt,
+             dtypeOpt,  seedOpt};
+  if (cfg.hidden <= 0 || cfg.layers <= 0 || cfg.tokens <= 0 ||
+      cfg.heads <= 0 || cfg.mlp < 0)
+    return fail("--hidden, --layers, --tokens and --heads must be positive, "
+                "--mlp must not be negative");
+  if (cfg.hidden % cfg.heads)
+    return fail(cat("--hidden=", cfg.hidden, " is not divisible by --heads=",
+                    cfg.heads));
+  if (cfg.mlp == 0)
+    cfg.mlp = (2 * cfg.hidden + 7) / 8 * 8;
+  if (cfg.bf16() && cfg.family == Family::Gpt2)
+    return fail("--dtype=bf16 is only supported for llama, qwen2 and gemma");
+
+  std::FILE *f = stdout;
+  if (outputOpt != "-") {
+    f = std::fopen(outputOpt.c_str(), "wb");
+    if (!f)
+      return fail(cat("cannot open '", outputOpt, "': ", std::strerror(errno)));
+  }
+  int rc = writeModule(cfg, f);
+  if (f != stdout && std::fclose(f) != 0)
+    rc = 1;
+  if (rc)
+    return fail(cat("writing '", outputOpt, "' failed"));
+  return 0;
+}

@@ -42,21 +42,31 @@ struct Projection {
 FailureOr<Projection> matchProjection(OpOperand &use,
                                       std::string *whyNot = nullptr);
 
-/// The constant a weight is read from, through layout-only ops.
+/// What a weight is read from, through layout-only ops: a constant, or
+/// (where asked for) a function argument.
 struct WeightSource {
-  /// `arith.constant` or `tosa.const`.
+  /// `arith.constant` or `tosa.const`, and its value.
   Operation *constant = nullptr;
   ElementsAttr value;
-  /// The contracted dimension, in the constant's own shape.
+  /// Or: the entry-block argument the weight comes from.
+  BlockArgument argument;
+  /// The contracted dimension, in the constant's (argument's) own shape.
   int64_t axis = 0;
   /// Ops between the weight operand and the constant (`linalg.transpose`,
   /// `tosa.transpose`, `linalg.broadcast`), nearest to the projection first.
   SmallVector<Operation *> chain;
 };
 
-/// Follows `weight` (contracted along `axis`) back to a constant.
-FailureOr<WeightSource> traceWeightToConstant(Value weight, int64_t axis,
-                                              std::string *whyNot = nullptr);
+/// Follows `weight` (contracted along `axis`) back to a constant or, with
+/// `allowArgument`, to a function argument.
+FailureOr<WeightSource> traceWeight(Value weight, int64_t axis,
+                                    bool allowArgument,
+                                    std::string *whyNot = nullptr);
+inline FailureOr<WeightSource>
+traceWeightToConstant(Value weight, int64_t axis,
+                      std::string *whyNot = nullptr) {
+  return traceWeight(weight, axis, /*allowArgument=*/false, whyNot);
+}
 
 /// True for a reshape (`tensor.expand_shape`, `tensor.collapse_shape`,
 /// `tosa.reshape`) that only regroups rows and keeps the last (feature)

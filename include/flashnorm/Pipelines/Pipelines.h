@@ -19,6 +19,11 @@ struct FlashNormPipelineOptions
       llvm::cl::desc("flashnorm-fold-gains: clone weights that have other "
                      "users"),
       llvm::cl::init(true)};
+  PassOptions::Option<bool> prepareFunction{
+      *this, "prepare-function",
+      llvm::cl::desc("flashnorm-fold-gains: fold gains into argument weights "
+                     "through a @<fn>_flashnorm_prepare function"),
+      llvm::cl::init(false)};
   PassOptions::Option<bool> partial{
       *this, "partial",
       llvm::cl::desc("flashnorm-defer-scale: defer projections of norms that "

@@ -39,7 +39,7 @@ def Raise : Pass<"flashnorm-raise", "func::FuncOp"> {
   ];
 }
 
-def FoldGains : Pass<"flashnorm-fold-gains", "func::FuncOp"> {
+def FoldGains : Pass<"flashnorm-fold-gains", "ModuleOp"> {
   let summary = "Fold each RMS norm's gain into the weights of its projections";
   let description = [{
     For a `flashnorm.rms_norm` with a constant gain whose every user is a
@@ -57,16 +57,38 @@ def FoldGains : Pass<"flashnorm-fold-gains", "func::FuncOp"> {
     `linalg.broadcast`. If any user of a norm is not such a projection,
     nothing is folded for that norm and a remark names that user.
 
+    Weights as function arguments (`prepare-function=true`): for a function
+    `@f` whose projection weights are arguments (and whose gains are
+    arguments or constants), the folding moves into a companion function
+    `@f_flashnorm_prepare` that takes `@f`'s arguments and returns the
+    folded weights, in increasing argument order. `@f` then expects the
+    folded values at those argument positions, each marked with the argument
+    attribute `flashnorm.folded`; gains stay in the signature, unused. Every
+    `func.call @f` in the module is rewritten to call the prepare function
+    first, so the module computes what it computed before; callers outside
+    it call `@f_flashnorm_prepare` once and reuse its results. A weight
+    argument with other users, and a LayerNorm bias, are not folded this
+    way (reported).
+
     Remarks: run with `--remarks-filter=flashnorm` (add
     `--remark-format=emitRemark` for compiler-style diagnostics).
   }];
-  let dependentDialects = ["::mlir::flashnorm::FlashNormDialect"];
+  let dependentDialects = [
+    "::mlir::flashnorm::FlashNormDialect",
+    "::mlir::func::FuncDialect",
+    "::mlir::linalg::LinalgDialect",
+    "::mlir::tensor::TensorDialect",
+    "::mlir::arith::ArithDialect"
+  ];
   let options = [
     Option<"cloneSharedWeights", "clone-shared-weights", "bool",
            /*default=*/"true",
            "Clone a weight that has users besides the projection (e.g. a "
            "tied embedding) and fold the clone; when false, such a norm is "
            "left unfolded so no weight memory is duplicated">,
+    Option<"prepareFunction", "prepare-function", "bool", /*default=*/"false",
+           "Fold gains into weights that are function arguments through a "
+           "companion @<fn>_flashnorm_prepare function">,
   ];
   let statistics = [
     Statistic<"numFolded", "folded-norms", "Norms whose gain was folded">,
