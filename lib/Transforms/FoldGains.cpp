@@ -259,10 +259,12 @@ Value buildArgFold(OpBuilder &b, Location loc, Value w, Value g, int64_t axis,
     return arith::TruncFOp::create(nb, l, to, v);
   };
   SmallVector<OpFoldResult> sizes = tensor::getMixedSizes(b, loc, w);
+  // Without centering the product is rounded right away.
+  Type scaledElt = center ? f32 : elt;
   Value scaled =
       linalg::GenericOp::create(
-          b, loc, TypeRange{type.clone(f32)}, ValueRange{w, g},
-          ValueRange{Value(tensor::EmptyOp::create(b, loc, sizes, f32))},
+          b, loc, TypeRange{type.clone(scaledElt)}, ValueRange{w, g},
+          ValueRange{Value(tensor::EmptyOp::create(b, loc, sizes, scaledElt))},
           ArrayRef<AffineMap>{id, alongAxis, id}, par,
           [&](OpBuilder &nb, Location l, ValueRange args) {
             Value gv = cast(nb, l, args[1], f32);
@@ -271,12 +273,14 @@ Value buildArgFold(OpBuilder &b, Location loc, Value w, Value g, int64_t axis,
                   nb, l, gv,
                   arith::ConstantOp::create(nb, l, nb.getF32FloatAttr(1.0f)));
             Value r = arith::MulFOp::create(nb, l, cast(nb, l, args[0], f32), gv);
-            linalg::YieldOp::create(nb, l, r);
+            linalg::YieldOp::create(nb, l, cast(nb, l, r, scaledElt));
           })
           .getResult(0);
+  if (!center)
+    return scaled;
   Value mean;
   AffineMap withoutAxis = id.dropResult(axis);
-  if (center) {
+  {
     SmallVector<OpFoldResult> rest(sizes);
     rest.erase(rest.begin() + axis);
     Value zero = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0.0f));
@@ -297,21 +301,12 @@ Value buildArgFold(OpBuilder &b, Location loc, Value w, Value g, int64_t axis,
                })
                .getResult(0);
   }
-  SmallVector<Value> inputs{scaled};
-  SmallVector<AffineMap> maps{id};
-  if (mean) {
-    inputs.push_back(mean);
-    maps.push_back(withoutAxis);
-  }
-  maps.push_back(id);
   return linalg::GenericOp::create(
-             b, loc, TypeRange{type}, inputs,
+             b, loc, TypeRange{type}, ValueRange{scaled, mean},
              ValueRange{Value(tensor::EmptyOp::create(b, loc, sizes, elt))},
-             maps, par,
+             ArrayRef<AffineMap>{id, withoutAxis, id}, par,
              [&](OpBuilder &nb, Location l, ValueRange args) {
-               Value v = args[0];
-               if (mean)
-                 v = arith::SubFOp::create(nb, l, v, args[1]);
+               Value v = arith::SubFOp::create(nb, l, args[0], args[1]);
                linalg::YieldOp::create(nb, l, cast(nb, l, v, elt));
              })
       .getResult(0);

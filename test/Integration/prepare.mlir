@@ -1,0 +1,78 @@
+// Execution: weights and gains as function arguments. With
+// prepare-function, @block's folding moves into @block_flashnorm_prepare and
+// @main's call goes through it: prepare-then-call prints what the original
+// call printed (f32: rtol 1e-5), alone and under the whole pipeline (which
+// also defers 1/RMS and 1/std; the LayerNorm weight is centered at runtime).
+// RUN: flashnorm-opt %s %lower-to-llvm | %run > %t.ref
+// RUN: flashnorm-opt %s --flashnorm-fold-gains=prepare-function=true | flashnorm-opt %lower-to-llvm | %run > %t.out
+// RUN: %compare %t.ref %t.out --rtol 1e-5 --atol 1e-6 | FileCheck %s --check-prefix=CMP
+// RUN: flashnorm-opt %s --flashnorm=prepare-function=true | flashnorm-opt %lower-to-llvm | %run > %t.all
+// RUN: %compare %t.ref %t.all --rtol 1e-4 --atol 1e-5 | FileCheck %s --check-prefix=CMP
+// RUN: flashnorm-opt %s --flashnorm=prepare-function=true | FileCheck %s
+// CMP: MATCH
+// CHECK-LABEL: func.func @block
+// CHECK-NOT: gain(
+// CHECK: flashnorm.rms_inv
+// CHECK: flashnorm.layer_inv
+// CHECK-LABEL: func.func @block_flashnorm_prepare
+// CHECK-LABEL: func.func @main
+// CHECK: call @block_flashnorm_prepare
+
+func.func @block(%x: tensor<4x16xf32>, %g: tensor<16xf32>, %w: tensor<16x8xf32>, %wt: tensor<8x16xf32>, %wl: tensor<16x8xf32>)
+    -> (tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>) {
+  %n = flashnorm.rms_norm %x gain(%g : tensor<16xf32>) eps(1.0e-05) convention one_plus : tensor<4x16xf32>
+  %c0 = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<4x8xf32>
+  %z = linalg.fill ins(%c0 : f32) outs(%e : tensor<4x8xf32>) -> tensor<4x8xf32>
+  %y = linalg.matmul ins(%n, %w : tensor<4x16xf32>, tensor<16x8xf32>) outs(%z : tensor<4x8xf32>) -> tensor<4x8xf32>
+  %y2 = linalg.matmul indexing_maps = [affine_map<(m, n, k) -> (m, k)>, affine_map<(m, n, k) -> (n, k)>, affine_map<(m, n, k) -> (m, n)>]
+      ins(%n, %wt : tensor<4x16xf32>, tensor<8x16xf32>) outs(%z : tensor<4x8xf32>) -> tensor<4x8xf32>
+  %l = flashnorm.layer_norm %x gain(%g : tensor<16xf32>) eps(1.0e-05) : tensor<4x16xf32>
+  %y3 = linalg.matmul ins(%l, %wl : tensor<4x16xf32>, tensor<16x8xf32>) outs(%z : tensor<4x8xf32>) -> tensor<4x8xf32>
+  return %y, %y2, %y3 : tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>
+}
+
+func.func @main() {
+  %s = arith.constant 2.0 : f32
+  %o = arith.constant 0.5 : f32
+  %x = call @input(%s, %o) : (f32, f32) -> tensor<4x16xf32>
+  %g = arith.constant dense<[0.0370, 0.1560, 0.2475, -0.0341, 0.0675, 0.0033, 0.0073, 0.1156, -0.0286, 0.0200, -0.0132, 0.2649, 0.1195, 0.2259, 0.2653, -0.1442]> : tensor<16xf32>
+  %w = arith.constant dense<[[-0.1762, -0.3492, 0.1509, -0.4276, 0.0359, -0.1343, -0.4420, 0.0074], [-0.4625, -0.0664, -0.4301, -0.4093, -0.0755, 0.3269, -0.3762, -0.2768], [0.1274, 0.4477, 0.0771, -0.1033, 0.4763, -0.4534, 0.3585, -0.2104], [-0.3557, -0.3822, -0.1915, 0.3161, -0.3193, 0.0816, 0.1389, -0.1276], [0.0477, -0.4372, -0.4404, -0.2940, 0.1804, -0.0724, -0.1859, 0.0856], [-0.0468, -0.2002, 0.2944, 0.1990, -0.2559, 0.0744, 0.0252, 0.3751], [0.2294, -0.2121, 0.4802, -0.3819, -0.0819, 0.2571, -0.3480, -0.0110], [-0.4608, 0.1682, 0.2646, 0.0730, 0.3755, -0.1863, 0.1953, 0.0944], [0.0799, -0.0438, 0.3400, 0.4447, -0.0259, 0.1642, -0.4393, 0.2015], [0.1471, 0.4931, 0.3219, -0.2154, -0.1142, 0.1687, -0.4774, -0.0383], [-0.3320, -0.3829, -0.4410, 0.2682, -0.3707, -0.2524, -0.1091, 0.3714], [-0.4194, -0.0508, 0.0494, 0.3834, 0.3193, 0.3640, -0.2216, -0.0847], [-0.1412, 0.3842, 0.4577, -0.3491, -0.3238, -0.2680, -0.2667, -0.0150], [0.0891, -0.2373, -0.4959, -0.0811, -0.1307, 0.0663, 0.4531, 0.1905], [0.0155, 0.1176, 0.1762, -0.4460, 0.3995, 0.2800, 0.3745, 0.2979], [-0.1076, -0.1010, -0.3965, 0.1343, -0.4378, -0.4327, -0.2912, -0.3377]]> : tensor<16x8xf32>
+  %wt = arith.constant dense<[[-0.1599, -0.4474, -0.4998, -0.3487, -0.3985, -0.1364, -0.4745, 0.3743, 0.1141, -0.3514, -0.2477, -0.1526, -0.1358, -0.3772, 0.3489, 0.4931], [-0.0340, -0.0162, -0.4141, -0.3978, -0.1574, -0.2352, 0.3289, -0.3386, -0.4769, 0.4510, 0.0283, -0.3534, 0.0432, -0.4730, 0.0281, 0.4785], [0.3633, 0.1962, -0.2389, -0.1333, -0.3330, 0.2719, 0.0326, 0.2791, -0.1703, -0.2770, 0.3115, 0.4849, 0.3526, 0.3061, 0.3183, 0.2399], [-0.2733, 0.0176, -0.1444, -0.4710, -0.4721, -0.2206, -0.2408, 0.1925, 0.4565, -0.0528, 0.4370, 0.4880, 0.4550, -0.1354, -0.2795, -0.2732], [-0.3033, -0.2956, 0.1241, 0.4003, 0.3404, -0.0205, 0.1530, 0.2996, -0.4152, 0.1606, 0.4098, 0.2823, 0.2501, -0.0220, -0.3215, 0.2891], [-0.1675, 0.3008, 0.4717, -0.1042, -0.0986, 0.4468, 0.2248, -0.3300, -0.3730, -0.3488, 0.4049, 0.3065, -0.3538, 0.3265, 0.4803, 0.1573], [-0.1496, 0.0487, -0.3690, -0.4858, 0.4709, 0.1497, 0.0266, 0.4336, -0.0662, 0.3717, 0.3262, -0.2890, -0.2482, -0.2070, -0.2595, 0.0864], [-0.2406, -0.0810, -0.3689, 0.4100, -0.1462, -0.0418, 0.0833, 0.4043, -0.0794, 0.4177, 0.0016, 0.0318, 0.0235, -0.4813, -0.0599, -0.3169]]> : tensor<8x16xf32>
+  %wl = arith.constant dense<[[-0.1762, -0.3492, 0.1509, -0.4276, 0.0359, -0.1343, -0.4420, 0.0074], [-0.4625, -0.0664, -0.4301, -0.4093, -0.0755, 0.3269, -0.3762, -0.2768], [0.1274, 0.4477, 0.0771, -0.1033, 0.4763, -0.4534, 0.3585, -0.2104], [-0.3557, -0.3822, -0.1915, 0.3161, -0.3193, 0.0816, 0.1389, -0.1276], [0.0477, -0.4372, -0.4404, -0.2940, 0.1804, -0.0724, -0.1859, 0.0856], [-0.0468, -0.2002, 0.2944, 0.1990, -0.2559, 0.0744, 0.0252, 0.3751], [0.2294, -0.2121, 0.4802, -0.3819, -0.0819, 0.2571, -0.3480, -0.0110], [-0.4608, 0.1682, 0.2646, 0.0730, 0.3755, -0.1863, 0.1953, 0.0944], [0.0799, -0.0438, 0.3400, 0.4447, -0.0259, 0.1642, -0.4393, 0.2015], [0.1471, 0.4931, 0.3219, -0.2154, -0.1142, 0.1687, -0.4774, -0.0383], [-0.3320, -0.3829, -0.4410, 0.2682, -0.3707, -0.2524, -0.1091, 0.3714], [-0.4194, -0.0508, 0.0494, 0.3834, 0.3193, 0.3640, -0.2216, -0.0847], [-0.1412, 0.3842, 0.4577, -0.3491, -0.3238, -0.2680, -0.2667, -0.0150], [0.0891, -0.2373, -0.4959, -0.0811, -0.1307, 0.0663, 0.4531, 0.1905], [0.0155, 0.1176, 0.1762, -0.4460, 0.3995, 0.2800, 0.3745, 0.2979], [-0.1076, -0.1010, -0.3965, 0.1343, -0.4378, -0.4327, -0.2912, -0.3377]]> : tensor<16x8xf32>
+  %y, %y2, %y3 = call @block(%x, %g, %w, %wt, %wl) : (tensor<4x16xf32>, tensor<16xf32>, tensor<16x8xf32>, tensor<8x16xf32>, tensor<16x8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>)
+  %u = tensor.cast %y : tensor<4x8xf32> to tensor<*xf32>
+  call @printMemrefF32(%u) : (tensor<*xf32>) -> ()
+  %u2 = tensor.cast %y2 : tensor<4x8xf32> to tensor<*xf32>
+  call @printMemrefF32(%u2) : (tensor<*xf32>) -> ()
+  %u3 = tensor.cast %y3 : tensor<4x8xf32> to tensor<*xf32>
+  call @printMemrefF32(%u3) : (tensor<*xf32>) -> ()
+  return
+}
+// Deterministic input: x[i, j] = scale * sin(1.3 i + 0.7 j + 0.1) + offset.
+func.func @input(%scale: f32, %offset: f32) -> tensor<4x16xf32> {
+  %e = tensor.empty() : tensor<4x16xf32>
+  %x = linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>],
+                       iterator_types = ["parallel", "parallel"]} outs(%e : tensor<4x16xf32>) {
+  ^bb0(%o: f32):
+    %i = linalg.index 0 : index
+    %j = linalg.index 1 : index
+    %ii = arith.index_cast %i : index to i32
+    %jj = arith.index_cast %j : index to i32
+    %fi = arith.sitofp %ii : i32 to f32
+    %fj = arith.sitofp %jj : i32 to f32
+    %a = arith.constant 1.3 : f32
+    %b = arith.constant 0.7 : f32
+    %c = arith.constant 0.1 : f32
+    %t0 = arith.mulf %fi, %a : f32
+    %t1 = arith.mulf %fj, %b : f32
+    %t2 = arith.addf %t0, %t1 : f32
+    %t3 = arith.addf %t2, %c : f32
+    %s = math.sin %t3 : f32
+    %v = arith.mulf %s, %scale : f32
+    %r = arith.addf %v, %offset : f32
+    linalg.yield %r : f32
+  } -> tensor<4x16xf32>
+  return %x : tensor<4x16xf32>
+}
+func.func private @printMemrefF32(tensor<*xf32>)
