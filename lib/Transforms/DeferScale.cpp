@@ -13,7 +13,10 @@
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Tosa/IR/TosaOps.h"
+#include "mlir/IR/IRMapping.h"
 #include "mlir/IR/PatternMatch.h"
+
+#include <functional>
 
 namespace mlir::flashnorm {
 #define GEN_PASS_DEF_DEFERSCALE
@@ -134,7 +137,8 @@ struct DeferScalePattern : OpRewritePattern<NormOp> {
     }
     SmallVector<Projection> deferrable;
     std::string refusals;
-    for (OpOperand &use : norm.getResult().getUses()) {
+    for (OpOperand *usePtr : getUsesThroughRowRegrouping(norm.getResult())) {
+      OpOperand &use = *usePtr;
       std::string why;
       FailureOr<Projection> p = matchProjection(use, &why);
       if (succeeded(p) && !p->rowPreserving)
@@ -158,13 +162,42 @@ struct DeferScalePattern : OpRewritePattern<NormOp> {
       return failure();
     }
 
-    Value x = norm.getInput();
+    // The raw input and its statistic, per view of the norm's result that a
+    // projection reads (the result itself, or a row-regrouping reshape of
+    // it, re-created on the raw input).
     double eps = norm.getEpsilon().convertToDouble();
-    rewriter.setInsertionPointAfter(norm);
-    Value stat =
-        layer ? Value(LayerInvOp::create(rewriter, norm.getLoc(), x, eps))
-              : Value(RMSInvOp::create(rewriter, norm.getLoc(), x, eps));
+    DenseMap<Value, std::pair<Value, Value>> raws;
+    std::function<Value(Value)> rawView = [&](Value view) -> Value {
+      if (view == norm.getResult())
+        return norm.getInput();
+      Operation *reshape = view.getDefiningOp();
+      Value source = rawView(reshape->getOperand(0));
+      OpBuilder::InsertionGuard guard(rewriter);
+      rewriter.setInsertionPoint(reshape);
+      IRMapping mapping;
+      mapping.map(reshape->getOperand(0), source);
+      return rewriter.clone(*reshape, mapping)->getResult(0);
+    };
+    auto rawAndStat = [&](Value view) -> std::pair<Value, Value> {
+      auto [it, inserted] = raws.try_emplace(view);
+      if (inserted) {
+        Value x = rawView(view);
+        OpBuilder::InsertionGuard guard(rewriter);
+        rewriter.setInsertionPointAfterValue(x);
+        if (view == norm.getResult())
+          rewriter.setInsertionPointAfter(norm);
+        Location loc = norm.getLoc();
+        Value stat = layer ? Value(LayerInvOp::create(rewriter, loc, x, eps))
+                           : Value(RMSInvOp::create(rewriter, loc, x, eps));
+        it->second = {x, stat};
+      }
+      return it->second;
+    };
+    Operation *firstStat = nullptr;
     for (const Projection &p : deferrable) {
+      auto [x, stat] = rawAndStat(p.getActivation());
+      if (!firstStat)
+        firstStat = stat.getDefiningOp();
       if (layer) {
         std::string why;
         if (failed(centerWeight(rewriter, p, why))) {
@@ -189,7 +222,7 @@ struct DeferScalePattern : OpRewritePattern<NormOp> {
     if (norm.getResult().use_empty())
       rewriter.eraseOp(norm);
     reporter.applied(
-        stat.getDefiningOp(),
+        firstStat,
         Twine("deferred ") + (layer ? "1/std" : "1/RMS") + " past " +
             Twine(deferrable.size()) + " projection(s)" +
             (refusals.empty() ? "" : "; kept the norm for" + refusals));

@@ -158,3 +158,24 @@ func.func @mixed_users(%x: tensor<4x8xf32>, %w: tensor<8x16xf32>) -> (tensor<4x1
   %o = math.exp %n : tensor<4x8xf32>
   return %y, %o : tensor<4x16xf32>, tensor<4x8xf32>
 }
+
+// -----
+
+// A projection behind a reshape that keeps the feature dimension: the same
+// reshape is applied to the raw input and the statistic taken there.
+// CHECK-LABEL: func.func @through_reshape
+// CHECK-SAME: (%[[X:.*]]: tensor<2x3x8xf32>
+// CHECK: %[[C:.*]] = tensor.collapse_shape %[[X]] {{\[}}[0, 1], [2]] : tensor<2x3x8xf32> into tensor<6x8xf32>
+// CHECK: %[[S:.*]] = flashnorm.rms_inv %[[C]] eps(1.000000e-05) : tensor<6x8xf32> -> tensor<6xf32>
+// CHECK: %[[P:.*]] = linalg.matmul ins(%[[C]], %{{.*}} :
+// CHECK: flashnorm.post_scale %[[P]], %[[S]]
+// CHECK-NOT: flashnorm.rms_norm
+func.func @through_reshape(%x: tensor<2x3x8xf32>, %w: tensor<8x16xf32>) -> tensor<6x16xf32> {
+  %n = flashnorm.rms_norm %x eps(1.0e-05) : tensor<2x3x8xf32>
+  %c = tensor.collapse_shape %n [[0, 1], [2]] : tensor<2x3x8xf32> into tensor<6x8xf32>
+  %c0 = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<6x16xf32>
+  %z = linalg.fill ins(%c0 : f32) outs(%e : tensor<6x16xf32>) -> tensor<6x16xf32>
+  %y = linalg.matmul ins(%c, %w : tensor<6x8xf32>, tensor<8x16xf32>) outs(%z : tensor<6x16xf32>) -> tensor<6x16xf32>
+  return %y : tensor<6x16xf32>
+}
