@@ -169,6 +169,21 @@ template <> struct Codec<FloatKind::F64> {
 };
 } // namespace
 
+/// The folder's one element-type dispatch: calls `fn` with a
+/// std::integral_constant holding the FloatKind.
+template <typename Fn> static void dispatchKind(FloatKind kind, Fn &&fn) {
+  switch (kind) {
+  case FloatKind::F16:
+    return fn(std::integral_constant<FloatKind, FloatKind::F16>());
+  case FloatKind::BF16:
+    return fn(std::integral_constant<FloatKind, FloatKind::BF16>());
+  case FloatKind::F32:
+    return fn(std::integral_constant<FloatKind, FloatKind::F32>());
+  case FloatKind::F64:
+    return fn(std::integral_constant<FloatKind, FloatKind::F64>());
+  }
+}
+
 /// out[j] = round(in[j] * s[j]) for j < n, with `in` a single element when
 /// `splat` and `s` a single factor unless `perElement`. The fast pass is
 /// branch-free so it vectorizes; a run with any value outside the fast
@@ -211,16 +226,6 @@ static void scaleRows(const char *inBytes, char *outBytes,
                                  out + row * inner, inner, &scale[row % numK]);
 }
 
-template <FloatKind Kind>
-static void scaleRowsAnyInput(const char *in, bool splat, char *out,
-                              ArrayRef<double> scale, int64_t inner,
-                              int64_t begin, int64_t end) {
-  if (splat)
-    scaleRows<Kind, true>(in, out, scale, inner, begin, end);
-  else
-    scaleRows<Kind, false>(in, out, scale, inner, begin, end);
-}
-
 void flashnorm::scaleRawAlongAxis(FloatKind kind, const char *in, bool inSplat,
                                   char *out, int64_t outer,
                                   ArrayRef<double> scale, int64_t inner,
@@ -229,20 +234,12 @@ void flashnorm::scaleRawAlongAxis(FloatKind kind, const char *in, bool inSplat,
   int64_t rows = inner == 1 ? outer : outer * numK;
   int64_t rowLength = inner == 1 ? numK : inner;
   auto kernel = [&](int64_t b, int64_t e) {
-    switch (kind) {
-    case FloatKind::F16:
-      return scaleRowsAnyInput<FloatKind::F16>(in, inSplat, out, scale, inner,
-                                               b, e);
-    case FloatKind::BF16:
-      return scaleRowsAnyInput<FloatKind::BF16>(in, inSplat, out, scale,
-                                                inner, b, e);
-    case FloatKind::F32:
-      return scaleRowsAnyInput<FloatKind::F32>(in, inSplat, out, scale, inner,
-                                               b, e);
-    case FloatKind::F64:
-      return scaleRowsAnyInput<FloatKind::F64>(in, inSplat, out, scale, inner,
-                                               b, e);
-    }
+    dispatchKind(kind, [&](auto k) {
+      if (inSplat)
+        scaleRows<k.value, true>(in, out, scale, inner, b, e);
+      else
+        scaleRows<k.value, false>(in, out, scale, inner, b, e);
+    });
   };
   // Chunks of about 1M elements amortize the thread-pool hand-off.
   int64_t rowsPerChunk = std::max<int64_t>(1, (int64_t(1) << 20) / rowLength);
@@ -377,21 +374,10 @@ FailureOr<ElementsAttr> flashnorm::scaleAlongAxis(ElementsAttr weight,
     if (!center)
       return scaleRawAlongAxis(view->kind, view->data.data(), view->splat, out,
                                outer, scale, inner, ctx);
-    const char *in = view->data.data();
-    switch (view->kind) {
-    case FloatKind::F16:
-      return scaleAndCenter<FloatKind::F16>(in, view->splat, out, outer, scale,
-                                            inner);
-    case FloatKind::BF16:
-      return scaleAndCenter<FloatKind::BF16>(in, view->splat, out, outer,
-                                             scale, inner);
-    case FloatKind::F32:
-      return scaleAndCenter<FloatKind::F32>(in, view->splat, out, outer, scale,
-                                            inner);
-    case FloatKind::F64:
-      return scaleAndCenter<FloatKind::F64>(in, view->splat, out, outer, scale,
-                                            inner);
-    }
+    dispatchKind(view->kind, [&](auto k) {
+      scaleAndCenter<k.value>(view->data.data(), view->splat, out, outer,
+                              scale, inner);
+    });
   };
 
   if (auto resource = dyn_cast<DenseResourceElementsAttr>(weight)) {
@@ -424,27 +410,14 @@ flashnorm::contractAlongAxis(ElementsAttr weight, int64_t axis,
   auto [outer, inner] = *dims;
   int64_t numK = vec.size();
   SmallVector<double> result(outer * inner, 0.0);
-  for (int64_t o = 0; o < outer; ++o)
-    for (int64_t k = 0; k < numK; ++k)
-      for (int64_t i = 0; i < inner; ++i) {
-        const char *in = view->data.data();
-        double w;
-        switch (view->kind) {
-        case FloatKind::F16:
-          w = loadAt<FloatKind::F16>(in, view->splat, numK, inner, o, k, i);
-          break;
-        case FloatKind::BF16:
-          w = loadAt<FloatKind::BF16>(in, view->splat, numK, inner, o, k, i);
-          break;
-        case FloatKind::F32:
-          w = loadAt<FloatKind::F32>(in, view->splat, numK, inner, o, k, i);
-          break;
-        case FloatKind::F64:
-          w = loadAt<FloatKind::F64>(in, view->splat, numK, inner, o, k, i);
-          break;
-        }
-        result[o * inner + i] += vec[k] * w;
-      }
+  dispatchKind(view->kind, [&](auto kind) {
+    for (int64_t o = 0; o < outer; ++o)
+      for (int64_t k = 0; k < numK; ++k)
+        for (int64_t i = 0; i < inner; ++i)
+          result[o * inner + i] +=
+              vec[k] * loadAt<kind.value>(view->data.data(), view->splat, numK,
+                                          inner, o, k, i);
+  });
   return result;
 }
 
@@ -455,33 +428,13 @@ FailureOr<SmallVector<double>> flashnorm::readAsDoubles(ElementsAttr attr,
     return failure();
   int64_t n = attr.getShapedType().getNumElements();
   SmallVector<double> values(n);
-  for (int64_t i = 0; i < n; ++i) {
-    const char *src =
-        view->data.data() + (view->splat ? 0 : i * byteWidth(view->kind));
-    switch (view->kind) {
-    case FloatKind::F16: {
-      uint16_t h;
-      std::memcpy(&h, src, 2);
-      values[i] = decodeHalf(h);
-      break;
-    }
-    case FloatKind::BF16: {
-      uint16_t h;
-      std::memcpy(&h, src, 2);
-      values[i] = decodeBFloat(h);
-      break;
-    }
-    case FloatKind::F32: {
-      float f;
-      std::memcpy(&f, src, 4);
-      values[i] = f;
-      break;
-    }
-    case FloatKind::F64:
-      std::memcpy(&values[i], src, 8);
-      break;
-    }
-  }
+  dispatchKind(view->kind, [&](auto kind) {
+    using C = Codec<kind.value>;
+    const auto *data =
+        reinterpret_cast<const typename C::Storage *>(view->data.data());
+    for (int64_t i = 0; i < n; ++i)
+      values[i] = C::load(data[view->splat ? 0 : i]);
+  });
   return values;
 }
 
