@@ -49,6 +49,11 @@ config.substitutions.append(
         ),
     )
 )
+config.environment["MLIR_LIB_DIR"] = lib
+config.substitutions.append(
+    ("%check-model", os.path.join(config.test_source_root, "check-model.sh"))
+)
 llvm_config.add_tool_substitutions(
-    ["flashnorm-opt", "flashnorm-rounding-test"], [config.flashnorm_tools_dir]
+    ["flashnorm-opt", "flashnorm-rounding-test", "flashnorm-gen"],
+    [config.flashnorm_tools_dir],
 )

@@ -130,6 +130,30 @@ SmallVector<OpOperand *> flashnorm::getUsesThroughRowRegrouping(Value v) {
   return uses;
 }
 
+/// The dimension of `src` that dimension `axis` of `dst` is, when the two
+/// shapes differ only by unit dimensions (and `axis` is not one of them).
+static std::optional<int64_t> mapAxisThroughUnitReshape(ShapedType src,
+                                                        ShapedType dst,
+                                                        int64_t axis) {
+  if (!src.hasStaticShape() || !dst.hasStaticShape() ||
+      dst.getDimSize(axis) == 1)
+    return std::nullopt;
+  auto nonUnit = [](ShapedType t) {
+    SmallVector<int64_t> dims;
+    for (int64_t d = 0; d < t.getRank(); ++d)
+      if (t.getDimSize(d) != 1)
+        dims.push_back(d);
+    return dims;
+  };
+  SmallVector<int64_t> s = nonUnit(src), d = nonUnit(dst);
+  if (s.size() != d.size())
+    return std::nullopt;
+  for (auto [a, b] : llvm::zip(s, d))
+    if (src.getDimSize(a) != dst.getDimSize(b))
+      return std::nullopt;
+  return s[llvm::find(d, axis) - d.begin()];
+}
+
 FailureOr<WeightSource> flashnorm::traceWeight(Value weight, int64_t axis,
                                                bool allowArgument,
                                                std::string *whyNot) {
@@ -162,6 +186,17 @@ FailureOr<WeightSource> flashnorm::traceWeight(Value weight, int64_t axis,
         return fail("its weight is broadcast along the contracted dimension");
       axis -= llvm::count_if(dims, [&](int64_t d) { return d < axis; });
       weight = broadcast.getInput();
+    } else if (isa<tosa::ReshapeOp, tensor::ExpandShapeOp,
+                   tensor::CollapseShapeOp>(def)) {
+      // Only reshapes that add or drop unit dimensions keep the contracted
+      // axis a dimension of its own.
+      std::optional<int64_t> mapped = mapAxisThroughUnitReshape(
+          cast<ShapedType>(def->getOperand(0).getType()),
+          cast<ShapedType>(def->getResult(0).getType()), axis);
+      if (!mapped)
+        return fail("its weight is reshaped beyond unit dimensions");
+      axis = *mapped;
+      weight = def->getOperand(0);
     } else if (isa<arith::ConstantOp, tosa::ConstOp>(def)) {
       Attribute value = isa<arith::ConstantOp>(def)
                             ? cast<arith::ConstantOp>(def).getValue()

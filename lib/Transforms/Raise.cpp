@@ -446,28 +446,46 @@ private:
     unsigned rank = type.getRank();
     unsigned loops = op.getNumLoops();
     SmallVector<utils::IteratorType> iters = op.getIteratorTypesArray();
-    bool reduces = !iters.empty() && iters.back() == utils::IteratorType::reduction;
+    bool reduces =
+        !iters.empty() && iters.back() == utils::IteratorType::reduction;
     if (llvm::count(iters, utils::IteratorType::reduction) != (reduces ? 1 : 0))
       return Term::unknown();
-    bool fullSpace = loops == rank;
-    if (!fullSpace && (loops + 1 != rank || reduces))
+    // The iteration space is x's ([rows..., K], possibly reducing K), its
+    // rows ([rows...], or [rows..., 1] where frontends keep the reduced
+    // dimension), or its features ([K], e.g. 1 + gain).
+    enum class Space { Full, Rows, Features };
+    SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+    // A one-loop op over K elements is a feature op when it reads features
+    // (for a rank-2 x it could also be a row op).
+    bool readsFeatures = llvm::any_of(op.getDpsInputs(), [&](Value v) {
+      return interpretOperand(v, depth).is(Kind::Feature);
+    });
+    Space space;
+    if (loops == rank && !reduces && ranges.back() == 1 && k != 1)
+      space = Space::Rows;
+    else if (loops == rank)
+      space = Space::Full;
+    else if (loops == 1 && !reduces && ranges[0] == k &&
+             (readsFeatures || rank != 2))
+      space = Space::Features;
+    else if (loops + 1 == rank && !reduces)
+      space = Space::Rows;
+    else
       return Term::unknown();
 
     MLIRContext *ctx = op.getContext();
     auto dim = [&](unsigned d) { return getAffineDimExpr(d, ctx); };
-    // Which part of the iteration space a map reads: all of it, the rows,
-    // the feature dimension, or nothing (a scalar).
-    enum class Reads { All, Rows, Feature, Nothing, Other };
+    // Which part of the iteration space a map reads: all of it, all but the
+    // last dimension, the last dimension, or nothing (a scalar); constant 0
+    // results (kept unit dimensions) do not count.
+    enum class Reads { All, Rows, Last, Nothing, Other };
     auto classify = [&](AffineMap map) {
-      ArrayRef<AffineExpr> res = map.getResults();
-      auto isZero = [](AffineExpr e) {
-        auto c = dyn_cast<AffineConstantExpr>(e);
-        return c && c.getValue() == 0;
-      };
       SmallVector<AffineExpr> dims;
-      for (AffineExpr e : res)
-        if (!isZero(e))
+      for (AffineExpr e : map.getResults()) {
+        auto c = dyn_cast<AffineConstantExpr>(e);
+        if (!c || c.getValue() != 0)
           dims.push_back(e);
+      }
       if (dims.empty())
         return Reads::Nothing;
       bool prefix = true;
@@ -475,23 +493,34 @@ private:
         prefix &= e == dim(i);
       if (prefix && dims.size() == loops)
         return Reads::All;
-      if (prefix && fullSpace && dims.size() == loops - 1)
+      if (prefix && dims.size() + 1 == loops)
         return Reads::Rows;
-      if (fullSpace && dims.size() == 1 && dims[0] == dim(loops - 1))
-        return Reads::Feature;
+      if (dims.size() == 1 && dims[0] == dim(loops - 1))
+        return Reads::Last;
       return Reads::Other;
+    };
+    // Whether an operand of term `t` read through `r` fits the space.
+    auto fits = [&](Reads r, const Term &t) {
+      if (t.is(Kind::Scalar))
+        return r != Reads::Other;
+      switch (space) {
+      case Space::Full:
+        return (r == Reads::All && !t.is(Kind::Row)) ||
+               (r == Reads::Rows && t.is(Kind::Row)) ||
+               (r == Reads::Last && t.is(Kind::Feature));
+      case Space::Rows:
+        return (r == Reads::All || r == Reads::Rows) && t.is(Kind::Row);
+      case Space::Features:
+        return r == Reads::All && t.is(Kind::Feature);
+      }
+      return false;
     };
 
     Block &body = op->getRegion(0).front();
     DenseMap<Value, Term> local;
     for (OpOperand *in : op.getDpsInputOperands()) {
       Term t = interpretOperand(in->get(), depth);
-      Reads r = classify(op.getMatchingIndexingMap(in));
-      bool ok = (r == Reads::All && !(fullSpace && t.is(Kind::Row))) ||
-                (r == Reads::Rows && (t.is(Kind::Row) || t.is(Kind::Scalar))) ||
-                (r == Reads::Feature &&
-                 (t.is(Kind::Feature) || t.is(Kind::Scalar))) ||
-                (r == Reads::Nothing && t.is(Kind::Scalar));
+      bool ok = fits(classify(op.getMatchingIndexingMap(in)), t);
       if (!ok && !t.is(Kind::Unknown))
         return Term::unknown();
       local[body.getArgument(in->getOperandNumber())] =
@@ -500,7 +529,8 @@ private:
     OpOperand *init = op.getDpsInitOperand(0);
     Value acc = body.getArgument(init->getOperandNumber());
     if (reduces) {
-      if (classify(op.getMatchingIndexingMap(init)) != Reads::Rows ||
+      if (space != Space::Full ||
+          classify(op.getMatchingIndexingMap(init)) != Reads::Rows ||
           !matchPattern(init->get(), m_AnyZeroFloat())) {
         auto fill = init->get().getDefiningOp<linalg::FillOp>();
         if (!fill || !matchPattern(fill.value(), m_AnyZeroFloat()))

@@ -55,12 +55,13 @@ cl::opt<Family> familyOpt(
                           "sandwich (1 + g) RMSNorms, QK-norm, GeGLU"),
                clEnumValN(Family::Gpt2, "gpt2", "LayerNorm, GELU MLP")),
     cl::cat(genCategory));
-cl::opt<Flavor> flavorOpt(
-    "flavor", cl::desc("Dialects the model is written in"),
-    cl::init(Flavor::Linalg),
-    cl::values(clEnumValN(Flavor::Linalg, "linalg", "linalg/tensor/arith"),
-               clEnumValN(Flavor::Tosa, "tosa", "tosa")),
-    cl::cat(genCategory));
+cl::opt<Flavor> flavorOpt("flavor",
+                          cl::desc("Dialects the model is written in"),
+                          cl::init(Flavor::Linalg),
+                          cl::values(clEnumValN(Flavor::Linalg, "linalg",
+                                                "linalg/tensor/arith"),
+                                     clEnumValN(Flavor::Tosa, "tosa", "tosa")),
+                          cl::cat(genCategory));
 cl::opt<int64_t> hiddenOpt("hidden", cl::desc("Hidden size"), cl::init(64),
                            cl::cat(genCategory));
 cl::opt<int64_t> layersOpt("layers", cl::desc("Number of decoder layers"),
@@ -250,8 +251,7 @@ public:
   }
   /// A scalar arith.constant, emitted once per function.
   std::string scalar(double value, const std::string &elt) {
-    std::string lit = elt == "i32" ? std::to_string(static_cast<int>(value))
-                                   : fmtFloat(value);
+    std::string lit = fmtFloat(value);
     std::string key = lit + ":" + elt;
     auto it = scalars.find(key);
     if (it != scalars.end())
@@ -327,7 +327,7 @@ public:
     b.comment(cat(spec.layerNorm ? "LayerNorm " : "RMSNorm ", spec.prefix,
                   " (eps ", fmtFloat(spec.eps),
                   spec.gain == Gain::OnePlus ? ", 1 + gain)" : ")"));
-    ++counts.gains;
+    ++counts.gains; // Every norm of these families has a learned gain.
     if (spec.layerNorm) {
       ++counts.layer;
       return layerNorm(x, spec, normIndex++);
@@ -403,8 +403,8 @@ public:
     Val x = castTo(xIn, cfg.elt());
     int64_t k = x.last(), t = x.shape[0];
     Val acc = zeros({t, n});
-    std::string result = cat(" outs(", acc.name, " : ", acc.type(), ") -> ",
-                             acc.type());
+    std::string result =
+        cat(" outs(", acc.name, " : ", acc.type(), ") -> ", acc.type());
     Val y;
     // Rotate through the layouts frontends use: K x N, PyTorch's N x K read
     // through transposed indexing maps, N x K through a linalg.transpose.
@@ -412,8 +412,8 @@ public:
     case 0: {
       Val w = weight(name + ".weight", {k, n}, Init::Matrix, k, true);
       y = b.op("mm", {t, n}, "f32",
-               cat("linalg.matmul ins(", x.name, ", ", w.name, " : ",
-                   x.type(), ", ", w.type(), ")", result));
+               cat("linalg.matmul ins(", x.name, ", ", w.name, " : ", x.type(),
+                   ", ", w.type(), ")", result));
       break;
     }
     case 1: {
@@ -422,16 +422,15 @@ public:
                          "k) -> (n, k)>, affine_map<(m, n, k) -> (m, n)>]";
       y = b.op("mm", {t, n}, "f32",
                cat("linalg.matmul indexing_maps = ", maps, " ins(", x.name,
-                   ", ", w.name, " : ", x.type(), ", ", w.type(), ")",
-                   result));
+                   ", ", w.name, " : ", x.type(), ", ", w.type(), ")", result));
       break;
     }
     default: {
       Val w = weight(name + ".weight", {n, k}, Init::Matrix, k);
       Val wt = transpose(w, {1, 0});
       y = b.op("mm", {t, n}, "f32",
-               cat("linalg.matmul ins(", x.name, ", ", wt.name, " : ",
-                   x.type(), ", ", wt.type(), ")", result));
+               cat("linalg.matmul ins(", x.name, ", ", wt.name, " : ", x.type(),
+                   ", ", wt.type(), ")", result));
       break;
     }
     }
@@ -442,17 +441,17 @@ public:
     return broadcastFeature(y, bv, "arith.addf", projIndex % 2, "bias");
   }
 
-  Val attention(const Val &q, const Val &k, const Val &v,
-                const NormSpec *qNorm, const NormSpec *kNorm) override {
+  Val attention(const Val &q, const Val &k, const Val &v, const NormSpec *qNorm,
+                const NormSpec *kNorm) override {
     int64_t t = cfg.tokens, h = cfg.heads, d = cfg.headDim();
     bool scoresAsGeneric = attnIndex++ % 2;
     b.comment(cat("attention: ", h, " heads of ", d, ", causal"));
     auto split = [&](const Val &x, const NormSpec *spec) {
-      Val s = b.op("heads", {t, h, d}, x.elt,
-                   cat("tensor.expand_shape ", x.name,
-                       " [[0], [1, 2]] output_shape [", t, ", ", h, ", ", d,
-                       "] : ", x.type(), " into ",
-                       tensorType({t, h, d}, x.elt)));
+      Val s =
+          b.op("heads", {t, h, d}, x.elt,
+               cat("tensor.expand_shape ", x.name,
+                   " [[0], [1, 2]] output_shape [", t, ", ", h, ", ", d,
+                   "] : ", x.type(), " into ", tensorType({t, h, d}, x.elt)));
       return toF32(spec ? norm(s, *spec) : s);
     };
     Val qh = transpose(split(q, qNorm), {1, 0, 2}); // [H, T, D]
@@ -465,13 +464,14 @@ public:
       Val kt = transpose(kh, {1, 0, 2});
       Val init = zeros({h, t, t});
       scores = generic(
-          "scores", {{qh, "affine_map<(h, i, j, d) -> (h, i, d)>"},
-                     {kt, "affine_map<(h, i, j, d) -> (h, j, d)>"}},
+          "scores",
+          {{qh, "affine_map<(h, i, j, d) -> (h, i, d)>"},
+           {kt, "affine_map<(h, i, j, d) -> (h, j, d)>"}},
           init, "affine_map<(h, i, j, d) -> (h, i, j)>",
           {"parallel", "parallel", "parallel", "reduction"},
           [](Body &r, const std::vector<std::string> &a) {
-            std::string m = r.op("m", cat("arith.mulf ", a[0], ", ", a[1],
-                                          " : f32"));
+            std::string m =
+                r.op("m", cat("arith.mulf ", a[0], ", ", a[1], " : f32"));
             return r.op("s", cat("arith.addf ", m, ", ", a[2], " : f32"));
           });
     } else {
@@ -479,8 +479,8 @@ public:
       Val init = zeros({h, t, t});
       scores = b.op("scores", {h, t, t}, "f32",
                     cat("linalg.batch_matmul ins(", qh.name, ", ", kt.name,
-                        " : ", qh.type(), ", ", kt.type(), ") outs(",
-                        init.name, " : ", init.type(), ") -> ", init.type()));
+                        " : ", qh.type(), ", ", kt.type(), ") outs(", init.name,
+                        " : ", init.type(), ") -> ", init.type()));
     }
     // Scale by 1/sqrt(D) and add a large negative number above the diagonal.
     std::string scale = b.scalar(1.0 / std::sqrt(double(d)), "f32");
@@ -492,20 +492,20 @@ public:
         [&](Body &r, const std::vector<std::string> &a) {
           std::string i = r.op("i", "linalg.index 1 : index");
           std::string j = r.op("j", "linalg.index 2 : index");
-          std::string above = r.op("above", cat("arith.cmpi ugt, ", j, ", ",
-                                                i, " : index"));
-          std::string m = r.op("m", cat("arith.select ", above, ", ", neg,
-                                        ", ", zero, " : f32"));
-          std::string s = r.op("s", cat("arith.mulf ", a[0], ", ", scale,
-                                        " : f32"));
+          std::string above =
+              r.op("above", cat("arith.cmpi ugt, ", j, ", ", i, " : index"));
+          std::string m = r.op("m", cat("arith.select ", above, ", ", neg, ", ",
+                                        zero, " : f32"));
+          std::string s =
+              r.op("s", cat("arith.mulf ", a[0], ", ", scale, " : f32"));
           return r.op("sm", cat("arith.addf ", s, ", ", m, " : f32"));
         });
     Val probs = softmax(masked);
     Val init = zeros({h, t, d});
     Val o = b.op("attn", {h, t, d}, "f32",
                  cat("linalg.batch_matmul ins(", probs.name, ", ", vh.name,
-                     " : ", probs.type(), ", ", vh.type(), ") outs(",
-                     init.name, " : ", init.type(), ") -> ", init.type()));
+                     " : ", probs.type(), ", ", vh.type(), ") outs(", init.name,
+                     " : ", init.type(), ") -> ", init.type()));
     Val ot = transpose(o, {1, 0, 2});
     return b.op("merged", {t, h * d}, "f32",
                 cat("tensor.collapse_shape ", ot.name, " [[0], [1, 2]] : ",
@@ -537,21 +537,21 @@ public:
             y = r.op("silu", cat("arith.divf ", g, ", ", den, " : f32"));
           } else {
             // 0.5 g (1 + tanh(sqrt(2/pi) (g + 0.044715 g^3)))
-            std::string g2 = r.op("g2", cat("arith.mulf ", g, ", ", g,
-                                            " : f32"));
-            std::string g3 = r.op("g3", cat("arith.mulf ", g2, ", ", g,
-                                            " : f32"));
-            std::string a3 = r.op("a3", cat("arith.mulf ", g3, ", ", c0,
-                                            " : f32"));
-            std::string in = r.op("in", cat("arith.addf ", g, ", ", a3,
-                                            " : f32"));
-            std::string sc = r.op("sc", cat("arith.mulf ", in, ", ", c1,
-                                            " : f32"));
+            std::string g2 =
+                r.op("g2", cat("arith.mulf ", g, ", ", g, " : f32"));
+            std::string g3 =
+                r.op("g3", cat("arith.mulf ", g2, ", ", g, " : f32"));
+            std::string a3 =
+                r.op("a3", cat("arith.mulf ", g3, ", ", c0, " : f32"));
+            std::string in =
+                r.op("in", cat("arith.addf ", g, ", ", a3, " : f32"));
+            std::string sc =
+                r.op("sc", cat("arith.mulf ", in, ", ", c1, " : f32"));
             std::string th = r.op("th", cat("math.tanh ", sc, " : f32"));
-            std::string op1 = r.op("op", cat("arith.addf ", th, ", ", one,
-                                             " : f32"));
-            std::string hg = r.op("hg", cat("arith.mulf ", g, ", ", half,
-                                            " : f32"));
+            std::string op1 =
+                r.op("op", cat("arith.addf ", th, ", ", one, " : f32"));
+            std::string hg =
+                r.op("hg", cat("arith.mulf ", g, ", ", half, " : f32"));
             y = r.op("gelu", cat("arith.mulf ", hg, ", ", op1, " : f32"));
           }
           if (a.size() == 3)
@@ -569,9 +569,9 @@ protected:
       std::function<std::string(Body &, const std::vector<std::string> &)>;
 
   Val constant(const Weight &w) override {
-    return b.op("w", w.shape, w.elt,
-                cat("arith.constant dense_resource<", w.name, "> : ",
-                    weightType(w)));
+    return b.op(
+        "w", w.shape, w.elt,
+        cat("arith.constant dense_resource<", w.name, "> : ", weightType(w)));
   }
 
   Val empty(const Shape &shape, const std::string &elt) {
@@ -592,8 +592,8 @@ protected:
       out.push_back(x.shape[p]);
     Val e = empty(out, x.elt);
     return b.op("tr", out, x.elt,
-                cat("linalg.transpose ins(", x.name, " : ", x.type(),
-                    ") outs(", e.name, " : ", e.type(), ") permutation = [",
+                cat("linalg.transpose ins(", x.name, " : ", x.type(), ") outs(",
+                    e.name, " : ", e.type(), ") permutation = [",
                     joinInts(perm), "]"));
   }
 
@@ -625,8 +625,7 @@ protected:
     Body r(b, region);
     std::string yielded = body(r, args);
     std::string insText =
-        ins.empty() ? ""
-                    : cat(" ins(", join(names), " : ", join(types), ")");
+        ins.empty() ? "" : cat(" ins(", join(names), " : ", join(types), ")");
     Val out{b.fresh(hint), init.shape, init.elt};
     b.line(cat(out.name, " = linalg.generic {indexing_maps = [", join(maps),
                "], iterator_types = [", join(quoted), "]}", insText, " outs(",
@@ -672,24 +671,22 @@ protected:
     if (form == 0) {
       Val init = zeros(rows);
       Val out{b.fresh("sum"), rows, "f32"};
-      std::string in = b.fresh("in"), acc = b.fresh("acc"),
-                  s = b.fresh("s");
+      std::string in = b.fresh("in"), acc = b.fresh("acc"), s = b.fresh("s");
       b.line(cat(out.name, " = linalg.reduce ins(", x.name, " : ", x.type(),
-                 ") outs(", init.name, " : ", init.type(),
-                 ") dimensions = [", r - 1, "]\n    (", in, ": f32, ", acc,
-                 ": f32) {\n      ", s, " = arith.addf ", in, ", ", acc,
-                 " : f32\n      linalg.yield ", s, " : f32\n    }"));
+                 ") outs(", init.name, " : ", init.type(), ") dimensions = [",
+                 r - 1, "]\n    (", in, ": f32, ", acc, ": f32) {\n      ", s,
+                 " = arith.addf ", in, ", ", acc, " : f32\n      linalg.yield ",
+                 s, " : f32\n    }"));
       return {out, false};
     }
     rows.push_back(1);
     std::vector<std::string> iters(r, "parallel");
     iters.back() = "reduction";
-    Val sum = generic("sum", {{x, identityMap(r)}}, zeros(rows),
-                      rowMap(r, true), iters,
-                      [](Body &body, const std::vector<std::string> &a) {
-                        return body.op("s", cat("arith.addf ", a[0], ", ",
-                                                a[1], " : f32"));
-                      });
+    Val sum = generic(
+        "sum", {{x, identityMap(r)}}, zeros(rows), rowMap(r, true), iters,
+        [](Body &body, const std::vector<std::string> &a) {
+          return body.op("s", cat("arith.addf ", a[0], ", ", a[1], " : f32"));
+        });
     return {sum, true};
   }
 
@@ -708,15 +705,15 @@ protected:
       return generic(hint, {{x, identityMap(r)}, {row.v, rowMap(r, true)}},
                      empty(x.shape, x.elt), identityMap(r), iters,
                      [&](Body &body, const std::vector<std::string> &a) {
-                       return body.op("v", cat(opName, " ", a[0], ", ", a[1],
-                                               " : f32"));
+                       return body.op(
+                           "v", cat(opName, " ", a[0], ", ", a[1], " : f32"));
                      });
     }
     Val e = empty(x.shape, x.elt);
     Val bc = b.op("bcast", x.shape, x.elt,
-                  cat("linalg.broadcast ins(", row.v.name, " : ",
-                      row.v.type(), ") outs(", e.name, " : ", e.type(),
-                      ") dimensions = [", r - 1, "]"));
+                  cat("linalg.broadcast ins(", row.v.name, " : ", row.v.type(),
+                      ") outs(", e.name, " : ", e.type(), ") dimensions = [",
+                      r - 1, "]"));
     return b.op(hint, x.shape, x.elt,
                 cat(opName, " ", x.name, ", ", bc.name, " : ", x.type()));
   }
@@ -795,9 +792,9 @@ protected:
     Row sum = sumLast(sq, (idx + 1) / 2 % 2);
     Row ms = mean(sum, k, idx / 2 % 2);
     Val y = normalize(x, ms, spec.eps, idx % 3);
-    Val g = weight(spec.prefix + ".weight", {k},
-                   spec.gain == Gain::Plain ? Init::PlainGain
-                                            : Init::OnePlusGain);
+    Val g =
+        weight(spec.prefix + ".weight", {k},
+               spec.gain == Gain::Plain ? Init::PlainGain : Init::OnePlusGain);
     int form = (idx + 1) % 3;
     if (spec.gain == Gain::Plain) {
       // Llama order: round the normalized value, then apply the gain.
@@ -806,11 +803,11 @@ protected:
     }
     // Gemma order: (1 + g) formed and applied in f32, rounded after.
     std::string one = b.scalar(1.0, "f32");
-    Val onePlus = map("one_plus", {toF32(g)},
-                      [&](Body &r, const std::vector<std::string> &a) {
-                        return r.op("o", cat("arith.addf ", one, ", ", a[0],
-                                             " : f32"));
-                      });
+    Val onePlus =
+        map("one_plus", {toF32(g)},
+            [&](Body &r, const std::vector<std::string> &a) {
+              return r.op("o", cat("arith.addf ", one, ", ", a[0], " : f32"));
+            });
     y = broadcastFeature(y, onePlus, "arith.mulf", form, "gained");
     return castTo(y, xIn.elt);
   }
@@ -844,21 +841,21 @@ protected:
     Val e = generic("exp", {{s, identityMap(3)}, {mx, rowMap(3, false)}},
                     empty(s.shape, "f32"), identityMap(3), par,
                     [](Body &r, const std::vector<std::string> &a) {
-                      std::string d = r.op("d", cat("arith.subf ", a[0], ", ",
-                                                    a[1], " : f32"));
+                      std::string d = r.op(
+                          "d", cat("arith.subf ", a[0], ", ", a[1], " : f32"));
                       return r.op("e", cat("math.exp ", d, " : f32"));
                     });
     Val z = generic("denom", {{e, identityMap(3)}}, zeros(rows),
                     rowMap(3, false), {"parallel", "parallel", "reduction"},
                     [](Body &r, const std::vector<std::string> &a) {
-                      return r.op("s", cat("arith.addf ", a[0], ", ", a[1],
-                                           " : f32"));
+                      return r.op(
+                          "s", cat("arith.addf ", a[0], ", ", a[1], " : f32"));
                     });
     return generic("probs", {{e, identityMap(3)}, {z, rowMap(3, false)}},
                    empty(s.shape, "f32"), identityMap(3), par,
                    [](Body &r, const std::vector<std::string> &a) {
-                     return r.op("p", cat("arith.divf ", a[0], ", ", a[1],
-                                          " : f32"));
+                     return r.op(
+                         "p", cat("arith.divf ", a[0], ", ", a[1], " : f32"));
                    });
   }
 };
@@ -900,8 +897,7 @@ public:
       break;
     default:
       w3 = transpose(
-          reshape(weight(name + ".weight", {n, k}, Init::Matrix, k),
-                  {1, n, k}),
+          reshape(weight(name + ".weight", {n, k}, Init::Matrix, k), {1, n, k}),
           {0, 2, 1});
       break;
     }
@@ -913,8 +909,8 @@ public:
     return binary("add", y, bv);
   }
 
-  Val attention(const Val &q, const Val &k, const Val &v,
-                const NormSpec *qNorm, const NormSpec *kNorm) override {
+  Val attention(const Val &q, const Val &k, const Val &v, const NormSpec *qNorm,
+                const NormSpec *kNorm) override {
     int64_t t = cfg.tokens, h = cfg.heads, d = cfg.headDim();
     b.comment(cat("attention: ", h, " heads of ", d, ", causal"));
     auto split = [&](const Val &x, const NormSpec *spec) {
@@ -945,8 +941,8 @@ public:
       // 0.5 g (1 + tanh(sqrt(2/pi) (g + 0.044715 g^3)))
       Val g3 = binary("pow", g, scalarConst(3.0, 3));
       Val in = binary("add", g, binary("mul", g3, scalarConst(0.044715, 3)));
-      Val th = unary("tanh", binary("mul", in,
-                                    scalarConst(std::sqrt(2.0 / kPi), 3)));
+      Val th = unary("tanh",
+                     binary("mul", in, scalarConst(std::sqrt(2.0 / kPi), 3)));
       Val half = binary("mul", g, scalarConst(0.5, 3));
       y = binary("mul", half, binary("add", th, scalarConst(1.0, 3)));
     }
@@ -1006,18 +1002,17 @@ protected:
     if (op == "mul") {
       Val sh = shift();
       return b.op("mul", s, x.elt,
-                  cat("tosa.mul ", x.name, ", ", y.name, ", ", sh.name,
-                      " : (", x.type(), ", ", y.type(), ", ", sh.type(),
-                      ") -> ", rt));
+                  cat("tosa.mul ", x.name, ", ", y.name, ", ", sh.name, " : (",
+                      x.type(), ", ", y.type(), ", ", sh.type(), ") -> ", rt));
     }
     return b.op(op, s, x.elt,
                 cat("tosa.", op, " ", x.name, ", ", y.name, " : (", x.type(),
                     ", ", y.type(), ") -> ", rt));
   }
   Val unary(const std::string &op, const Val &x) {
-    return b.op(op, x.shape, x.elt,
-                cat("tosa.", op, " ", x.name, " : (", x.type(), ") -> ",
-                    x.type()));
+    return b.op(
+        op, x.shape, x.elt,
+        cat("tosa.", op, " ", x.name, " : (", x.type(), ") -> ", x.type()));
   }
   Val reduce(const std::string &op, const Val &x) {
     Shape s = x.shape;
@@ -1036,18 +1031,17 @@ protected:
       return s;
     });
     return b.op("rs", to, x.elt,
-                cat("tosa.reshape ", x.name, ", ", shape.name, " : (",
-                    x.type(), ", !tosa.shape<", rank, ">) -> ",
-                    tensorType(to, x.elt)));
+                cat("tosa.reshape ", x.name, ", ", shape.name, " : (", x.type(),
+                    ", !tosa.shape<", rank, ">) -> ", tensorType(to, x.elt)));
   }
   Val transpose(const Val &x, const Shape &perm) {
     Shape out;
     for (int64_t p : perm)
       out.push_back(x.shape[p]);
     return b.op("tr", out, x.elt,
-                cat("tosa.transpose ", x.name, " {perms = array<i32: ",
-                    joinInts(perm), ">} : (", x.type(), ") -> ",
-                    tensorType(out, x.elt)));
+                cat("tosa.transpose ", x.name,
+                    " {perms = array<i32: ", joinInts(perm), ">} : (", x.type(),
+                    ") -> ", tensorType(out, x.elt)));
   }
   /// tosa.matmul with zero points; f32 result (bf16 accumulates in f32).
   Val matmul(const Val &x, const Val &w, const Shape &out) {
@@ -1073,8 +1067,7 @@ protected:
   Val invSqrt(const Val &v, int form) {
     if (form == 0)
       return unary("rsqrt", v);
-    return unary("reciprocal",
-                 binary("pow", v, scalarConst(0.5, v.rank())));
+    return unary("reciprocal", binary("pow", v, scalarConst(0.5, v.rank())));
   }
   Val square(const Val &x, int form) {
     if (form == 0)
@@ -1096,17 +1089,17 @@ protected:
     Val ms = mean(reduce("reduce_sum", square(x, idx % 2)), k, idx / 2 % 2);
     Val ve = binary("add", ms, scalarConst(spec.eps, r));
     Val y = binary("mul", x, invSqrt(ve, (idx + 1) / 2 % 2));
-    Val g = weight(spec.prefix + ".weight", {k},
-                   spec.gain == Gain::Plain ? Init::PlainGain
-                                            : Init::OnePlusGain);
+    Val g =
+        weight(spec.prefix + ".weight", {k},
+               spec.gain == Gain::Plain ? Init::PlainGain : Init::OnePlusGain);
     if (spec.gain == Gain::Plain) {
       // Llama order: round the normalized value, then apply the gain.
       y = castTo(y, xIn.elt);
       return binary("mul", y, featureVector(g, r));
     }
     // Gemma order: (1 + g) formed and applied in f32, rounded after.
-    Val onePlus = binary("add", scalarConst(1.0, r),
-                         toF32(featureVector(g, r)));
+    Val onePlus =
+        binary("add", scalarConst(1.0, r), toF32(featureVector(g, r)));
     return castTo(binary("mul", y, onePlus), xIn.elt);
   }
 
@@ -1271,7 +1264,9 @@ public:
     }
   }
   ~Out() { flush(); }
-  void write(const std::string &s) { std::memcpy(reserve(s.size()), s.data(), s.size()); }
+  void write(const std::string &s) {
+    std::memcpy(reserve(s.size()), s.data(), s.size());
+  }
   /// Room for n bytes, written by the caller.
   char *reserve(size_t n) {
     if (used + n > buf.size()) {
@@ -1372,8 +1367,7 @@ std::string writeMain(const Config &cfg, const Val &x, const Val &y,
   std::string xin = in;
   if (cfg.bf16()) {
     xin = b.fresh("xb");
-    b.line(cat(xin, " = arith.truncf ", in, " : ", e.type(), " to ",
-               x.type()));
+    b.line(cat(xin, " = arith.truncf ", in, " : ", e.type(), " to ", x.type()));
   }
   std::vector<std::string> args{xin}, types{x.type()};
   if (cfg.weights == WeightMode::Args) {
@@ -1385,8 +1379,8 @@ std::string writeMain(const Config &cfg, const Val &x, const Val &y,
         b.line(cat(n, " = \"tosa.const\"() {values = dense_resource<", w.name,
                    "> : ", type, "} : () -> ", type));
       else
-        b.line(cat(n, " = arith.constant dense_resource<", w.name, "> : ",
-                   type));
+        b.line(
+            cat(n, " = arith.constant dense_resource<", w.name, "> : ", type));
       args.push_back(n);
       types.push_back(type);
     }
@@ -1441,7 +1435,7 @@ int writeModule(const Config &cfg, std::FILE *f) {
       "// Generated by ", commandLine(cfg), "\n// A ", cfg.layers, "-layer ",
       families[int(cfg.family)], "-style decoder stack (hidden ", cfg.hidden,
       ", ", cfg.heads, " heads of ", cfg.headDim(), ", MLP ", cfg.mlp, ", ",
-      cfg.tokens, " tokens, ", cfg.elt(), ") in the ",
+      cfg.tokens, " tokens, ", cfg.elt(), ")\n// in the ",
       cfg.tosa() ? "tosa" : "linalg", " flavor; weights ",
       cfg.weights == WeightMode::Args
           ? "are arguments of @forward (@main holds them)"
@@ -1493,16 +1487,15 @@ int main(int argc, char **argv) {
       argc, argv,
       "flashnorm-gen: writes a transformer decoder stack as frontend-style "
       "MLIR\n");
-  Config cfg{familyOpt, flavorOpt, hiddenOpt, layersOpt,
-             tokensOpt, headsOpt,  mlpOpt,    weightsOpt,
-             dtypeOpt,  seedOpt};
-  if (cfg.hidden <= 0 || cfg.layers <= 0 || cfg.tokens <= 0 ||
-      cfg.heads <= 0 || cfg.mlp < 0)
+  Config cfg{familyOpt, flavorOpt, hiddenOpt,  layersOpt, tokensOpt,
+             headsOpt,  mlpOpt,    weightsOpt, dtypeOpt,  seedOpt};
+  if (cfg.hidden <= 0 || cfg.layers <= 0 || cfg.tokens <= 0 || cfg.heads <= 0 ||
+      cfg.mlp < 0)
     return fail("--hidden, --layers, --tokens and --heads must be positive, "
                 "--mlp must not be negative");
   if (cfg.hidden % cfg.heads)
-    return fail(cat("--hidden=", cfg.hidden, " is not divisible by --heads=",
-                    cfg.heads));
+    return fail(cat("--hidden=", cfg.hidden,
+                    " is not divisible by --heads=", cfg.heads));
   if (cfg.mlp == 0)
     cfg.mlp = (2 * cfg.hidden + 7) / 8 * 8;
   if (cfg.bf16() && cfg.family == Family::Gpt2)

@@ -1,0 +1,49 @@
+// Every generated family (flashnorm-gen), in linalg and TOSA flavor, with
+// weights as dense_resource constants or as arguments (folded through the
+// prepare function), runs through --flashnorm and prints what the original
+// printed: f32 within 1e-4 (relative, or absolute near zero); bf16 within
+// 3e-2, a few bf16 ulps at the outputs' magnitude (about 1), since the
+// rewritten program rounds at different points (folded bf16 weights, raw
+// bf16 activations, one rounding after the post-scale). Every norm is raised; gains are folded and
+// 1/RMS deferred wherever the norm feeds projections only.
+// RUN: %check-model %t.llama-linalg-resource 1e-4 1e-4 -- --family=llama --flavor=linalg --weights=resource --layers=2 | FileCheck %s --check-prefix=LLAMA
+// RUN: %check-model %t.llama-linalg-args 1e-4 1e-4 -- --family=llama --flavor=linalg --weights=args --layers=2 | FileCheck %s --check-prefix=LLAMA
+// RUN: %check-model %t.llama-tosa-resource 1e-4 1e-4 -- --family=llama --flavor=tosa --weights=resource --layers=2 | FileCheck %s --check-prefix=LLAMA
+// RUN: %check-model %t.llama-tosa-args 1e-4 1e-4 -- --family=llama --flavor=tosa --weights=args --layers=2 | FileCheck %s --check-prefix=LLAMA
+// RUN: %check-model %t.qwen2-linalg-resource 1e-4 1e-4 -- --family=qwen2 --flavor=linalg --weights=resource --layers=2 | FileCheck %s --check-prefix=QWEN2
+// RUN: %check-model %t.qwen2-linalg-args 1e-4 1e-4 -- --family=qwen2 --flavor=linalg --weights=args --layers=2 | FileCheck %s --check-prefix=QWEN2
+// RUN: %check-model %t.qwen2-tosa-resource 1e-4 1e-4 -- --family=qwen2 --flavor=tosa --weights=resource --layers=2 | FileCheck %s --check-prefix=QWEN2
+// RUN: %check-model %t.qwen2-tosa-args 1e-4 1e-4 -- --family=qwen2 --flavor=tosa --weights=args --layers=2 | FileCheck %s --check-prefix=QWEN2
+// RUN: %check-model %t.gemma-linalg-resource 1e-4 1e-4 -- --family=gemma --flavor=linalg --weights=resource --layers=2 | FileCheck %s --check-prefix=GEMMA
+// RUN: %check-model %t.gemma-linalg-args 1e-4 1e-4 -- --family=gemma --flavor=linalg --weights=args --layers=2 | FileCheck %s --check-prefix=GEMMA
+// RUN: %check-model %t.gemma-tosa-resource 1e-4 1e-4 -- --family=gemma --flavor=tosa --weights=resource --layers=2 | FileCheck %s --check-prefix=GEMMA
+// RUN: %check-model %t.gemma-tosa-args 1e-4 1e-4 -- --family=gemma --flavor=tosa --weights=args --layers=2 | FileCheck %s --check-prefix=GEMMA
+// RUN: %check-model %t.gpt2-linalg-resource 1e-4 1e-4 -- --family=gpt2 --flavor=linalg --weights=resource --layers=2 | FileCheck %s --check-prefix=GPT2
+// RUN: %check-model %t.gpt2-linalg-args 1e-4 1e-4 -- --family=gpt2 --flavor=linalg --weights=args --layers=2 | FileCheck %s --check-prefix=GPT2-ARGS
+// RUN: %check-model %t.gpt2-tosa-resource 1e-4 1e-4 -- --family=gpt2 --flavor=tosa --weights=resource --layers=2 | FileCheck %s --check-prefix=GPT2
+// RUN: %check-model %t.gpt2-tosa-args 1e-4 1e-4 -- --family=gpt2 --flavor=tosa --weights=args --layers=2 | FileCheck %s --check-prefix=GPT2-ARGS
+// RUN: %check-model %t.llama-linalg-bf16 3e-2 3e-2 -- --family=llama --flavor=linalg --dtype=bf16 --layers=2 | FileCheck %s --check-prefix=LLAMA
+// RUN: %check-model %t.llama-tosa-bf16 3e-2 3e-2 -- --family=llama --flavor=tosa --dtype=bf16 --layers=2 | FileCheck %s --check-prefix=LLAMA
+// RUN: %check-model %t.qwen2-linalg-bf16 3e-2 3e-2 -- --family=qwen2 --flavor=linalg --dtype=bf16 --layers=2 | FileCheck %s --check-prefix=QWEN2
+// RUN: %check-model %t.qwen2-tosa-bf16 3e-2 3e-2 -- --family=qwen2 --flavor=tosa --dtype=bf16 --layers=2 | FileCheck %s --check-prefix=QWEN2
+// RUN: %check-model %t.gemma-linalg-bf16 3e-2 3e-2 -- --family=gemma --flavor=linalg --dtype=bf16 --layers=2 | FileCheck %s --check-prefix=GEMMA
+// RUN: %check-model %t.gemma-tosa-bf16 3e-2 3e-2 -- --family=gemma --flavor=tosa --dtype=bf16 --layers=2 | FileCheck %s --check-prefix=GEMMA
+
+// LLAMA: rms_norms=5 layer_norms=0 gains=5
+// LLAMA-NEXT: raised=5 folded=4 deferred=4
+// LLAMA-NEXT: MATCH
+// QWEN2: rms_norms=5 layer_norms=0 gains=5
+// QWEN2-NEXT: raised=5 folded=4 deferred=4
+// QWEN2-NEXT: MATCH
+// Gemma: 13 norms (sandwich norms and QK-norms feed no projection).
+// GEMMA: rms_norms=13 layer_norms=0 gains=13 qk_norms=4
+// GEMMA-NEXT: raised=13 folded=4 deferred=4
+// GEMMA-NEXT: MATCH
+// GPT2: rms_norms=0 layer_norms=5 gains=5
+// GPT2-NEXT: raised=5 folded=4 deferred=4
+// GPT2-NEXT: MATCH
+// A LayerNorm bias cannot be folded through argument weights (it would need
+// a new argument): GPT-2 with argument weights keeps its LayerNorms.
+// GPT2-ARGS: rms_norms=0 layer_norms=5 gains=5
+// GPT2-ARGS-NEXT: raised=5 folded=0 deferred=0
+// GPT2-ARGS-NEXT: MATCH

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Generates a model with flashnorm-gen, runs it before and after the
+# flashnorm pipeline, and compares the outputs.
+#   check-model.sh OUT_PREFIX RTOL ATOL -- [flashnorm-gen options...]
+# Argument weights are folded through the prepare function.
+set -euo pipefail
+out=$1 rtol=$2 atol=$3
+shift 4
+here=$(dirname "$0")
+lower=$(cat "$here/../scripts/lower-to-llvm.args")
+run() {
+  mlir-runner -e main -entry-point-result=void \
+    -shared-libs="$MLIR_LIB_DIR/libmlir_runner_utils.so,$MLIR_LIB_DIR/libmlir_c_runner_utils.so"
+}
+flashnorm-gen "$@" -o "$out.mlir"
+pipeline=--flashnorm
+case " $* " in *" --weights=args "*) pipeline=--flashnorm=prepare-function=true ;; esac
+flashnorm-opt "$out.mlir" "$lower" | run > "$out.ref"
+flashnorm-opt "$out.mlir" "$pipeline" --remarks-filter=flashnorm \
+  --remark-format=emitRemark -o "$out.rewritten.mlir" 2> "$out.remarks"
+flashnorm-opt "$out.rewritten.mlir" "$lower" | run > "$out.out"
+grep -o 'flashnorm-gen: .*' "$out.mlir"
+echo "raised=$(grep -c 'raised a' "$out.remarks" || true)" \
+  "folded=$(grep -c 'Passed\] flashnorm-fold-gains' "$out.remarks" || true)" \
+  "deferred=$(grep -c 'Passed\] flashnorm-defer-scale' "$out.remarks" || true)"
+python3 "$here/compare-outputs.py" "$out.ref" "$out.out" --rtol "$rtol" --atol "$atol"
