@@ -299,6 +299,8 @@ private:
 
 struct NormCounts {
   int rms = 0, layer = 0, gains = 0, qk = 0;
+  /// Norms whose every user is a projection: their gains can be folded.
+  int foldable = 0;
 };
 
 enum class Gain { Plain, OnePlus };
@@ -308,6 +310,8 @@ struct NormSpec {
   double eps = 1e-5;
   bool layerNorm = false;
   bool qk = false;
+  /// Feeds projections only (the pre-attention and pre-MLP norms).
+  bool projections = false;
 };
 
 enum class Act { Silu, GeluTanh };
@@ -328,6 +332,7 @@ public:
                   " (eps ", fmtFloat(spec.eps),
                   spec.gain == Gain::OnePlus ? ", 1 + gain)" : ")"));
     ++counts.gains; // Every norm of these families has a learned gain.
+    counts.foldable += spec.projections;
     if (spec.layerNorm) {
       ++counts.layer;
       return layerNorm(x, spec, normIndex++);
@@ -1155,6 +1160,10 @@ private:
     s.layerNorm = true;
     return s;
   }
+  NormSpec feedingProjections(NormSpec s) const {
+    s.projections = true;
+    return s;
+  }
 
   /// Llama, Qwen2 and Gemma layers: pre-norm attention and gated MLP;
   /// Gemma adds post-norms (sandwich) and QK-norms.
@@ -1163,7 +1172,8 @@ private:
     bool gemma = cfg.family == Family::Gemma;
     bool qkvBias = cfg.family == Family::Qwen2;
     e.comment(cat("layer ", i));
-    Val n = e.norm(x, rmsSpec(p + "input_layernorm", false));
+    Val n =
+        e.norm(x, feedingProjections(rmsSpec(p + "input_layernorm", false)));
     Val q = e.projection(n, p + "self_attn.q_proj", cfg.hidden, qkvBias);
     Val k = e.projection(n, p + "self_attn.k_proj", cfg.hidden, qkvBias);
     Val v = e.projection(n, p + "self_attn.v_proj", cfg.hidden, qkvBias);
@@ -1175,9 +1185,10 @@ private:
       o = e.norm(o, rmsSpec(p + "post_attention_layernorm", false));
     Val h = e.add(x, o);
 
-    Val m = e.norm(h, rmsSpec(p + (gemma ? "pre_feedforward_layernorm"
-                                         : "post_attention_layernorm"),
-                              false));
+    Val m = e.norm(
+        h, feedingProjections(rmsSpec(p + (gemma ? "pre_feedforward_layernorm"
+                                                 : "post_attention_layernorm"),
+                                      false)));
     Val gate = e.projection(m, p + "mlp.gate_proj", cfg.mlp, false);
     Val up = e.projection(m, p + "mlp.up_proj", cfg.mlp, false);
     Val act = e.activation(gemma ? Act::GeluTanh : Act::Silu, gate, &up);
@@ -1191,14 +1202,14 @@ private:
   Val gpt2Layer(int64_t i, const Val &x) {
     std::string p = cat("h.", i, ".");
     e.comment(cat("layer ", i));
-    Val n = e.norm(x, lnSpec(p + "ln_1"));
+    Val n = e.norm(x, feedingProjections(lnSpec(p + "ln_1")));
     Val q = e.projection(n, p + "attn.q_proj", cfg.hidden, true);
     Val k = e.projection(n, p + "attn.k_proj", cfg.hidden, true);
     Val v = e.projection(n, p + "attn.v_proj", cfg.hidden, true);
     Val a = e.attention(q, k, v, nullptr, nullptr);
     Val o = e.projection(a, p + "attn.c_proj", cfg.hidden, true);
     Val h = e.add(x, o);
-    Val m = e.norm(h, lnSpec(p + "ln_2"));
+    Val m = e.norm(h, feedingProjections(lnSpec(p + "ln_2")));
     Val fc = e.projection(m, p + "mlp.c_fc", cfg.mlp, true);
     Val act = e.activation(Act::GeluTanh, fc, nullptr);
     Val proj = e.projection(act, p + "mlp.c_proj", cfg.hidden, true);
@@ -1445,7 +1456,7 @@ int writeModule(const Config &cfg, std::FILE *f) {
       "// flashnorm-gen: family=", familyName(cfg.family),
       " flavor=", cfg.tosa() ? "tosa" : "linalg", " layers=", cfg.layers,
       " rms_norms=", n.rms, " layer_norms=", n.layer, " gains=", n.gains,
-      " qk_norms=", n.qk, "\n\n"));
+      " qk_norms=", n.qk, " foldable=", n.foldable, "\n\n"));
 
   std::vector<std::string> params{"%x: " + x.type()};
   if (cfg.weights == WeightMode::Args) {
