@@ -130,11 +130,6 @@ struct DeferScalePattern : OpRewritePattern<NormOp> {
                                 PatternRewriter &rewriter) const override {
     if (norm.getResult().use_empty())
       return failure();
-    if (hasWeights(norm)) {
-      reporter.refused(norm, "not deferred: the norm still has a gain or "
-                             "bias (run flashnorm-fold-gains first)");
-      return failure();
-    }
     SmallVector<Projection> deferrable;
     std::string refusals;
     for (OpOperand *usePtr : getUsesThroughRowRegrouping(norm.getResult())) {
@@ -159,6 +154,11 @@ struct DeferScalePattern : OpRewritePattern<NormOp> {
     }
     if (deferrable.empty() || (!partial && !refusals.empty())) {
       reporter.refused(norm, "not deferred" + refusals);
+      return failure();
+    }
+    if (hasWeights(norm)) {
+      reporter.refused(norm, "not deferred: the norm still has a gain or "
+                             "bias (flashnorm-fold-gains folds it first)");
       return failure();
     }
 

@@ -111,7 +111,7 @@ func.func @dynamic_rows(%x: tensor<2x?x8xf32>, %w: tensor<2x8x4xf32>) -> tensor<
 // A norm with a gain is left for flashnorm-fold-gains.
 // CHECK-LABEL: func.func @has_gain
 // CHECK-NOT: flashnorm.rms_inv
-// REMARK: Function=has_gain | Remark="not deferred: the norm still has a gain or bias (run flashnorm-fold-gains first)"
+// REMARK: Function=has_gain | Remark="not deferred: the norm still has a gain or bias (flashnorm-fold-gains folds it first)"
 func.func @has_gain(%x: tensor<4x8xf32>, %g: tensor<8xf32>, %w: tensor<8x16xf32>) -> tensor<4x16xf32> {
   %n = flashnorm.rms_norm %x gain(%g : tensor<8xf32>) eps(1.0e-05) : tensor<4x8xf32>
   %c0 = arith.constant 0.0 : f32
