@@ -20,6 +20,7 @@ for l in "${layers[@]}"; do
   f="$dir/llama-$l.mlir"
   build/bin/flashnorm-gen --family=llama --flavor=linalg --layers="$l" \
     --hidden=2048 --heads=16 --tokens=4 --dtype=bf16 -o "$f"
+  sync # Let the written file reach the disk before timing.
   timing=$(build/bin/flashnorm-opt "$f" --flashnorm --mlir-timing \
     --mlir-timing-display=list -o /dev/null 2>&1)
   wall() { # wall seconds of the timer named $1 (the second time column)

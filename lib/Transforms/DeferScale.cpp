@@ -108,9 +108,8 @@ LogicalResult centerWeight(PatternRewriter &rewriter, const Projection &p,
     return failure();
   }
   int64_t k = source->value.getShapedType().getDimSize(source->axis);
-  FailureOr<ElementsAttr> centered = scaleAlongAxis(
-      source->value, source->axis, SmallVector<double>(k, 1.0),
-      /*center=*/true, &why);
+  FailureOr<ElementsAttr> centered = scaleAndCenterAlongAxis(
+      source->value, source->axis, SmallVector<double>(k, 1.0), &why);
   if (failed(centered))
     return failure();
   replaceWeight(rewriter, p, *source, *centered);

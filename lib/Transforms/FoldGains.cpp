@@ -187,8 +187,10 @@ template <typename NormOp> struct FoldGainsPattern : OpRewritePattern<NormOp> {
     SmallVector<ElementsAttr> folded;
     SmallVector<SmallVector<double>> biases;
     for (const FoldTarget &t : targets) {
-      FailureOr<ElementsAttr> attr = scaleAlongAxis(
-          t.source.value, t.source.axis, gain, /*center=*/layer, &why);
+      FailureOr<ElementsAttr> attr =
+          layer ? scaleAndCenterAlongAxis(t.source.value, t.source.axis, gain,
+                                          &why)
+                : scaleAlongAxis(t.source.value, t.source.axis, gain, &why);
       if (failed(attr))
         return refuse("weight of '" +
                       t.projection.op->getName().getStringRef() + "': " + why);

@@ -354,11 +354,10 @@ getAxisView(ShapedType type, int64_t axis, size_t numK, std::string *whyNot) {
   return std::make_pair(outer, inner);
 }
 
-FailureOr<ElementsAttr> flashnorm::scaleAlongAxis(ElementsAttr weight,
-                                                  int64_t axis,
-                                                  ArrayRef<double> scale,
-                                                  bool center,
-                                                  std::string *whyNot) {
+static FailureOr<ElementsAttr> foldAlongAxis(ElementsAttr weight, int64_t axis,
+                                             ArrayRef<double> scale,
+                                             bool center,
+                                             std::string *whyNot) {
   ShapedType type = weight.getShapedType();
   FailureOr<std::pair<int64_t, int64_t>> dims =
       getAxisView(type, axis, scale.size(), whyNot);
@@ -394,6 +393,20 @@ FailureOr<ElementsAttr> flashnorm::scaleAlongAxis(ElementsAttr weight,
   fill(buffer.get());
   return cast<ElementsAttr>(DenseElementsAttr::getFromRawBuffer(
       type, ArrayRef<char>(buffer.get(), bytes)));
+}
+
+FailureOr<ElementsAttr> flashnorm::scaleAlongAxis(ElementsAttr weight,
+                                                  int64_t axis,
+                                                  ArrayRef<double> scale,
+                                                  std::string *whyNot) {
+  return foldAlongAxis(weight, axis, scale, /*center=*/false, whyNot);
+}
+
+FailureOr<ElementsAttr>
+flashnorm::scaleAndCenterAlongAxis(ElementsAttr weight, int64_t axis,
+                                   ArrayRef<double> scale,
+                                   std::string *whyNot) {
+  return foldAlongAxis(weight, axis, scale, /*center=*/true, whyNot);
 }
 
 FailureOr<SmallVector<double>>

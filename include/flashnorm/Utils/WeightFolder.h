@@ -40,16 +40,21 @@ void scaleRawAlongAxis(FloatKind kind, const char *in, bool inSplat, char *out,
                        int64_t outer, ArrayRef<double> scale, int64_t inner,
                        MLIRContext *ctx);
 
-/// Returns `weight` with every slice along `axis` multiplied by `scale[k]`
-/// and, with `center`, each column (all indices but `axis` fixed) then made
-/// to sum to zero by subtracting its mean over `axis`. Dense in, dense out;
-/// `dense_resource` in, a new `dense_resource` out (named after the original
-/// blob). Fails, with the reason in `whyNot`, for unsupported element types
-/// or missing resource data.
+/// Returns `weight` with every slice along `axis` multiplied by `scale[k]`.
+/// Dense in, dense out; `dense_resource` in, a new `dense_resource` out
+/// (named after the original blob). Fails, with the reason in `whyNot`, for
+/// unsupported element types or missing resource data.
 FailureOr<ElementsAttr> scaleAlongAxis(ElementsAttr weight, int64_t axis,
                                        ArrayRef<double> scale,
-                                       bool center = false,
                                        std::string *whyNot = nullptr);
+
+/// Like scaleAlongAxis, then makes each column (all indices but `axis`
+/// fixed) sum to zero by subtracting its mean over `axis`, still rounding
+/// once: a LayerNorm's mean-centering folded into the weight.
+FailureOr<ElementsAttr> scaleAndCenterAlongAxis(ElementsAttr weight,
+                                                int64_t axis,
+                                                ArrayRef<double> scale,
+                                                std::string *whyNot = nullptr);
 
 /// sum_k vec[k] * weight[..., k, ...] over `axis`, in f64: the values of the
 /// remaining indices in row-major order (a bias folded through a weight).
