@@ -173,7 +173,14 @@ private:
   AffineMap fullMap() {
     return AffineMap::getMultiDimIdentityMap(rank, b.getContext());
   }
-  AffineMap rowMap() { return fullMap().getMajorSubMap(rank - 1); }
+  /// (d0, .., dn-1) -> (d0, .., dn-2); for rank 1 the single row is a 0-d
+  /// tensor (getMajorSubMap(0) would be a null map).
+  AffineMap rowMap() {
+    SmallVector<AffineExpr> dims;
+    for (unsigned d = 0; d + 1 < rank; ++d)
+      dims.push_back(getAffineDimExpr(d, b.getContext()));
+    return AffineMap::get(rank, 0, dims, b.getContext());
+  }
   AffineMap featureMap() {
     return AffineMap::get(rank, 0, getAffineDimExpr(rank - 1, b.getContext()));
   }

@@ -486,15 +486,16 @@ private:
         if (!c || c.getValue() != 0)
           dims.push_back(e);
       }
-      if (dims.empty())
-        return Reads::Nothing;
       bool prefix = true;
       for (auto [i, e] : llvm::enumerate(dims))
         prefix &= e == dim(i);
+      // (With one row, as for a rank-1 x, the rows are a 0-d tensor.)
       if (prefix && dims.size() == loops)
         return Reads::All;
       if (prefix && dims.size() + 1 == loops)
         return Reads::Rows;
+      if (dims.empty())
+        return Reads::Nothing;
       if (dims.size() == 1 && dims[0] == dim(loops - 1))
         return Reads::Last;
       return Reads::Other;
