@@ -236,37 +236,39 @@ scaleRows(const char *inBytes, char *outBytes, ArrayRef<double> scale,
                                  out + row * inner, inner, &scale[row % numK]);
 }
 
+template <FloatKind Kind>
+LLVM_ATTRIBUTE_ALWAYS_INLINE static void
+scaleRowsOf(bool splat, const char *in, char *out, ArrayRef<double> scale,
+            int64_t inner, int64_t begin, int64_t end) {
+  if (splat)
+    scaleRows<Kind, true>(in, out, scale, inner, begin, end);
+  else
+    scaleRows<Kind, false>(in, out, scale, inner, begin, end);
+}
+
 // The row kernel compiled twice: for baseline x86-64 and, picked at run time
 // where the CPU has them, for AVX2 and FMA, which vectorize the f16/bf16
-// rounding about 3x better. Everything above is always-inline so that each
-// copy is compiled for its own target; a macro because a target attribute
-// cannot depend on a template parameter.
+// rounding better. Everything above is always-inline so that each copy is
+// compiled for its own target; a macro because a target attribute cannot
+// depend on a template parameter.
 #define FLASHNORM_ROW_KERNEL(NAME, ATTRS)                                      \
-  ATTRS static void NAME(FloatKind kind, bool splat, const char *in,           \
-                         char *out, ArrayRef<double> scale, int64_t inner,     \
-                         int64_t begin, int64_t end) {                         \
-    switch (kind) {                                                            \
-    case FloatKind::F16:                                                       \
-      return splat ? scaleRows<FloatKind::F16, true>(in, out, scale, inner,    \
-                                                     begin, end)               \
-                   : scaleRows<FloatKind::F16, false>(in, out, scale, inner,   \
-                                                      begin, end);             \
-    case FloatKind::BF16:                                                      \
-      return splat ? scaleRows<FloatKind::BF16, true>(in, out, scale, inner,   \
-                                                      begin, end)              \
-                   : scaleRows<FloatKind::BF16, false>(in, out, scale, inner,  \
-                                                       begin, end);            \
-    case FloatKind::F32:                                                       \
-      return splat ? scaleRows<FloatKind::F32, true>(in, out, scale, inner,    \
-                                                     begin, end)               \
-                   : scaleRows<FloatKind::F32, false>(in, out, scale, inner,   \
-                                                      begin, end);             \
-    case FloatKind::F64:                                                       \
-      return splat ? scaleRows<FloatKind::F64, true>(in, out, scale, inner,    \
-                                                     begin, end)               \
-                   : scaleRows<FloatKind::F64, false>(in, out, scale, inner,   \
-                                                      begin, end);             \
-    }                                                                          \
+  ATTRS static void NAME(FloatKind kind, bool splat, const char *in,          \
+                         char *out, ArrayRef<double> scale, int64_t inner,    \
+                         int64_t begin, int64_t end) {                        \
+    switch (kind) {                                                           \
+    case FloatKind::F16:                                                      \
+      return scaleRowsOf<FloatKind::F16>(splat, in, out, scale, inner, begin, \
+                                         end);                                \
+    case FloatKind::BF16:                                                     \
+      return scaleRowsOf<FloatKind::BF16>(splat, in, out, scale, inner,       \
+                                          begin, end);                        \
+    case FloatKind::F32:                                                      \
+      return scaleRowsOf<FloatKind::F32>(splat, in, out, scale, inner, begin, \
+                                         end);                                \
+    case FloatKind::F64:                                                      \
+      return scaleRowsOf<FloatKind::F64>(splat, in, out, scale, inner, begin, \
+                                         end);                                \
+    }                                                                         \
   }
 
 FLASHNORM_ROW_KERNEL(scaleRowsBaseline, )
