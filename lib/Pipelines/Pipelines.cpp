@@ -3,6 +3,8 @@
 #include "flashnorm/Transforms/Passes.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Pass/PassRegistry.h"
+#include "llvm/Support/ErrorHandling.h"
+#include "llvm/Support/raw_ostream.h"
 #include "mlir/Transforms/Passes.h"
 
 using namespace mlir;
@@ -21,10 +23,37 @@ void flashnorm::buildFlashNormPipeline(
   fpm.addPass(createCSEPass());
 }
 
+/// flashnorm ops and TOSA to linalg, bufferized across function boundaries
+/// (identity layouts), loops, LLVM: plain sequential CPU code, the reference
+/// that differential checks (flashnorm-run, the lit tests) execute.
+static constexpr llvm::StringLiteral kLowerToLLVM =
+    "flashnorm-lower-to-linalg,"
+    "func.func(tosa-to-linalg-named,tosa-to-linalg,tosa-to-arith,"
+    "tosa-to-tensor),"
+    "convert-elementwise-to-linalg,"
+    "one-shot-bufferize{bufferize-function-boundaries "
+    "function-boundary-type-conversion=identity-layout-map},"
+    "convert-linalg-to-loops,expand-strided-metadata,lower-affine,"
+    "convert-scf-to-cf,convert-math-to-llvm,convert-to-llvm,"
+    "reconcile-unrealized-casts";
+
+LogicalResult flashnorm::buildLowerToLLVMPipeline(OpPassManager &pm,
+                                                  raw_ostream &errors) {
+  return parsePassPipeline(kLowerToLLVM, pm, errors);
+}
+
 void flashnorm::registerPipelines() {
   PassPipelineRegistration<FlashNormPipelineOptions>(
       "flashnorm",
       "The FlashNorm pipeline: raise norms from frontend IR, fold gains into weights, drop redundant norms, "
       "defer 1/RMS past the projections, then canonicalize and CSE",
       buildFlashNormPipeline);
+  PassPipelineRegistration<>(
+      "flashnorm-lower-to-llvm",
+      "Lower flashnorm, TOSA and linalg on tensors to the LLVM dialect as "
+      "plain sequential loops (the reference CPU lowering)",
+      [](OpPassManager &pm) {
+        if (failed(buildLowerToLLVMPipeline(pm, llvm::errs())))
+          llvm::report_fatal_error("flashnorm-lower-to-llvm: bad pipeline");
+      });
 }

@@ -35,6 +35,11 @@ struct FlashNormPipelineOptions
 void buildFlashNormPipeline(OpPassManager &pm,
                             const FlashNormPipelineOptions &options);
 
+/// Appends the reference CPU lowering (flashnorm-lower-to-llvm) to a
+/// builtin.module pass manager.
+LogicalResult buildLowerToLLVMPipeline(OpPassManager &pm,
+                                       llvm::raw_ostream &errors);
+
 /// Registers every pipeline under the name users type (`flashnorm`).
 void registerPipelines();
 
