@@ -54,6 +54,6 @@ config.substitutions.append(
     ("%check-model", os.path.join(config.test_source_root, "check-model.sh"))
 )
 llvm_config.add_tool_substitutions(
-    ["flashnorm-opt", "flashnorm-rounding-test", "flashnorm-gen"],
+    ["flashnorm-opt", "flashnorm-rounding-test", "flashnorm-gen", "flashnorm-run"],
     [config.flashnorm_tools_dir],
 )

@@ -3,9 +3,9 @@
 #include "flashnorm/Transforms/Passes.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Pass/PassRegistry.h"
+#include "mlir/Transforms/Passes.h"
 #include "llvm/Support/ErrorHandling.h"
 #include "llvm/Support/raw_ostream.h"
-#include "mlir/Transforms/Passes.h"
 
 using namespace mlir;
 using namespace mlir::flashnorm;
@@ -45,7 +45,8 @@ LogicalResult flashnorm::buildLowerToLLVMPipeline(OpPassManager &pm,
 void flashnorm::registerPipelines() {
   PassPipelineRegistration<FlashNormPipelineOptions>(
       "flashnorm",
-      "The FlashNorm pipeline: raise norms from frontend IR, fold gains into weights, drop redundant norms, "
+      "The FlashNorm pipeline: raise norms from frontend IR, fold gains into "
+      "weights, drop redundant norms, "
       "defer 1/RMS past the projections, then canonicalize and CSE",
       buildFlashNormPipeline);
   PassPipelineRegistration<>(
