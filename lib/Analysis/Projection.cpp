@@ -5,6 +5,7 @@
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Tosa/IR/TosaOps.h"
 #include "mlir/IR/Matchers.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
 
 using namespace mlir;
 using namespace mlir::flashnorm;
@@ -132,9 +133,8 @@ SmallVector<OpOperand *> flashnorm::getUsesThroughRowRegrouping(Value v) {
 
 /// The dimension of `src` that dimension `axis` of `dst` is, when the two
 /// shapes differ only by unit dimensions (and `axis` is not one of them).
-static std::optional<int64_t> mapAxisThroughUnitReshape(ShapedType src,
-                                                        ShapedType dst,
-                                                        int64_t axis) {
+static std::optional<int64_t>
+mapAxisThroughUnitReshape(ShapedType src, ShapedType dst, int64_t axis) {
   if (!src.hasStaticShape() || !dst.hasStaticShape() ||
       dst.getDimSize(axis) == 1)
     return std::nullopt;
@@ -166,7 +166,8 @@ FailureOr<WeightSource> flashnorm::traceWeight(Value weight, int64_t axis,
   while (true) {
     Operation *def = weight.getDefiningOp();
     auto arg = dyn_cast<BlockArgument>(weight);
-    if (arg && allowArgument && arg.getOwner()->isEntryBlock()) {
+    if (arg && allowArgument && arg.getOwner()->isEntryBlock() &&
+        isa<FunctionOpInterface>(arg.getOwner()->getParentOp())) {
       src.argument = arg;
       src.axis = axis;
       return src;

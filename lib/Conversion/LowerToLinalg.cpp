@@ -1,4 +1,5 @@
-//===- LowerToLinalg.cpp - flashnorm ops to linalg on tensors --------------===//
+//===- LowerToLinalg.cpp - flashnorm ops to linalg on tensors
+//--------------===//
 
 #include "flashnorm/Conversion/Passes.h"
 #include "flashnorm/Dialect/FlashNorm/IR/FlashNormOps.h"
@@ -44,9 +45,9 @@ public:
 
   /// sum_k (x[r, k] - shift[r])^2, or sum_k x[r, k] when `square` is false.
   Value reduce(Value shift, bool square) {
-    Value acc = linalg::FillOp::create(b, loc, constant(0.0),
-                                       emptyRows(statType))
-                    .getResult(0);
+    Value acc =
+        linalg::FillOp::create(b, loc, constant(0.0), emptyRows(statType))
+            .getResult(0);
     SmallVector<Value> inputs{x};
     SmallVector<AffineMap> maps{fullMap()};
     if (shift) {
@@ -66,7 +67,8 @@ public:
                  if (square)
                    v = arith::MulFOp::create(nb, l, v, v);
                  linalg::YieldOp::create(
-                     nb, l, Value(arith::AddFOp::create(nb, l, args.back(), v)));
+                     nb, l,
+                     Value(arith::AddFOp::create(nb, l, args.back(), v)));
                })
         .getResult(0);
   }
@@ -157,10 +159,10 @@ public:
   Value toF32(Value rows) {
     if (statType == b.getF32Type())
       return rows;
-    return mapRows(rows, b.getF32Type(), [&](OpBuilder &nb, Location l,
-                                             Value v) {
-      return castFloat(nb, l, v, nb.getF32Type());
-    });
+    return mapRows(rows, b.getF32Type(),
+                   [&](OpBuilder &nb, Location l, Value v) {
+                     return castFloat(nb, l, v, nb.getF32Type());
+                   });
   }
 
 private:
@@ -202,10 +204,10 @@ Type statTypeFor(OpBuilder &b, Value x, bool statsF64) {
 std::pair<Value, Value> layerStats(RowOps &rows, double eps) {
   Value k = rows.featureCount();
   Value sum = rows.reduce(Value(), /*square=*/false);
-  Value mean = rows.mapRows(sum, k.getType(),
-                            [&](OpBuilder &nb, Location l, Value v) {
-                              return Value(arith::DivFOp::create(nb, l, v, k));
-                            });
+  Value mean =
+      rows.mapRows(sum, k.getType(), [&](OpBuilder &nb, Location l, Value v) {
+        return Value(arith::DivFOp::create(nb, l, v, k));
+      });
   Value inv = rows.invSqrtOfMean(rows.reduce(mean, /*square=*/true), eps);
   return {mean, inv};
 }
@@ -279,6 +281,5 @@ void flashnorm::populateLowerToLinalgPatterns(RewritePatternSet &patterns,
                                               bool statsF64) {
   patterns.add<FlashNormLowering<RMSNormOp>, FlashNormLowering<RMSInvOp>,
                FlashNormLowering<LayerNormOp>, FlashNormLowering<LayerInvOp>,
-               FlashNormLowering<PostScaleOp>>(patterns.getContext(),
-                                               statsF64);
+               FlashNormLowering<PostScaleOp>>(patterns.getContext(), statsF64);
 }

@@ -4,10 +4,10 @@
 #include "flashnorm/Analysis/Projection.h"
 #include "flashnorm/Dialect/FlashNorm/IR/FlashNormOps.h"
 #include "flashnorm/Transforms/Passes.h"
-#include "flashnorm/Transforms/ProjectionRewrites.h"
-#include "flashnorm/Utils/WeightFolder.h"
 #include "flashnorm/Transforms/PatternDriver.h"
+#include "flashnorm/Transforms/ProjectionRewrites.h"
 #include "flashnorm/Utils/Remarks.h"
+#include "flashnorm/Utils/WeightFolder.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -29,7 +29,11 @@ using namespace mlir::flashnorm;
 namespace {
 constexpr StringLiteral kPass = "flashnorm-defer-scale";
 
-bool isNarrowFloat(Type t) { return t.isF16() || t.isBF16(); }
+/// Narrower than f32 (f16, bf16, f8 types): the unnormalized product could
+/// overflow there (FLASHNORM.md §2).
+bool isNarrowFloat(Type t) {
+  return isa<FloatType>(t) && t.getIntOrFloatBitWidth() < 32;
+}
 
 /// A zero-filled f32 tensor shaped like `like`.
 Value createZeroF32Like(OpBuilder &b, Location loc, Value like) {
@@ -118,8 +122,7 @@ LogicalResult centerWeight(PatternRewriter &rewriter, const Projection &p,
 
 /// `proj(norm(x))` -> `post_scale(proj(x), stat(x))` for every projection
 /// of a weightless norm; RMSNorm uses rms_inv, LayerNorm layer_inv.
-template <typename NormOp>
-struct DeferScalePattern : OpRewritePattern<NormOp> {
+template <typename NormOp> struct DeferScalePattern : OpRewritePattern<NormOp> {
   static constexpr bool layer = std::is_same_v<NormOp, LayerNormOp>;
 
   DeferScalePattern(MLIRContext *ctx, PassReporter &reporter, bool partial)
@@ -141,8 +144,8 @@ struct DeferScalePattern : OpRewritePattern<NormOp> {
         why = "it accumulates into a non-zero init (a fused bias would be "
               "scaled too)";
       else if (succeeded(p) && layer && !p->op->hasAttr(kCenteredWeightsAttr) &&
-               failed(traceWeightToConstant(p->getWeight(), p->weightAxis,
-                                            &why)))
+               failed(
+                   traceWeightToConstant(p->getWeight(), p->weightAxis, &why)))
         why = "the mean-centering cannot be folded: " + why;
       if (why.empty()) {
         deferrable.push_back(*p);
@@ -210,8 +213,8 @@ struct DeferScalePattern : OpRewritePattern<NormOp> {
       Type originalType = p.op->getResult(0).getType();
       Value raw = rebuildOnRawInput(rewriter, p, x);
       rewriter.setInsertionPointAfterValue(raw);
-      Value scaled =
-          PostScaleOp::create(rewriter, p.op->getLoc(), originalType, raw, stat);
+      Value scaled = PostScaleOp::create(rewriter, p.op->getLoc(), originalType,
+                                         raw, stat);
       if (raw.getDefiningOp() == p.op)
         rewriter.replaceAllUsesExcept(raw, scaled, scaled.getDefiningOp());
       else

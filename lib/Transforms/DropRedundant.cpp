@@ -44,7 +44,6 @@ std::optional<double> getUniformConstant(Value v) {
 FailureOr<Value> buildScaledGain(PatternRewriter &rewriter, RMSNormOp norm,
                                  double factor) {
   Location loc = norm.getLoc();
-  Type f32 = rewriter.getF32Type();
   Value gain = norm.getGain();
   bool onePlus = norm.getGainConvention() == GainConvention::one_plus;
   if (!gain && factor == 1.0)
@@ -52,32 +51,40 @@ FailureOr<Value> buildScaledGain(PatternRewriter &rewriter, RMSNormOp norm,
   int64_t k = norm.getFeatureSize();
   if (ShapedType::isDynamic(k))
     return failure();
-  auto gainType = RankedTensorType::get({k}, f32);
-  if (!gain)
-    return Value(arith::ConstantOp::create(
+  // The corrected gain is built in f32, or in the gain's type if wider.
+  Type elt = rewriter.getF32Type();
+  if (gain) {
+    Type gainElt = cast<RankedTensorType>(gain.getType()).getElementType();
+    if (gainElt.getIntOrFloatBitWidth() > 32)
+      elt = gainElt;
+  }
+  auto gainType = RankedTensorType::get({k}, elt);
+  auto constant = [&](ArrayRef<double> values) -> Value {
+    SmallVector<Attribute> attrs;
+    for (double v : values)
+      attrs.push_back(rewriter.getFloatAttr(elt, v));
+    return arith::ConstantOp::create(
         rewriter, loc,
-        DenseElementsAttr::get(gainType, static_cast<float>(factor))));
+        values.size() == 1 ? DenseElementsAttr::get(gainType, attrs[0])
+                           : DenseElementsAttr::get(gainType, attrs));
+  };
+  if (!gain)
+    return constant(factor);
   if (FailureOr<SmallVector<double>> values =
           readConstantAsDoubles(gain, nullptr);
       succeeded(values)) {
-    SmallVector<float> scaled;
+    SmallVector<double> scaled;
     for (double g : *values)
-      scaled.push_back(
-          static_cast<float>(((onePlus ? 1.0 : 0.0) + g) * factor));
-    return Value(arith::ConstantOp::create(
-        rewriter, loc, DenseElementsAttr::get(gainType, ArrayRef(scaled))));
+      scaled.push_back(((onePlus ? 1.0 : 0.0) + g) * factor);
+    return constant(scaled);
   }
   // A runtime gain: widen before adding one (bf16 1 + g rounds wrongly).
-  if (cast<RankedTensorType>(gain.getType()).getElementType() != f32)
+  if (cast<RankedTensorType>(gain.getType()).getElementType() != elt)
     gain = arith::ExtFOp::create(rewriter, loc, gainType, gain);
-  auto splat = [&](double v) -> Value {
-    return arith::ConstantOp::create(
-        rewriter, loc, DenseElementsAttr::get(gainType, static_cast<float>(v)));
-  };
   if (onePlus)
-    gain = arith::AddFOp::create(rewriter, loc, gain, splat(1.0));
+    gain = arith::AddFOp::create(rewriter, loc, gain, constant(1.0));
   if (factor != 1.0)
-    gain = arith::MulFOp::create(rewriter, loc, gain, splat(factor));
+    gain = arith::MulFOp::create(rewriter, loc, gain, constant(factor));
   return gain;
 }
 
@@ -238,10 +245,10 @@ struct CancelBeforeScaleInvariantNorm : OpRewritePattern<RMSNormOp> {
             norm2,
             llvm::formatv(
                 "cancelled the scale of the norm at {0}; per-row relative "
-                "error |sqrt((my + {1}) / (my + {1} * (mx + {2}))) - 1| <= "
-                "{1} * |mx + {2} - 1| / (2 * my) to first order (mx, my: mean "
-                "squares of the first norm's input row and of this norm's "
-                "input row without the first norm)",
+                "error |sqrt((my + {1} * (mx + {2})) / (my + {1})) - 1|, about "
+                "{1} * |mx + {2} - 1| / (2 * my) (mx, my: mean squares of the "
+                "first norm's input row and of this norm's input row without "
+                "the first norm)",
                 formatLoc(norm1.getLoc()), formatNumber(e2), formatNumber(e1))
                 .str());
       }

@@ -4,8 +4,8 @@
 #include "flashnorm/Analysis/Projection.h"
 #include "flashnorm/Dialect/FlashNorm/IR/FlashNormOps.h"
 #include "flashnorm/Transforms/Passes.h"
-#include "flashnorm/Transforms/ProjectionRewrites.h"
 #include "flashnorm/Transforms/PatternDriver.h"
+#include "flashnorm/Transforms/ProjectionRewrites.h"
 #include "flashnorm/Utils/Remarks.h"
 #include "flashnorm/Utils/WeightFolder.h"
 
@@ -13,8 +13,9 @@
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Tosa/IR/TosaOps.h"
 #include "mlir/IR/Matchers.h"
-#include "mlir/IR/SymbolTable.h"
 #include "mlir/IR/PatternMatch.h"
+#include "mlir/IR/SymbolTable.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
 
 namespace mlir::flashnorm {
 #define GEN_PASS_DEF_FOLDGAINS
@@ -79,7 +80,8 @@ std::optional<unsigned> getArgumentThroughReshapes(Value v) {
     v = def->getOperand(0);
   }
   auto arg = cast<BlockArgument>(v);
-  if (!arg.getOwner()->isEntryBlock())
+  if (!arg.getOwner()->isEntryBlock() ||
+      !isa<FunctionOpInterface>(arg.getOwner()->getParentOp()))
     return std::nullopt;
   return arg.getArgNumber();
 }
@@ -144,27 +146,48 @@ template <typename NormOp> struct FoldGainsPattern : OpRewritePattern<NormOp> {
       FailureOr<Projection> projection = matchProjection(*use, &why);
       if (failed(projection))
         return userRefusal();
+      if (biasValue && !projection->rowPreserving) {
+        why = "a bias folds only through a projection whose rows are the "
+              "norm's rows";
+        return userRefusal();
+      }
       FailureOr<WeightSource> source =
           traceWeight(projection->getWeight(), projection->weightAxis,
                       /*allowArgument=*/argFolds != nullptr, &why);
       if (failed(source))
         return userRefusal();
+      // Ops between the weight and the projection, and the weight itself,
+      // must have no other users: the fold changes what they hold.
+      auto sharedVia = [&]() -> Operation * {
+        for (Operation *op : source->chain)
+          if (!op->getResult(0).hasOneUse())
+            return op;
+        return nullptr;
+      };
       if (BlockArgument arg = source->argument) {
         unsigned index = arg.getArgNumber();
+        Operation *shared = sharedVia();
         why = !arg.hasOneUse() ? "weight argument #" + std::to_string(index) +
                                      " has other users"
+              : shared ? "weight argument #" + std::to_string(index) +
+                             " reaches other users through '" +
+                             shared->getName().getStringRef().str() + "'"
+              : !cast<ShapedType>(arg.getType()).hasStaticShape()
+                  ? "weight argument #" + std::to_string(index) +
+                        " has a dynamic shape"
               : !bias.empty()
                   ? "a LayerNorm bias cannot be folded through argument "
                     "weights"
-              : llvm::any_of(*argFolds, [&](const ArgFold &f) {
-                  return f.weightArg == index;
-                }) ? "weight argument #" + std::to_string(index) +
-                         " is already folded for another norm"
-                   : "";
+              : llvm::any_of(
+                    *argFolds,
+                    [&](const ArgFold &f) { return f.weightArg == index; })
+                  ? "weight argument #" + std::to_string(index) +
+                        " is already folded for another norm"
+                  : "";
         if (!why.empty())
           return userRefusal();
-        ArgFold fold{index, source->axis, gainArg, ElementsAttr(), onePlus,
-                     layer};
+        ArgFold fold{index,          source->axis, gainArg,
+                     ElementsAttr(), onePlus,      layer};
         if (!gainArg && gainValue) {
           Attribute attr;
           (void)matchPattern(gainValue, m_Constant(&attr));
@@ -176,7 +199,8 @@ template <typename NormOp> struct FoldGainsPattern : OpRewritePattern<NormOp> {
       if (gainArg)
         return refuse("user '" + user->getName().getStringRef() +
                       "' has a constant weight but the gain is an argument");
-      if (!cloneShared && !source->constant->getResult(0).hasOneUse())
+      if (!cloneShared &&
+          (!source->constant->getResult(0).hasOneUse() || sharedVia()))
         return refuse("the weight of '" + user->getName().getStringRef() +
                       "' has other users and clone-shared-weights=false");
       targets.push_back({*projection, *source});
@@ -229,7 +253,8 @@ template <typename NormOp> struct FoldGainsPattern : OpRewritePattern<NormOp> {
         Twine("folded the ") +
             (gainValue ? (biasValue ? "gain and bias" : "gain") : "bias") +
             (layer ? " (and the mean-centering)" : "") + " into " +
-            Twine(targets.size() + newArgFolds.size()) + " projection weight(s)" +
+            Twine(targets.size() + newArgFolds.size()) +
+            " projection weight(s)" +
             (newArgFolds.empty()
                  ? ""
                  : " (" + Twine(newArgFolds.size()) +
@@ -274,7 +299,8 @@ Value buildArgFold(OpBuilder &b, Location loc, Value w, Value g, int64_t axis,
               gv = arith::AddFOp::create(
                   nb, l, gv,
                   arith::ConstantOp::create(nb, l, nb.getF32FloatAttr(1.0f)));
-            Value r = arith::MulFOp::create(nb, l, cast(nb, l, args[0], f32), gv);
+            Value r =
+                arith::MulFOp::create(nb, l, cast(nb, l, args[0], f32), gv);
             linalg::YieldOp::create(nb, l, cast(nb, l, r, scaledElt));
           })
           .getResult(0);
@@ -354,8 +380,7 @@ void createPrepareFunction(ModuleOp module, func::FuncOp fn,
       g = arith::ConstantOp::create(
           b, loc,
           DenseElementsAttr::get(
-              RankedTensorType::get({wType.getDimSize(f.axis)},
-                                    b.getF32Type()),
+              RankedTensorType::get({wType.getDimSize(f.axis)}, b.getF32Type()),
               1.0f));
     }
     folded.push_back(buildArgFold(b, loc, entry->getArgument(f.weightArg), g,
@@ -369,8 +394,8 @@ void createPrepareFunction(ModuleOp module, func::FuncOp fn,
     if (call.getCallee() != fn.getName())
       return;
     OpBuilder cb(call);
-    auto prepared = func::CallOp::create(cb, call.getLoc(), prepare,
-                                         call.getOperands());
+    auto prepared =
+        func::CallOp::create(cb, call.getLoc(), prepare, call.getOperands());
     for (auto [i, f] : llvm::enumerate(folds))
       call->setOperand(f.weightArg, prepared.getResult(i));
   });

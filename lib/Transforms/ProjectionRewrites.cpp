@@ -11,8 +11,7 @@ using namespace mlir::flashnorm;
 
 void flashnorm::replaceWeight(RewriterBase &rewriter,
                               const Projection &projection,
-                              const WeightSource &source,
-                              ElementsAttr folded) {
+                              const WeightSource &source, ElementsAttr folded) {
   OpBuilder::InsertionGuard guard(rewriter);
   rewriter.setInsertionPointAfter(source.constant);
   Location loc = source.constant->getLoc();

@@ -1,4 +1,5 @@
-//===- Raise.cpp - Recognize RMSNorm and LayerNorm in frontend IR ----------===//
+//===- Raise.cpp - Recognize RMSNorm and LayerNorm in frontend IR
+//----------===//
 //
 // Recognition by symbolic interpretation. A candidate input x is found behind
 // each reduction over the last dimension. Every value computed from x is then
@@ -279,9 +280,8 @@ std::optional<NormForm> asNorm(const Term &t, int64_t k, double tol,
     why = "it has no epsilon (eps = " + formatNumber(eps) + ")";
     return std::nullopt;
   }
-  if (t.gains.size() > 1 ||
-      (!t.gains.empty() && t.gains[0].second != 0.0 &&
-       t.gains[0].second != 1.0)) {
+  if (t.gains.size() > 1 || (!t.gains.empty() && t.gains[0].second != 0.0 &&
+                             t.gains[0].second != 1.0)) {
     why = "its gain is not g or 1 + g";
     return std::nullopt;
   }
@@ -349,6 +349,18 @@ private:
                         [](int64_t d) { return d == 1; });
   }
 
+  /// [rows...] or [rows..., 1]: one value per row of x.
+  bool isRowShaped(Type t) const {
+    auto rt = dyn_cast<RankedTensorType>(t);
+    if (!rt)
+      return false;
+    ArrayRef<int64_t> rows = type.getShape().drop_back();
+    ArrayRef<int64_t> shape = rt.getShape();
+    if (shape.size() == rows.size() + 1 && shape.back() == 1)
+      shape = shape.drop_back();
+    return shape == rows;
+  }
+
   /// The Term of a value not derived from x: a constant, a gain-like vector,
   /// or something computed from those.
   Term external(Value v, unsigned depth = 0) {
@@ -362,11 +374,10 @@ private:
         return Term::scalar(static_cast<double>(i.getInt()));
       if (auto splat = dyn_cast<SplatElementsAttr>(attr)) {
         if (isa<FloatType>(splat.getElementType()))
-          return Term::scalar(
-              splat.getSplatValue<APFloat>().convertToDouble());
+          return Term::scalar(splat.getSplatValue<APFloat>().convertToDouble());
         if (splat.getElementType().isInteger())
-          return Term::scalar(static_cast<double>(
-              splat.getSplatValue<APInt>().getSExtValue()));
+          return Term::scalar(
+              static_cast<double>(splat.getSplatValue<APInt>().getSExtValue()));
       }
     }
     // Look through reshapes, casts and `+ 1` of a gain first, so that the
@@ -422,10 +433,16 @@ private:
           return sumLast(operand(0), k);
         })
         .Case<tensor::ExpandShapeOp, tensor::CollapseShapeOp, tosa::ReshapeOp>(
-            [&](auto) {
-              // Only per-row and per-feature values change shape here.
+            [&](Operation *o) {
+              // Only per-row and per-feature values change shape here, and
+              // only into shapes that keep them per row or per feature.
               Term t = operand(0);
-              return t.is(Kind::Elem) ? Term::unknown() : t;
+              Type result = o->getResult(0).getType();
+              if ((t.is(Kind::Row) && !isRowShaped(result)) ||
+                  (t.is(Kind::Feature) && !isFeatureShaped(result)) ||
+                  t.is(Kind::Elem))
+                return Term::unknown();
+              return t;
             })
         .Case<linalg::LinalgOp>(
             [&](linalg::LinalgOp l) { return interpretLinalg(l, depth); })
@@ -527,16 +544,19 @@ private:
       local[body.getArgument(in->getOperandNumber())] =
           ok ? t : Term::unknown();
     }
+    // The result is written in iteration order (a reduction: one value per
+    // row), and a full iteration space is x's own.
     OpOperand *init = op.getDpsInitOperand(0);
     Value acc = body.getArgument(init->getOperandNumber());
-    if (reduces) {
-      if (space != Space::Full ||
-          classify(op.getMatchingIndexingMap(init)) != Reads::Rows ||
-          !matchPattern(init->get(), m_AnyZeroFloat())) {
-        auto fill = init->get().getDefiningOp<linalg::FillOp>();
-        if (!fill || !matchPattern(fill.value(), m_AnyZeroFloat()))
-          return Term::unknown();
-      }
+    Reads written = classify(op.getMatchingIndexingMap(init));
+    if (written != (reduces ? Reads::Rows : Reads::All))
+      return Term::unknown();
+    if (space == Space::Full && ArrayRef<int64_t>(ranges) != type.getShape())
+      return Term::unknown();
+    if (reduces && !matchPattern(init->get(), m_AnyZeroFloat())) {
+      auto fill = init->get().getDefiningOp<linalg::FillOp>();
+      if (!fill || !matchPattern(fill.value(), m_AnyZeroFloat()))
+        return Term::unknown();
     }
 
     // Scalar ops of the body, in order.
@@ -556,10 +576,9 @@ private:
       if (reduces && llvm::is_contained(inner.getOperands(), acc))
         continue; // The accumulation itself, checked below.
       // Scalar ops follow the same rules as their tensor forms.
-      local[inner.getResult(0)] =
-          isa<arith::ConstantOp>(inner)
-              ? external(inner.getResult(0), depth + 1)
-              : interpret(&inner, depth + 1, valueTerm);
+      local[inner.getResult(0)] = isa<arith::ConstantOp>(inner)
+                                      ? external(inner.getResult(0), depth + 1)
+                                      : interpret(&inner, depth + 1, valueTerm);
     }
     Value yielded = yield->getOperand(0);
     if (!reduces)
@@ -635,8 +654,8 @@ SmallVector<Value> findCandidates(func::FuncOp fn) {
   fn.walk([&](Operation *op) {
     Value in;
     if (auto r = dyn_cast<tosa::ReduceSumOp>(op)) {
-      auto t = cast<RankedTensorType>(r.getInput().getType());
-      if (r.getAxis() == static_cast<uint32_t>(t.getRank() - 1))
+      auto t = dyn_cast<RankedTensorType>(r.getInput().getType());
+      if (t && r.getAxis() == static_cast<uint32_t>(t.getRank() - 1))
         in = r.getInput();
     } else if (auto l = dyn_cast<linalg::LinalgOp>(op)) {
       SmallVector<utils::IteratorType> iters = l.getIteratorTypesArray();
@@ -675,11 +694,15 @@ Value asVector(OpBuilder &b, Location loc, Value v) {
 /// Casts a tensor to `eltType` (no-op when equal).
 Value castTensor(OpBuilder &b, Location loc, Value v, Type eltType) {
   auto type = cast<RankedTensorType>(v.getType());
-  if (type.getElementType() == eltType)
+  Type from = type.getElementType();
+  if (from == eltType)
     return v;
+  unsigned fromWidth = from.getIntOrFloatBitWidth(),
+           toWidth = eltType.getIntOrFloatBitWidth();
+  if (fromWidth == toWidth) // bf16 <-> f16: through f32.
+    return castTensor(b, loc, castTensor(b, loc, v, b.getF32Type()), eltType);
   Type to = type.clone(eltType);
-  if (type.getElementType().getIntOrFloatBitWidth() <
-      eltType.getIntOrFloatBitWidth())
+  if (fromWidth < toWidth)
     return arith::ExtFOp::create(b, loc, to, v);
   return arith::TruncFOp::create(b, loc, to, v);
 }
@@ -736,9 +759,8 @@ struct RaisePass : flashnorm::impl::RaiseBase<RaisePass> {
         return !isOpTriviallyDead(user) &&
                llvm::none_of(user->getResults(), isNorm);
       });
-      if (escapes &&
-          cast<RankedTensorType>(v.getType()).getShape() ==
-              cast<RankedTensorType>(x.getType()).getShape())
+      if (escapes && cast<RankedTensorType>(v.getType()).getShape() ==
+                         cast<RankedTensorType>(x.getType()).getShape())
         outputs.push_back({v, *form});
     }
     if (outputs.empty()) {
@@ -754,11 +776,16 @@ struct RaisePass : flashnorm::impl::RaiseBase<RaisePass> {
       Location loc = def->getLoc();
       auto outType = cast<RankedTensorType>(v.getType());
       auto inType = cast<RankedTensorType>(x.getType());
-      // Normalize in the wider of the two types; round once at the end.
+      // Normalize in the wider of the two types (f32 for bf16 vs f16);
+      // round once at the end.
       Value input = x;
-      if (outType.getElementType().getIntOrFloatBitWidth() >
-          inType.getElementType().getIntOrFloatBitWidth())
-        input = castTensor(b, loc, x, outType.getElementType());
+      Type inElt = inType.getElementType(), outElt = outType.getElementType();
+      unsigned inWidth = inElt.getIntOrFloatBitWidth(),
+               outWidth = outElt.getIntOrFloatBitWidth();
+      if (outWidth > inWidth)
+        input = castTensor(b, loc, x, outElt);
+      else if (outWidth == inWidth && inElt != outElt)
+        input = castTensor(b, loc, x, b.getF32Type());
       Value gain = asVector(b, loc, form.gain);
       Value raised;
       if (form.layer) {
@@ -774,8 +801,8 @@ struct RaisePass : flashnorm::impl::RaiseBase<RaisePass> {
       replaced[v] = raised;
       reporter.applied(
           raised.getDefiningOp(),
-          "raised a " + Twine(form.layer ? "LayerNorm" : "RMSNorm") +
-              " (eps " + formatNumber(form.eps) +
+          "raised a " + Twine(form.layer ? "LayerNorm" : "RMSNorm") + " (eps " +
+              formatNumber(form.eps) +
               (form.gain ? (form.onePlus ? ", 1 + gain" : ", gain") : "") +
               (form.bias ? ", bias" : "") + ")");
       ++numRaised;

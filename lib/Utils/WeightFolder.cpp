@@ -1,6 +1,8 @@
 #include "flashnorm/Utils/WeightFolder.h"
 #include "flashnorm/Utils/Remarks.h"
 
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/Tosa/IR/TosaOps.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/DialectResourceBlobManager.h"
@@ -252,23 +254,23 @@ scaleRowsOf(bool splat, const char *in, char *out, ArrayRef<double> scale,
 // compiled for its own target; a macro because a target attribute cannot
 // depend on a template parameter.
 #define FLASHNORM_ROW_KERNEL(NAME, ATTRS)                                      \
-  ATTRS static void NAME(FloatKind kind, bool splat, const char *in,          \
-                         char *out, ArrayRef<double> scale, int64_t inner,    \
-                         int64_t begin, int64_t end) {                        \
-    switch (kind) {                                                           \
-    case FloatKind::F16:                                                      \
-      return scaleRowsOf<FloatKind::F16>(splat, in, out, scale, inner, begin, \
-                                         end);                                \
-    case FloatKind::BF16:                                                     \
-      return scaleRowsOf<FloatKind::BF16>(splat, in, out, scale, inner,       \
-                                          begin, end);                        \
-    case FloatKind::F32:                                                      \
-      return scaleRowsOf<FloatKind::F32>(splat, in, out, scale, inner, begin, \
-                                         end);                                \
-    case FloatKind::F64:                                                      \
-      return scaleRowsOf<FloatKind::F64>(splat, in, out, scale, inner, begin, \
-                                         end);                                \
-    }                                                                         \
+  ATTRS static void NAME(FloatKind kind, bool splat, const char *in,           \
+                         char *out, ArrayRef<double> scale, int64_t inner,     \
+                         int64_t begin, int64_t end) {                         \
+    switch (kind) {                                                            \
+    case FloatKind::F16:                                                       \
+      return scaleRowsOf<FloatKind::F16>(splat, in, out, scale, inner, begin,  \
+                                         end);                                 \
+    case FloatKind::BF16:                                                      \
+      return scaleRowsOf<FloatKind::BF16>(splat, in, out, scale, inner, begin, \
+                                          end);                                \
+    case FloatKind::F32:                                                       \
+      return scaleRowsOf<FloatKind::F32>(splat, in, out, scale, inner, begin,  \
+                                         end);                                 \
+    case FloatKind::F64:                                                       \
+      return scaleRowsOf<FloatKind::F64>(splat, in, out, scale, inner, begin,  \
+                                         end);                                 \
+    }                                                                          \
   }
 
 FLASHNORM_ROW_KERNEL(scaleRowsBaseline, )
@@ -511,6 +513,13 @@ FailureOr<SmallVector<double>> flashnorm::readAsDoubles(ElementsAttr attr,
 
 FailureOr<SmallVector<double>>
 flashnorm::readConstantAsDoubles(Value v, std::string *whyNot) {
+  // Reshapes keep the values and their order.
+  while (Operation *def = v.getDefiningOp()) {
+    if (!isa<tensor::ExpandShapeOp, tensor::CollapseShapeOp, tosa::ReshapeOp>(
+            def))
+      break;
+    v = def->getOperand(0);
+  }
   Attribute attr;
   if (!matchPattern(v, m_Constant(&attr)) || !isa<ElementsAttr>(attr)) {
     if (whyNot)

@@ -107,7 +107,7 @@ func.func @qk_norm_exact(%x: tensor<4x8xf32>, %wq: tensor<8x8xf32>, %wv: tensor<
 // APPROX-IR-LABEL: func.func @qk_norm_eps
 // APPROX-IR-NOT: flashnorm.rms_norm %arg0
 // APPROX-IR: linalg.matmul ins(%arg0, %{{.*}} :
-// APPROX: Function=qk_norm_eps | Remark="approximate: cancelled the scale of the norm at {{.*}}; per-row relative error |sqrt((my + 1e-06) / (my + 1e-06 * (mx + 1e-05))) - 1| <= 1e-06 * |mx + 1e-05 - 1| / (2 * my) to first order
+// APPROX: Function=qk_norm_eps | Remark="approximate: cancelled the scale of the norm at {{.*}}; per-row relative error |sqrt((my + 1e-06 * (mx + 1e-05)) / (my + 1e-06)) - 1|, about 1e-06 * |mx + 1e-05 - 1| / (2 * my)
 func.func @qk_norm_eps(%x: tensor<4x8xf32>, %wq: tensor<8x8xf32>) -> tensor<2x4x4xf32> {
   %n = flashnorm.rms_norm %x eps(1.0e-05) : tensor<4x8xf32>
   %c0 = arith.constant 0.0 : f32
@@ -142,4 +142,17 @@ func.func @not_cancellable(%x: tensor<4x8xf32>, %wq: tensor<8x8xf32>, %b: tensor
   %k = linalg.matmul ins(%n, %wq : tensor<4x8xf32>, tensor<8x8xf32>) outs(%b : tensor<4x8xf32>) -> tensor<4x8xf32>
   %kn = flashnorm.rms_norm %k eps(0.0) : tensor<4x8xf32>
   return %qn, %kn : tensor<32xf32>, tensor<4x8xf32>
+}
+
+// -----
+
+// A runtime f64 gain keeps f64 for the correction (never narrowed).
+// CHECK-LABEL: func.func @runtime_f64_gain
+// CHECK: %[[C:.*]] = arith.constant dense<0.99999500003749975> : tensor<8xf64>
+// CHECK: %[[G:.*]] = arith.mulf %arg1, %[[C]] : tensor<8xf64>
+// CHECK: flashnorm.rms_norm %arg0 gain(%[[G]] : tensor<8xf64>)
+func.func @runtime_f64_gain(%x: tensor<4x8xf32>, %g: tensor<8xf64>) -> tensor<4x8xf32> {
+  %n = flashnorm.rms_norm %x eps(1.0e-05) : tensor<4x8xf32>
+  %m = flashnorm.rms_norm %n gain(%g : tensor<8xf64>) eps(1.0e-05) : tensor<4x8xf32>
+  return %m : tensor<4x8xf32>
 }

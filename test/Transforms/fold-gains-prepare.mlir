@@ -1,9 +1,9 @@
-// RUN: flashnorm-opt %s --flashnorm-fold-gains=prepare-function=true | FileCheck %s
-// RUN: flashnorm-opt %s --flashnorm-fold-gains=prepare-function=true \
+// RUN: flashnorm-opt %s --flashnorm-fold-gains=prepare-function=true --split-input-file | FileCheck %s
+// RUN: flashnorm-opt %s --flashnorm-fold-gains=prepare-function=true --split-input-file \
 // RUN:   --remarks-filter=flashnorm --remark-format=emitRemark 2>&1 >/dev/null \
 // RUN:   | FileCheck %s --check-prefix=REMARK
 // Without the option, argument weights are not folded.
-// RUN: flashnorm-opt %s --flashnorm-fold-gains | FileCheck %s --check-prefix=OFF
+// RUN: flashnorm-opt %s --flashnorm-fold-gains --split-input-file | FileCheck %s --check-prefix=OFF
 // OFF-NOT: _flashnorm_prepare
 // OFF: flashnorm.rms_norm %{{.*}} gain(
 
@@ -53,4 +53,61 @@ func.func @tied_argument(%x: tensor<4x8xf32>, %g: tensor<8xf32>, %w: tensor<8x8x
   %z = linalg.fill ins(%c0 : f32) outs(%e : tensor<4x8xf32>) -> tensor<4x8xf32>
   %y = linalg.matmul ins(%n, %w : tensor<4x8xf32>, tensor<8x8xf32>) outs(%z : tensor<4x8xf32>) -> tensor<4x8xf32>
   return %y, %w : tensor<4x8xf32>, tensor<8x8xf32>
+}
+
+// -----
+
+// A weight argument that also reaches another matmul through its transpose
+// cannot hold folded values.
+// CHECK-LABEL: func.func @tied_through_transpose
+// CHECK-NOT: flashnorm.folded
+// REMARK: Function=tied_through_transpose | Remark="not folded: user 'linalg.matmul' at {{.*}}: weight argument #2 reaches other users through 'linalg.transpose'"
+func.func @tied_through_transpose(%x: tensor<4x8xf32>, %g: tensor<8xf32>, %w: tensor<16x8xf32>, %y: tensor<4x8xf32>)
+    -> (tensor<4x16xf32>, tensor<4x16xf32>) {
+  %n = flashnorm.rms_norm %x gain(%g : tensor<8xf32>) eps(1.0e-05) : tensor<4x8xf32>
+  %c0 = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<4x16xf32>
+  %z = linalg.fill ins(%c0 : f32) outs(%e : tensor<4x16xf32>) -> tensor<4x16xf32>
+  %et = tensor.empty() : tensor<8x16xf32>
+  %wt = linalg.transpose ins(%w : tensor<16x8xf32>) outs(%et : tensor<8x16xf32>) permutation = [1, 0]
+  %q = linalg.matmul ins(%n, %wt : tensor<4x8xf32>, tensor<8x16xf32>) outs(%z : tensor<4x16xf32>) -> tensor<4x16xf32>
+  %o = linalg.matmul ins(%y, %wt : tensor<4x8xf32>, tensor<8x16xf32>) outs(%z : tensor<4x16xf32>) -> tensor<4x16xf32>
+  return %q, %o : tensor<4x16xf32>, tensor<4x16xf32>
+}
+
+// -----
+
+// A loop-carried weight is a block argument of the loop body, not of the
+// function: not an argument weight.
+// CHECK-LABEL: func.func @loop_carried_weight
+// CHECK-NOT: flashnorm.folded
+// CHECK: flashnorm.rms_norm %{{.*}} gain(
+// REMARK: Function=loop_carried_weight | Remark="not folded: user 'linalg.matmul' at {{.*}}: its weight is not a constant (block argument #2)"
+func.func @loop_carried_weight(%x: tensor<4x8xf32>, %g: tensor<8xf32>, %other: tensor<8x8xf32>, %w0: tensor<8x8xf32>) -> (tensor<4x8xf32>, tensor<8x8xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %r:2 = scf.for %i = %c0 to %c2 step %c1 iter_args(%h = %x, %w = %w0) -> (tensor<4x8xf32>, tensor<8x8xf32>) {
+    %n = flashnorm.rms_norm %h gain(%g : tensor<8xf32>) eps(1.0e-05) : tensor<4x8xf32>
+    %cz = arith.constant 0.0 : f32
+    %e = tensor.empty() : tensor<4x8xf32>
+    %z = linalg.fill ins(%cz : f32) outs(%e : tensor<4x8xf32>) -> tensor<4x8xf32>
+    %q = linalg.matmul ins(%n, %w : tensor<4x8xf32>, tensor<8x8xf32>) outs(%z : tensor<4x8xf32>) -> tensor<4x8xf32>
+    scf.yield %q, %w0 : tensor<4x8xf32>, tensor<8x8xf32>
+  }
+  return %r#0, %other : tensor<4x8xf32>, tensor<8x8xf32>
+}
+
+// -----
+
+// A weight argument with a dynamic shape is not folded at run time.
+// CHECK-LABEL: func.func @dynamic_weight
+// REMARK: Function=dynamic_weight | Remark="not folded: user 'linalg.matmul' at {{.*}}: weight argument #2 has a dynamic shape"
+func.func @dynamic_weight(%x: tensor<4x8xf32>, %g: tensor<8xf32>, %w: tensor<?x16xf32>) -> tensor<4x16xf32> {
+  %n = flashnorm.layer_norm %x gain(%g : tensor<8xf32>) eps(1.0e-05) : tensor<4x8xf32>
+  %c0 = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<4x16xf32>
+  %z = linalg.fill ins(%c0 : f32) outs(%e : tensor<4x16xf32>) -> tensor<4x16xf32>
+  %q = linalg.matmul ins(%n, %w : tensor<4x8xf32>, tensor<?x16xf32>) outs(%z : tensor<4x16xf32>) -> tensor<4x16xf32>
+  return %q : tensor<4x16xf32>
 }

@@ -278,3 +278,32 @@ func.func @norm_as_rhs(%x: tensor<2x4xf32>) -> tensor<3x4xf32> {
   %y = linalg.matmul ins(%a, %n : tensor<3x2xf32>, tensor<2x4xf32>) outs(%z : tensor<3x4xf32>) -> tensor<3x4xf32>
   return %y : tensor<3x4xf32>
 }
+
+// -----
+
+// A TOSA gain constant of shape [1, 1, K] (raised as a collapse_shape of the
+// constant) is read through the reshape and folded.
+// RUN: flashnorm-opt %s --split-input-file --flashnorm | FileCheck %s --check-prefix=PIPE
+// PIPE-LABEL: func.func @tosa_rms
+// Row k of the weight is 0.5 * g[k]: 0.5 (0x3F000000), 1.0 (0x3F800000), ...
+// PIPE: "tosa.const"() <{values = dense<"0x0000003F{{.*}}0000803F{{.*}}"> : tensor<1x8x16xf32>}>
+// PIPE: flashnorm.rms_inv
+// PIPE: flashnorm.post_scale
+func.func @tosa_rms(%x: tensor<1x4x8xf32>) -> tensor<1x4x16xf32> {
+  %shift = "tosa.const"() <{values = dense<0> : tensor<1xi8>}> : () -> tensor<1xi8>
+  %two = "tosa.const"() <{values = dense<2.0> : tensor<1x1x1xf32>}> : () -> tensor<1x1x1xf32>
+  %sq = tosa.pow %x, %two : (tensor<1x4x8xf32>, tensor<1x1x1xf32>) -> tensor<1x4x8xf32>
+  %sum = tosa.reduce_sum %sq {axis = 2 : i32} : (tensor<1x4x8xf32>) -> tensor<1x4x1xf32>
+  %invk = "tosa.const"() <{values = dense<0.125> : tensor<1x1x1xf32>}> : () -> tensor<1x1x1xf32>
+  %mean = tosa.mul %sum, %invk, %shift : (tensor<1x4x1xf32>, tensor<1x1x1xf32>, tensor<1xi8>) -> tensor<1x4x1xf32>
+  %eps = "tosa.const"() <{values = dense<1.0e-05> : tensor<1x1x1xf32>}> : () -> tensor<1x1x1xf32>
+  %v = tosa.add %mean, %eps : (tensor<1x4x1xf32>, tensor<1x1x1xf32>) -> tensor<1x4x1xf32>
+  %r = tosa.rsqrt %v : (tensor<1x4x1xf32>) -> tensor<1x4x1xf32>
+  %n = tosa.mul %x, %r, %shift : (tensor<1x4x8xf32>, tensor<1x4x1xf32>, tensor<1xi8>) -> tensor<1x4x8xf32>
+  %g3 = "tosa.const"() <{values = dense<[[[1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0]]]> : tensor<1x1x8xf32>}> : () -> tensor<1x1x8xf32>
+  %y = tosa.mul %n, %g3, %shift : (tensor<1x4x8xf32>, tensor<1x1x8xf32>, tensor<1xi8>) -> tensor<1x4x8xf32>
+  %w = "tosa.const"() <{values = dense<0.5> : tensor<1x8x16xf32>}> : () -> tensor<1x8x16xf32>
+  %zp = "tosa.const"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>
+  %o = tosa.matmul %y, %w, %zp, %zp : (tensor<1x4x8xf32>, tensor<1x8x16xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<1x4x16xf32>
+  return %o : tensor<1x4x16xf32>
+}

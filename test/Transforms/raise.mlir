@@ -331,3 +331,102 @@ func.func @naive_variance(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
   %y = tosa.mul %c, %r, %shift : (tensor<4x8xf32>, tensor<4x1xf32>, tensor<1xi8>) -> tensor<4x8xf32>
   return %y : tensor<4x8xf32>
 }
+
+// -----
+
+// A per-row statistic reshaped into a per-column one ([8, 1] -> [1, 8] on a
+// square x) is no longer per row: not a norm.
+// CHECK-LABEL: func.func @row_stat_reshaped_across
+// CHECK-NOT: flashnorm
+func.func @row_stat_reshaped_across(%x: tensor<8x8xf32>) -> tensor<8x8xf32> {
+  %shift = "tosa.const"() <{values = dense<0> : tensor<1xi8>}> : () -> tensor<1xi8>
+  %sq = tosa.mul %x, %x, %shift : (tensor<8x8xf32>, tensor<8x8xf32>, tensor<1xi8>) -> tensor<8x8xf32>
+  %sum = tosa.reduce_sum %sq {axis = 1 : i32} : (tensor<8x8xf32>) -> tensor<8x1xf32>
+  %invk = "tosa.const"() <{values = dense<0.125> : tensor<1x1xf32>}> : () -> tensor<1x1xf32>
+  %mean = tosa.mul %sum, %invk, %shift : (tensor<8x1xf32>, tensor<1x1xf32>, tensor<1xi8>) -> tensor<8x1xf32>
+  %eps = "tosa.const"() <{values = dense<1.0e-05> : tensor<1x1xf32>}> : () -> tensor<1x1xf32>
+  %v = tosa.add %mean, %eps : (tensor<8x1xf32>, tensor<1x1xf32>) -> tensor<8x1xf32>
+  %r = tosa.rsqrt %v : (tensor<8x1xf32>) -> tensor<8x1xf32>
+  %shape = tosa.const_shape {values = dense<[1, 8]> : tensor<2xindex>} : () -> !tosa.shape<2>
+  %rt = tosa.reshape %r, %shape : (tensor<8x1xf32>, !tosa.shape<2>) -> tensor<1x8xf32>
+  %n = tosa.mul %x, %rt, %shift : (tensor<8x8xf32>, tensor<1x8xf32>, tensor<1xi8>) -> tensor<8x8xf32>
+  return %n : tensor<8x8xf32>
+}
+
+// -----
+
+// A statistic of the transposed input (the output map of the copy is not
+// the identity) normalizes columns, not rows: not a norm.
+// CHECK-LABEL: func.func @transposed_statistic
+// CHECK-NOT: flashnorm
+#tid = affine_map<(d0, d1) -> (d0, d1)>
+#ttr = affine_map<(d0, d1) -> (d1, d0)>
+#trow = affine_map<(d0, d1) -> (d0)>
+func.func @transposed_statistic(%x: tensor<8x8xf32>) -> tensor<8x8xf32> {
+  %e0 = tensor.empty() : tensor<8x8xf32>
+  %xt = linalg.generic {indexing_maps = [#tid, #ttr], iterator_types = ["parallel", "parallel"]}
+      ins(%x : tensor<8x8xf32>) outs(%e0 : tensor<8x8xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    linalg.yield %a : f32
+  } -> tensor<8x8xf32>
+  %zero = arith.constant 0.0 : f32
+  %er = tensor.empty() : tensor<8xf32>
+  %acc = linalg.fill ins(%zero : f32) outs(%er : tensor<8xf32>) -> tensor<8xf32>
+  %sum = linalg.generic {indexing_maps = [#tid, #trow], iterator_types = ["parallel", "reduction"]}
+      ins(%xt : tensor<8x8xf32>) outs(%acc : tensor<8xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %q = arith.mulf %a, %a : f32
+    %s = arith.addf %o, %q : f32
+    linalg.yield %s : f32
+  } -> tensor<8xf32>
+  %e = tensor.empty() : tensor<8x8xf32>
+  %n = linalg.generic {indexing_maps = [#tid, #trow, #tid], iterator_types = ["parallel", "parallel"]}
+      ins(%x, %sum : tensor<8x8xf32>, tensor<8xf32>) outs(%e : tensor<8x8xf32>) {
+  ^bb0(%a: f32, %s: f32, %o: f32):
+    %k = arith.constant 0.125 : f32
+    %m = arith.mulf %s, %k : f32
+    %ep = arith.constant 1.0e-6 : f32
+    %v = arith.addf %m, %ep : f32
+    %r = math.rsqrt %v : f32
+    %y = arith.mulf %a, %r : f32
+    linalg.yield %y : f32
+  } -> tensor<8x8xf32>
+  return %n : tensor<8x8xf32>
+}
+
+// -----
+
+// bf16 in, f16 out: normalized in f32, then rounded once to f16.
+// CHECK-LABEL: func.func @bf16_in_f16_out
+// CHECK: %[[E:.*]] = arith.extf %arg0 : tensor<4x8xbf16> to tensor<4x8xf32>
+// CHECK: %[[N:.*]] = flashnorm.rms_norm %[[E]]
+// CHECK: arith.truncf %[[N]] : tensor<4x8xf32> to tensor<4x8xf16>
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#row = affine_map<(d0, d1) -> (d0)>
+func.func @bf16_in_f16_out(%xb: tensor<4x8xbf16>) -> tensor<4x8xf16> {
+  %x = arith.extf %xb : tensor<4x8xbf16> to tensor<4x8xf32>
+  %zero = arith.constant 0.0 : f32
+  %er = tensor.empty() : tensor<4xf32>
+  %acc = linalg.fill ins(%zero : f32) outs(%er : tensor<4xf32>) -> tensor<4xf32>
+  %sum = linalg.generic {indexing_maps = [#id, #row], iterator_types = ["parallel", "reduction"]}
+      ins(%x : tensor<4x8xf32>) outs(%acc : tensor<4xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %q = arith.mulf %a, %a : f32
+    %s = arith.addf %o, %q : f32
+    linalg.yield %s : f32
+  } -> tensor<4xf32>
+  %e = tensor.empty() : tensor<4x8xf32>
+  %n = linalg.generic {indexing_maps = [#id, #row, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%x, %sum : tensor<4x8xf32>, tensor<4xf32>) outs(%e : tensor<4x8xf32>) {
+  ^bb0(%a: f32, %s: f32, %o: f32):
+    %k = arith.constant 0.125 : f32
+    %m = arith.mulf %s, %k : f32
+    %ep = arith.constant 1.0e-6 : f32
+    %v = arith.addf %m, %ep : f32
+    %r = math.rsqrt %v : f32
+    %y = arith.mulf %a, %r : f32
+    linalg.yield %y : f32
+  } -> tensor<4x8xf32>
+  %h = arith.truncf %n : tensor<4x8xf32> to tensor<4x8xf16>
+  return %h : tensor<4x8xf16>
+}

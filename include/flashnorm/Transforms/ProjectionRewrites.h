@@ -1,4 +1,5 @@
-//===- ProjectionRewrites.h - IR edits shared by the rewrite passes --------===//
+//===- ProjectionRewrites.h - IR edits shared by the rewrite passes
+//--------===//
 #ifndef FLASHNORM_TRANSFORMS_PROJECTIONREWRITES_H
 #define FLASHNORM_TRANSFORMS_PROJECTIONREWRITES_H
 

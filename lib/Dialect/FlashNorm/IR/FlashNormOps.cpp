@@ -49,9 +49,9 @@ static LogicalResult verifyFeatureOperand(Operation *op, Value v,
   int64_t n = cast<RankedTensorType>(v.getType()).getDimSize(0);
   if (!ShapedType::isDynamic(features) && !ShapedType::isDynamic(n) &&
       n != features)
-    return op->emitOpError() << name << " has " << n
-                             << " elements but the normalized dimension has "
-                             << features;
+    return op->emitOpError()
+           << name << " has " << n
+           << " elements but the normalized dimension has " << features;
   return success();
 }
 
@@ -125,8 +125,7 @@ void LayerNormOp::build(OpBuilder &b, OperationState &state, Value input,
 LogicalResult LayerNormOp::verify() {
   if (failed(verifyHasRows(*this, getInput().getType())) ||
       failed(verifyEpsilon(*this, getEpsilon().convertToDouble())) ||
-      failed(verifyFeatureOperand(*this, getGain(), getFeatureSize(),
-                                  "gain")))
+      failed(verifyFeatureOperand(*this, getGain(), getFeatureSize(), "gain")))
     return failure();
   return verifyFeatureOperand(*this, getBias(), getFeatureSize(), "bias");
 }
