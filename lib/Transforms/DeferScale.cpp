@@ -99,25 +99,30 @@ Value rebuildOnRawInput(PatternRewriter &rewriter, const Projection &p,
 }
 
 /// A LayerNorm's projection runs on the raw input only if its weight is
-/// mean-centered (FLASHNORM.md §4): fold-gains may have done it already;
-/// otherwise the constant weight is centered here.
-LogicalResult centerWeight(PatternRewriter &rewriter, const Projection &p,
-                           std::string &why) {
+/// mean-centered (FLASHNORM.md §4). fold-gains may have done it already
+/// (the projection is marked); otherwise the centered constant is computed
+/// here, before anything is rewritten.
+struct Centering {
+  WeightSource source;
+  ElementsAttr centered;
+};
+FailureOr<std::optional<Centering>> computeCentering(const Projection &p,
+                                                     std::string &why) {
   if (p.op->hasAttr(kCenteredWeightsAttr))
-    return success();
+    return std::optional<Centering>();
   FailureOr<WeightSource> source =
       traceWeightToConstant(p.getWeight(), p.weightAxis, &why);
-  if (failed(source)) {
+  FailureOr<ElementsAttr> centered = failure();
+  if (succeeded(source)) {
+    int64_t k = source->value.getShapedType().getDimSize(source->axis);
+    centered = scaleAndCenterAlongAxis(source->value, source->axis,
+                                       SmallVector<double>(k, 1.0), &why);
+  }
+  if (failed(centered)) {
     why = "the mean-centering cannot be folded: " + why;
     return failure();
   }
-  int64_t k = source->value.getShapedType().getDimSize(source->axis);
-  FailureOr<ElementsAttr> centered = scaleAndCenterAlongAxis(
-      source->value, source->axis, SmallVector<double>(k, 1.0), &why);
-  if (failed(centered))
-    return failure();
-  replaceWeight(rewriter, p, *source, *centered);
-  return success();
+  return std::optional<Centering>(Centering{*source, *centered});
 }
 
 /// `proj(norm(x))` -> `post_scale(proj(x), stat(x))` for every projection
@@ -133,6 +138,7 @@ template <typename NormOp> struct DeferScalePattern : OpRewritePattern<NormOp> {
     if (norm.getResult().use_empty())
       return failure();
     SmallVector<Projection> deferrable;
+    SmallVector<std::optional<Centering>> centerings;
     std::string refusals;
     for (OpOperand *usePtr : getUsesThroughRowRegrouping(norm.getResult())) {
       OpOperand &use = *usePtr;
@@ -143,12 +149,15 @@ template <typename NormOp> struct DeferScalePattern : OpRewritePattern<NormOp> {
       else if (succeeded(p) && !p->zeroInit)
         why = "it accumulates into a non-zero init (a fused bias would be "
               "scaled too)";
-      else if (succeeded(p) && layer && !p->op->hasAttr(kCenteredWeightsAttr) &&
-               failed(
-                   traceWeightToConstant(p->getWeight(), p->weightAxis, &why)))
-        why = "the mean-centering cannot be folded: " + why;
+      std::optional<Centering> centering;
+      if (succeeded(p) && why.empty() && layer) {
+        FailureOr<std::optional<Centering>> c = computeCentering(*p, why);
+        if (succeeded(c))
+          centering = *c;
+      }
       if (why.empty()) {
         deferrable.push_back(*p);
+        centerings.push_back(centering);
         continue;
       }
       refusals += "; user '" + use.getOwner()->getName().getStringRef().str() +
@@ -196,20 +205,15 @@ template <typename NormOp> struct DeferScalePattern : OpRewritePattern<NormOp> {
       return it->second;
     };
     Operation *firstStat = nullptr;
-    for (const Projection &p : deferrable) {
+    for (auto [p, centering] : llvm::zip(deferrable, centerings)) {
       auto [x, stat] = rawAndStat(p.getActivation());
       if (!firstStat)
         firstStat = stat.getDefiningOp();
-      if (layer) {
-        std::string why;
-        if (failed(centerWeight(rewriter, p, why))) {
-          // Checked above; only an unreadable constant gets here.
-          reporter.refused(p.op, "not deferred: " + why);
-          continue;
-        }
+      if (centering)
+        replaceWeight(rewriter, p, centering->source, centering->centered);
+      if (p.op->hasAttr(kCenteredWeightsAttr))
         rewriter.modifyOpInPlace(
             p.op, [&] { p.op->removeAttr(kCenteredWeightsAttr); });
-      }
       Type originalType = p.op->getResult(0).getType();
       Value raw = rebuildOnRawInput(rewriter, p, x);
       rewriter.setInsertionPointAfterValue(raw);
