@@ -398,35 +398,46 @@ static void scaleAndCenter(const char *in, bool splat, char *outBytes,
   }
 }
 
-/// The weight's [outer, K, inner] view around `axis`, after checking it.
-static FailureOr<std::pair<int64_t, int64_t>>
-getAxisView(ShapedType type, int64_t axis, size_t numK, std::string *whyNot) {
+namespace {
+/// A weight's raw bytes seen as [outer, K, inner] around the axis K.
+struct AxisView {
+  RawView raw;
+  int64_t outer = 1, inner = 1;
+};
+} // namespace
+
+/// The [outer, K, inner] view of `weight` around `axis`, after checking that
+/// the axis has `numK` elements and the data is readable.
+static FailureOr<AxisView> getAxisView(ElementsAttr weight, int64_t axis,
+                                       size_t numK, std::string *whyNot) {
+  ShapedType type = weight.getShapedType();
   if (!type.hasStaticShape())
     return fail(whyNot, "weight shape is not static");
   if (axis < 0 || axis >= type.getRank() ||
       type.getDimSize(axis) != static_cast<int64_t>(numK))
     return fail(whyNot, "weight dimension " + Twine(axis) + " does not have " +
                             Twine(numK) + " elements");
-  int64_t outer = 1, inner = 1;
+  FailureOr<RawView> raw = getRawView(weight, whyNot);
+  if (failed(raw))
+    return failure();
+  AxisView view{*raw};
   for (int64_t d = 0; d < axis; ++d)
-    outer *= type.getDimSize(d);
+    view.outer *= type.getDimSize(d);
   for (int64_t d = axis + 1; d < type.getRank(); ++d)
-    inner *= type.getDimSize(d);
-  return std::make_pair(outer, inner);
+    view.inner *= type.getDimSize(d);
+  return view;
 }
 
 static FailureOr<ElementsAttr> foldAlongAxis(ElementsAttr weight, int64_t axis,
                                              ArrayRef<double> scale,
                                              bool center, std::string *whyNot) {
   ShapedType type = weight.getShapedType();
-  FailureOr<std::pair<int64_t, int64_t>> dims =
-      getAxisView(type, axis, scale.size(), whyNot);
-  if (failed(dims))
+  FailureOr<AxisView> axisView =
+      getAxisView(weight, axis, scale.size(), whyNot);
+  if (failed(axisView))
     return failure();
-  FailureOr<RawView> view = getRawView(weight, whyNot);
-  if (failed(view))
-    return failure();
-  auto [outer, inner] = *dims;
+  const RawView *view = &axisView->raw;
+  int64_t outer = axisView->outer, inner = axisView->inner;
   size_t bytes = byteWidth(view->kind) * type.getNumElements();
   MLIRContext *ctx = type.getContext();
   auto fill = [&](char *out) {
@@ -472,15 +483,11 @@ flashnorm::scaleAndCenterAlongAxis(ElementsAttr weight, int64_t axis,
 FailureOr<SmallVector<double>>
 flashnorm::contractAlongAxis(ElementsAttr weight, int64_t axis,
                              ArrayRef<double> vec, std::string *whyNot) {
-  ShapedType type = weight.getShapedType();
-  FailureOr<std::pair<int64_t, int64_t>> dims =
-      getAxisView(type, axis, vec.size(), whyNot);
-  if (failed(dims))
+  FailureOr<AxisView> axisView = getAxisView(weight, axis, vec.size(), whyNot);
+  if (failed(axisView))
     return failure();
-  FailureOr<RawView> view = getRawView(weight, whyNot);
-  if (failed(view))
-    return failure();
-  auto [outer, inner] = *dims;
+  const RawView *view = &axisView->raw;
+  int64_t outer = axisView->outer, inner = axisView->inner;
   int64_t numK = vec.size();
   SmallVector<double> result(outer * inner, 0.0);
   dispatchKind(view->kind, [&](auto kind) {
