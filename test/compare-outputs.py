@@ -16,7 +16,11 @@ NUM = re.compile(r"[-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|inf|nan)")
 def numbers(path):
     values = []
     with open(path) as f:
-        for chunk in f.read().split("data =")[1:]:
+        text = f.read()
+    if "data =" not in text:  # Plain prints (vector.print): every number.
+        return [float(x) for x in NUM.findall(text)]
+    if True:
+        for chunk in text.split("data =")[1:]:
             # Stop at the next memref header, if any.
             chunk = chunk.split("Unranked Memref")[0]
             values.extend(float(x) for x in NUM.findall(chunk))

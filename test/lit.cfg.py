@@ -33,6 +33,20 @@ config.substitutions.append(
         ),
     )
 )
+# Code with async tasks: the async runtime, and -O2 so that LLVM lowers the
+# coroutines the tasks become.
+config.substitutions.append(
+    (
+        "%async-run",
+        "%s -O2 -e main -entry-point-result=void -shared-libs=%s,%s,%s"
+        % (
+            os.path.join(config.llvm_tools_dir, "mlir-runner"),
+            os.path.join(lib, "libmlir_runner_utils.so"),
+            os.path.join(lib, "libmlir_c_runner_utils.so"),
+            os.path.join(lib, "libmlir_async_runtime.so"),
+        ),
+    )
+)
 config.substitutions.append(
     ("%plugin", os.path.join(config.flashnorm_lib_dir, "FlashNormPlugin.so"))
 )

@@ -219,7 +219,17 @@ template <typename OpTy> struct FlashNormLowering : OpRewritePattern<OpTy> {
                                 PatternRewriter &rewriter) const override {
     Value x = op.getInput();
     RowOps rows(rewriter, op.getLoc(), x, statTypeFor(rewriter, x, statsF64));
-    rewriter.replaceOp(op, lower(op, rows));
+    Operation *before = op->getPrevNode();
+    Value lowered = lower(op, rows);
+    // The ops built for a statistic or a post-scale carry its async-schedule
+    // marks (flashnorm-async-mark) down to the buffers.
+    for (StringRef name : {kAsyncGroupAttr, kAsyncRoleAttr, kAsyncPairAttr})
+      if (Attribute mark = op->getAttr(name))
+        for (Operation *o = before ? before->getNextNode()
+                                   : &op->getBlock()->front();
+             o != op.getOperation(); o = o->getNextNode())
+          o->setAttr(name, mark);
+    rewriter.replaceOp(op, lowered);
     return success();
   }
   Value lower(OpTy op, RowOps &rows) const;

@@ -1,5 +1,6 @@
 #include "flashnorm/Pipelines/Pipelines.h"
 
+#include "flashnorm/Conversion/Passes.h"
 #include "flashnorm/Transforms/Passes.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Pass/PassRegistry.h"
@@ -24,22 +25,49 @@ void flashnorm::buildFlashNormPipeline(
 }
 
 /// flashnorm ops and TOSA to linalg, bufferized across function boundaries
-/// (identity layouts), loops, LLVM: plain sequential CPU code, the reference
-/// that differential checks (flashnorm-run, the lit tests) execute.
-static constexpr llvm::StringLiteral kLowerToLLVM =
+/// (identity layouts).
+static constexpr llvm::StringLiteral kToBuffers =
     "flashnorm-lower-to-linalg,"
     "func.func(tosa-to-linalg-named,tosa-to-linalg,tosa-to-arith,"
     "tosa-to-tensor),"
     "convert-elementwise-to-linalg,"
     "one-shot-bufferize{bufferize-function-boundaries "
-    "function-boundary-type-conversion=identity-layout-map},"
-    "convert-linalg-to-loops,expand-strided-metadata,lower-affine,"
-    "convert-scf-to-cf,convert-math-to-llvm,convert-to-llvm,"
-    "reconcile-unrealized-casts";
+    "function-boundary-type-conversion=identity-layout-map}";
+/// Buffers to LLVM: loops, async tasks on the MLIR async runtime, LLVM.
+static constexpr llvm::StringLiteral kBuffersToLLVM =
+    "convert-linalg-to-loops,"
+    "async-to-async-runtime,async-runtime-ref-counting,"
+    "async-runtime-ref-counting-opt,convert-async-to-llvm,"
+    "expand-strided-metadata,lower-affine,convert-scf-to-cf,"
+    "convert-math-to-llvm,convert-to-llvm,reconcile-unrealized-casts";
+
+/// The first half of flashnorm-cpu-pipeline: down to buffers, with the
+/// async tasks built when concurrent.
+static LogicalResult buildCpuToBuffers(OpPassManager &pm,
+                                       const CpuPipelineOptions &options,
+                                       raw_ostream &errors) {
+  if (options.concurrent)
+    pm.addNestedPass<func::FuncOp>(createAsyncMark());
+  if (failed(parsePassPipeline(kToBuffers, pm, errors)))
+    return failure();
+  if (options.concurrent)
+    pm.addNestedPass<func::FuncOp>(createAsyncSchedule());
+  return success();
+}
+
+LogicalResult flashnorm::buildCpuPipeline(OpPassManager &pm,
+                                          const CpuPipelineOptions &options,
+                                          raw_ostream &errors) {
+  if (failed(buildCpuToBuffers(pm, options, errors)))
+    return failure();
+  return parsePassPipeline(kBuffersToLLVM, pm, errors);
+}
 
 LogicalResult flashnorm::buildLowerToLLVMPipeline(OpPassManager &pm,
                                                   raw_ostream &errors) {
-  return parsePassPipeline(kLowerToLLVM, pm, errors);
+  CpuPipelineOptions serial;
+  serial.concurrent = false;
+  return buildCpuPipeline(pm, serial, errors);
 }
 
 void flashnorm::registerPipelines() {
@@ -49,6 +77,32 @@ void flashnorm::registerPipelines() {
       "weights, drop redundant norms, "
       "defer 1/RMS past the projections, then canonicalize and CSE",
       buildFlashNormPipeline);
+  PassPipelineRegistration<CpuPipelineOptions>(
+      "flashnorm-cpu-pipeline",
+      "Lower to LLVM for the CPU with each deferred norm's statistic and "
+      "projections as tasks on the MLIR async runtime, joined before the "
+      "post-scale (link libmlir_async_runtime)",
+      [](OpPassManager &pm, const CpuPipelineOptions &options) {
+        if (failed(buildCpuPipeline(pm, options, llvm::errs())))
+          llvm::report_fatal_error("flashnorm-cpu-pipeline: bad pipeline");
+      });
+  // The two halves, so that tests can edit the scheduled buffers in between.
+  PassPipelineRegistration<CpuPipelineOptions>(
+      "flashnorm-cpu-to-buffers",
+      "First half of flashnorm-cpu-pipeline: bufferized linalg with the async "
+      "tasks built",
+      [](OpPassManager &pm, const CpuPipelineOptions &options) {
+        if (failed(buildCpuToBuffers(pm, options, llvm::errs())))
+          llvm::report_fatal_error("flashnorm-cpu-to-buffers: bad pipeline");
+      });
+  PassPipelineRegistration<>(
+      "flashnorm-cpu-buffers-to-llvm",
+      "Second half of flashnorm-cpu-pipeline: loops, async runtime, LLVM",
+      [](OpPassManager &pm) {
+        if (failed(parsePassPipeline(kBuffersToLLVM, pm, llvm::errs())))
+          llvm::report_fatal_error("flashnorm-cpu-buffers-to-llvm: bad "
+                                   "pipeline");
+      });
   PassPipelineRegistration<>(
       "flashnorm-lower-to-llvm",
       "Lower flashnorm, TOSA and linalg on tensors to the LLVM dialect as "

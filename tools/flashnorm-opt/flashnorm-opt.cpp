@@ -9,9 +9,14 @@
 #include "mlir/InitAllPasses.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
 
+namespace mlir::flashnorm::test {
+void registerTestPasses();
+} // namespace mlir::flashnorm::test
+
 int main(int argc, char **argv) {
   mlir::registerAllPasses();
   mlir::flashnorm::registerAllPasses();
+  mlir::flashnorm::test::registerTestPasses();
 
   mlir::DialectRegistry registry;
   mlir::registerAllDialects(registry);

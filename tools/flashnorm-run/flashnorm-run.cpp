@@ -69,6 +69,12 @@ static cl::opt<double> absTol("atol", cl::desc("Absolute tolerance (1e-5)"),
                               cl::init(1e-5), cl::cat(runCategory));
 static cl::opt<unsigned> seed("seed", cl::desc("Seed of the random inputs"),
                               cl::init(1), cl::cat(runCategory));
+static cl::opt<bool> concurrent(
+    "concurrent",
+    cl::desc("Lower with flashnorm-cpu-pipeline: deferred norms' statistics "
+             "and projections as async tasks (default: the serial reference "
+             "lowering)"),
+    cl::init(false), cl::cat(runCategory));
 static cl::opt<double>
     inputRange("input-range",
                cl::desc("Inputs are uniform in [-R, R] (default 1)"),
@@ -220,7 +226,9 @@ FailureOr<SmallVector<HostTensor>> run(ModuleOp module, StringRef passes,
   }
   PassManager pm(module.getContext());
   pm.addPass(createSymbolDCEPass());
-  if (failed(flashnorm::buildLowerToLLVMPipeline(pm, errorStream))) {
+  flashnorm::CpuPipelineOptions cpu;
+  cpu.concurrent = concurrent.getValue();
+  if (failed(flashnorm::buildCpuPipeline(pm, cpu, errorStream))) {
     llvm::errs() << "error: " << errors << "\n";
     return failure();
   }
@@ -230,6 +238,8 @@ FailureOr<SmallVector<HostTensor>> run(ModuleOp module, StringRef passes,
   SmallVector<StringRef> libs;
   for (const std::string &lib : sharedLibs)
     libs.push_back(lib);
+  if (concurrent) // Async tasks call into MLIR's async runtime.
+    libs.push_back(FLASHNORM_MLIR_LIB_DIR "/libmlir_async_runtime.so");
   ExecutionEngineOptions options;
   options.sharedLibPaths = libs;
   auto transformer = makeOptimizingTransformer(2, 0, nullptr);
@@ -309,8 +319,14 @@ FailureOr<SmallVector<HostTensor>> run(ModuleOp module, StringRef passes,
         index[d] = 0;
       }
     }
-    // The function allocated its results with malloc; they are its to lose.
-    std::free(reinterpret_cast<void *>(resultStorage[word]));
+    // A result the function allocated (malloc) is freed; one that aliases an
+    // argument (bufferization may write an argument in place) is ours.
+    auto *allocated = reinterpret_cast<char *>(resultStorage[word]);
+    bool isArgument = llvm::any_of(buffers, [&](const std::vector<char> &b) {
+      return allocated >= b.data() && allocated < b.data() + b.size();
+    });
+    if (!isArgument)
+      std::free(allocated);
     word += 3 + 2 * rank;
     outputs.push_back(std::move(out));
   }

@@ -2,6 +2,8 @@
 #define FLASHNORM_CONVERSION_PASSES_H
 
 #include "flashnorm/Dialect/FlashNorm/IR/FlashNormDialect.h"
+#include "mlir/Dialect/Async/IR/Async.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
@@ -14,6 +16,15 @@ namespace mlir::flashnorm {
 
 #define GEN_PASS_REGISTRATION
 #include "flashnorm/Conversion/Passes.h.inc"
+
+/// Marks of the CPU async schedule: which deferred norm (group) an op belongs
+/// to and its role in it ("stat", "proj" or "post"). Set on tensors by
+/// flashnorm-async-mark, kept through the lowering and bufferization, and
+/// consumed by flashnorm-async-schedule.
+constexpr llvm::StringLiteral kAsyncGroupAttr = "flashnorm.async_group";
+constexpr llvm::StringLiteral kAsyncRoleAttr = "flashnorm.async_role";
+/// Pairs a projection with the post-scale that reads it.
+constexpr llvm::StringLiteral kAsyncPairAttr = "flashnorm.async_pair";
 
 /// Adds the patterns that lower flashnorm ops to linalg on tensors.
 void populateLowerToLinalgPatterns(RewritePatternSet &patterns, bool statsF64);

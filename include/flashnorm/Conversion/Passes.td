@@ -25,4 +25,32 @@ def LowerToLinalg : Pass<"flashnorm-lower-to-linalg"> {
   ];
 }
 
+def AsyncMark : Pass<"flashnorm-async-mark", "func::FuncOp"> {
+  let summary = "Mark deferred norms for the CPU async schedule";
+  let description = [{
+    For every `flashnorm.post_scale` whose scale is a `flashnorm.rms_inv` or
+    `flashnorm.layer_inv`, marks the statistic, the projection that produces
+    the post-scale's input and the post-scale with one group id and their
+    roles. The marks survive `flashnorm-lower-to-linalg` and bufferization;
+    `flashnorm-async-schedule` turns them into `async.execute` regions.
+  }];
+  let options = [];
+}
+
+def AsyncSchedule : Pass<"flashnorm-async-schedule", "func::FuncOp"> {
+  let summary = "Run each deferred norm's statistic and projection concurrently";
+  let description = [{
+    On bufferized code marked by `flashnorm-async-mark`: the ops of each
+    group's statistic go into one `async.execute`, placed where the group's
+    first projection starts; each projection into its own `async.execute`;
+    and before every post-scale an `async.await` of the statistic's token and
+    of its projection's token (the explicit join, FLASHNORM.md §6). Groups
+    whose ops are not all in one block are left serial (reported).
+
+    Remarks: `--remarks-filter=flashnorm`.
+  }];
+  let dependentDialects = ["::mlir::async::AsyncDialect"];
+  let options = [];
+}
+
 #endif

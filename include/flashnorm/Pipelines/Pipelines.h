@@ -35,6 +35,22 @@ struct FlashNormPipelineOptions
 void buildFlashNormPipeline(OpPassManager &pm,
                             const FlashNormPipelineOptions &options);
 
+/// Options of flashnorm-cpu-pipeline.
+struct CpuPipelineOptions : public PassPipelineOptions<CpuPipelineOptions> {
+  PassOptions::Option<bool> concurrent{
+      *this, "concurrent",
+      llvm::cl::desc("Run each deferred norm's statistic and projections as "
+                     "async tasks joined before the post-scale (false: "
+                     "serial)"),
+      llvm::cl::init(true)};
+};
+
+/// Appends the CPU lowering to LLVM (flashnorm-cpu-pipeline) to a
+/// builtin.module pass manager.
+LogicalResult buildCpuPipeline(OpPassManager &pm,
+                               const CpuPipelineOptions &options,
+                               llvm::raw_ostream &errors);
+
 /// Appends the reference CPU lowering (flashnorm-lower-to-llvm) to a
 /// builtin.module pass manager.
 LogicalResult buildLowerToLLVMPipeline(OpPassManager &pm,

@@ -1,0 +1,177 @@
+//===- AsyncSchedule.cpp - Deferred norms on the async runtime (CPU)
+//-------===//
+//
+// The CPU form of the two-stream design: the statistic (1/RMS or 1/std) and
+// the projection of the raw input run as two async tasks and the post-scale
+// waits for both (FLASHNORM.md §2, §6). Marks are set on tensors, where the
+// structure is visible, and the tasks are built after bufferization, where
+// async regions can capture buffers.
+//
+//===----------------------------------------------------------------------===//
+
+#include "flashnorm/Conversion/Passes.h"
+#include "flashnorm/Dialect/FlashNorm/IR/FlashNormOps.h"
+#include "flashnorm/Utils/Remarks.h"
+
+#include "mlir/Dialect/Async/IR/Async.h"
+#include "mlir/IR/Builders.h"
+#include "llvm/ADT/MapVector.h"
+
+namespace mlir::flashnorm {
+#define GEN_PASS_DEF_ASYNCMARK
+#define GEN_PASS_DEF_ASYNCSCHEDULE
+#include "flashnorm/Conversion/Passes.h.inc"
+} // namespace mlir::flashnorm
+
+using namespace mlir;
+using namespace mlir::flashnorm;
+
+namespace {
+constexpr StringLiteral kSchedulePass = "flashnorm-async-schedule";
+
+void mark(Operation *op, int64_t group, StringRef role, int64_t pair = -1) {
+  Builder b(op->getContext());
+  op->setAttr(kAsyncGroupAttr, b.getI64IntegerAttr(group));
+  op->setAttr(kAsyncRoleAttr, b.getStringAttr(role));
+  if (pair >= 0)
+    op->setAttr(kAsyncPairAttr, b.getI64IntegerAttr(pair));
+}
+
+struct AsyncMarkPass : flashnorm::impl::AsyncMarkBase<AsyncMarkPass> {
+  void runOnOperation() override {
+    DenseMap<Operation *, int64_t> groups;
+    int64_t pairs = 0;
+    getOperation().walk([&](PostScaleOp post) {
+      Operation *stat = post.getScale().getDefiningOp();
+      if (!isa_and_nonnull<RMSInvOp, LayerInvOp>(stat))
+        return;
+      auto [it, inserted] = groups.try_emplace(stat, groups.size());
+      int64_t group = it->second;
+      if (inserted)
+        mark(stat, group, "stat");
+      // The projection: the op producing the raw product, if it is one.
+      Operation *proj = post.getInput().getDefiningOp();
+      if (proj && proj->getNumResults() == 1 && proj->getNumRegions() == 1 &&
+          !proj->hasAttr(kAsyncGroupAttr)) {
+        mark(proj, group, "proj", pairs);
+        mark(post, group, "post", pairs++);
+      } else {
+        mark(post, group, "post");
+      }
+    });
+  }
+};
+
+/// The ops of one group, in block order.
+struct Group {
+  SmallVector<Operation *> stat, proj, post;
+};
+
+struct AsyncSchedulePass
+    : flashnorm::impl::AsyncScheduleBase<AsyncSchedulePass> {
+  void runOnOperation() override {
+    func::FuncOp fn = getOperation();
+    if (fn.isExternal())
+      return;
+    PassReporter reporter(fn, kSchedulePass);
+    llvm::MapVector<int64_t, Group> groups;
+    fn.walk([&](Operation *op) {
+      auto group = op->getAttrOfType<IntegerAttr>(kAsyncGroupAttr);
+      auto role = op->getAttrOfType<StringAttr>(kAsyncRoleAttr);
+      if (!group || !role)
+        return;
+      Group &g = groups[group.getInt()];
+      (role.getValue() == "stat"   ? g.stat
+       : role.getValue() == "proj" ? g.proj
+                                   : g.post)
+          .push_back(op);
+    });
+    for (auto &[id, group] : groups) {
+      // Ops that produce values (constants, allocations) stay where they
+      // are; the work on buffers moves into the tasks.
+      for (auto *ops : {&group.stat, &group.proj, &group.post})
+        llvm::erase_if(*ops,
+                       [](Operation *op) { return op->getNumResults() != 0; });
+      schedule(group, reporter);
+    }
+    // The marks have done their job.
+    fn.walk([](Operation *op) {
+      op->removeAttr(kAsyncGroupAttr);
+      op->removeAttr(kAsyncRoleAttr);
+      op->removeAttr(kAsyncPairAttr);
+    });
+  }
+
+  static int64_t pairOf(Operation *op) {
+    auto pair = op->getAttrOfType<IntegerAttr>(kAsyncPairAttr);
+    return pair ? pair.getInt() : -1;
+  }
+
+  /// Moves `ops` (in order) into a new async.execute before `before`;
+  /// returns its token.
+  static Value outline(ArrayRef<Operation *> ops, Operation *before) {
+    OpBuilder b(before);
+    auto exec = async::ExecuteOp::create(
+        b, ops.front()->getLoc(), TypeRange{}, ValueRange{}, ValueRange{},
+        [&](OpBuilder &nb, Location loc, ValueRange) {
+          async::YieldOp::create(nb, loc, ValueRange{});
+        });
+    Block &body = exec.getBodyRegion().front();
+    for (Operation *op : ops)
+      op->moveBefore(body.getTerminator());
+    return exec.getToken();
+  }
+
+  void schedule(Group &g, PassReporter &reporter) {
+    Operation *anchor = g.stat.empty() ? nullptr : g.stat.front();
+    if (g.stat.empty() || g.post.empty())
+      return;
+    Block *block = anchor->getBlock();
+    auto sameBlock = [&](ArrayRef<Operation *> ops) {
+      return llvm::all_of(
+          ops, [&](Operation *op) { return op->getBlock() == block; });
+    };
+    if (!sameBlock(g.stat) || !sameBlock(g.proj) || !sameBlock(g.post)) {
+      reporter.refused(anchor, "kept serial: the statistic, projections and "
+                               "post-scales are not in one block");
+      return;
+    }
+    // Results of ops moved into a region may only be used inside it (on
+    // buffers, ops communicate through memory, not values).
+    auto usedOutside = [](ArrayRef<Operation *> ops) {
+      return llvm::any_of(ops, [&](Operation *op) {
+        return llvm::any_of(op->getUsers(), [&](Operation *user) {
+          return !llvm::is_contained(ops, user);
+        });
+      });
+    };
+    if (usedOutside(g.stat) ||
+        llvm::any_of(g.proj, [&](Operation *p) { return usedOutside(p); })) {
+      reporter.refused(anchor, "kept serial: an op of the group has results "
+                               "used elsewhere (not bufferized?)");
+      return;
+    }
+    // The statistic starts where the first projection (or post-scale)
+    // would: everything it reads is defined by then.
+    Operation *first = g.proj.empty() ? g.post.front() : g.proj.front();
+    for (Operation *op : llvm::concat<Operation *>(g.proj, g.post))
+      if (op->isBeforeInBlock(first))
+        first = op;
+    Value statToken = outline(g.stat, first);
+    // Each projection is a task of its own; its post-scale joins both.
+    DenseMap<int64_t, Value> projTokens;
+    for (Operation *proj : g.proj)
+      projTokens[pairOf(proj)] = outline(proj, proj->getNextNode());
+    for (Operation *post : g.post) {
+      OpBuilder b(post);
+      async::AwaitOp::create(b, post->getLoc(), statToken);
+      if (Value token = projTokens.lookup(pairOf(post)))
+        async::AwaitOp::create(b, post->getLoc(), token);
+    }
+    reporter.applied(statToken.getDefiningOp(),
+                     "statistic and " + Twine(g.proj.size()) +
+                         " projection(s) run as async tasks, joined before " +
+                         Twine(g.post.size()) + " post-scale(s)");
+  }
+};
+} // namespace
