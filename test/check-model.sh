@@ -19,8 +19,14 @@ flashnorm-opt "$out.mlir" "$lower" | run > "$out.ref"
 flashnorm-opt "$out.mlir" "$pipeline" --remarks-filter=flashnorm \
   --remark-format=emitRemark -o "$out.rewritten.mlir" 2> "$out.remarks"
 flashnorm-opt "$out.rewritten.mlir" "$lower" | run > "$out.out"
+# The concurrent CPU pipeline (async tasks; -O2 lowers their coroutines).
+flashnorm-opt "$out.rewritten.mlir" --flashnorm-cpu-pipeline |
+  mlir-runner -O2 -e main -entry-point-result=void \
+    -shared-libs="$MLIR_LIB_DIR/libmlir_runner_utils.so,$MLIR_LIB_DIR/libmlir_c_runner_utils.so,$MLIR_LIB_DIR/libmlir_async_runtime.so" \
+    > "$out.async"
 grep -o 'flashnorm-gen: .*' "$out.mlir"
 echo "raised=$(grep -c 'raised a' "$out.remarks" || true)" \
   "folded=$(grep -c 'Passed\] flashnorm-fold-gains' "$out.remarks" || true)" \
   "deferred=$(grep -c 'Passed\] flashnorm-defer-scale' "$out.remarks" || true)"
 python3 "$here/compare-outputs.py" "$out.ref" "$out.out" --rtol "$rtol" --atol "$atol"
+python3 "$here/compare-outputs.py" "$out.ref" "$out.async" --rtol "$rtol" --atol "$atol"

@@ -5,7 +5,9 @@
 // 3e-2, a few bf16 ulps at the outputs' magnitude (about 1), since the
 // rewritten program rounds at different points (folded bf16 weights, raw
 // bf16 activations, one rounding after the post-scale). Every norm is raised; gains are folded and
-// 1/RMS deferred wherever the norm feeds projections only.
+// 1/RMS deferred wherever the norm feeds projections only. The rewritten
+// program is run twice: through the serial reference lowering and through
+// the concurrent CPU pipeline (second MATCH).
 // RUN: %check-model %t.llama-linalg-resource 1e-4 1e-4 -- --family=llama --flavor=linalg --weights=resource --layers=2 | FileCheck %s --check-prefix=LLAMA
 // RUN: %check-model %t.llama-linalg-args 1e-4 1e-4 -- --family=llama --flavor=linalg --weights=args --layers=2 | FileCheck %s --check-prefix=LLAMA
 // RUN: %check-model %t.llama-tosa-resource 1e-4 1e-4 -- --family=llama --flavor=tosa --weights=resource --layers=2 | FileCheck %s --check-prefix=LLAMA
@@ -32,18 +34,23 @@
 // LLAMA: rms_norms=5 layer_norms=0 gains=5
 // LLAMA-NEXT: raised=5 folded=4 deferred=4
 // LLAMA-NEXT: MATCH
+// LLAMA-NEXT: MATCH
 // QWEN2: rms_norms=5 layer_norms=0 gains=5
 // QWEN2-NEXT: raised=5 folded=4 deferred=4
+// QWEN2-NEXT: MATCH
 // QWEN2-NEXT: MATCH
 // Gemma: 13 norms (sandwich norms and QK-norms feed no projection).
 // GEMMA: rms_norms=13 layer_norms=0 gains=13 qk_norms=4
 // GEMMA-NEXT: raised=13 folded=4 deferred=4
 // GEMMA-NEXT: MATCH
+// GEMMA-NEXT: MATCH
 // GPT2: rms_norms=0 layer_norms=5 gains=5
 // GPT2-NEXT: raised=5 folded=4 deferred=4
+// GPT2-NEXT: MATCH
 // GPT2-NEXT: MATCH
 // A LayerNorm bias cannot be folded through argument weights (it would need
 // a new argument): GPT-2 with argument weights keeps its LayerNorms.
 // GPT2-ARGS: rms_norms=0 layer_norms=5 gains=5
 // GPT2-ARGS-NEXT: raised=5 folded=0 deferred=0
+// GPT2-ARGS-NEXT: MATCH
 // GPT2-ARGS-NEXT: MATCH

@@ -5,6 +5,9 @@
 // RUN: flashnorm-opt %s %lower-to-llvm | %run > %t.ref
 // RUN: flashnorm-opt %s --flashnorm | flashnorm-opt %lower-to-llvm | %run > %t.out
 // RUN: %compare %t.ref %t.out --rtol 1e-4 --atol 1e-5 | FileCheck %s --check-prefix=CMP
+// The same on the concurrent CPU pipeline (statistics as async tasks):
+// RUN: flashnorm-opt %s --flashnorm | flashnorm-opt --flashnorm-cpu-pipeline | %async-run > %t.async
+// RUN: %compare %t.ref %t.async --rtol 1e-4 --atol 1e-5 | FileCheck %s --check-prefix=CMP
 // RUN: flashnorm-opt %s --flashnorm | FileCheck %s
 // CMP: MATCH
 // CHECK-LABEL: func.func @block

@@ -5,6 +5,9 @@
 // RUN: %compare %t.ref %t.out --rtol 1e-5 --atol 1e-6 | FileCheck %s --check-prefix=CMP
 // RUN: flashnorm-opt %s --flashnorm | flashnorm-opt %lower-to-llvm | %run > %t.all
 // RUN: %compare %t.ref %t.all --rtol 1e-5 --atol 1e-6 | FileCheck %s --check-prefix=CMP
+// The same on the concurrent CPU pipeline (statistics as async tasks):
+// RUN: flashnorm-opt %s --flashnorm | flashnorm-opt --flashnorm-cpu-pipeline | %async-run > %t.async
+// RUN: %compare %t.ref %t.async --rtol 1e-5 --atol 1e-6 | FileCheck %s --check-prefix=CMP
 // RUN: flashnorm-opt %s --flashnorm-raise | FileCheck %s
 // CMP: MATCH
 // CHECK-COUNT-4: flashnorm.{{rms|layer}}_norm
