@@ -30,3 +30,10 @@ $opt "$example" "${lower[@]}" | $runner > "$tmp/original.txt"
 $opt "$tmp/rewritten.mlir" "${lower[@]}" | $runner > "$tmp/rewritten.txt"
 python3 test/compare-outputs.py "$tmp/original.txt" "$tmp/rewritten.txt" \
   --rtol 1e-4 --atol 1e-5
+echo
+echo "== rewritten, on the concurrent CPU pipeline (statistics as async tasks)"
+$opt "$tmp/rewritten.mlir" --flashnorm-cpu-pipeline |
+  $runner -O2 -shared-libs=/usr/lib/llvm-22/lib/libmlir_async_runtime.so \
+    > "$tmp/concurrent.txt"
+python3 test/compare-outputs.py "$tmp/original.txt" "$tmp/concurrent.txt" \
+  --rtol 1e-4 --atol 1e-5
