@@ -5,6 +5,9 @@
 // RUN: flashnorm-opt %s %lower-to-llvm | %run > %t.ref
 // RUN: flashnorm-opt %s --flashnorm-drop-redundant | flashnorm-opt %lower-to-llvm | %run > %t.out
 // RUN: %compare %t.ref %t.out --rtol 1e-4 --atol 1e-7 | FileCheck %s --check-prefix=CMP
+// The same on the concurrent CPU pipeline:
+// RUN: flashnorm-opt %s --flashnorm-drop-redundant | flashnorm-opt --flashnorm-cpu-pipeline | %async-run > %t.async
+// RUN: %compare %t.ref %t.async --rtol 1e-4 --atol 1e-7 | FileCheck %s --check-prefix=CMP
 // RUN: flashnorm-opt %S/Inputs/drop-redundant-naive.mlir %lower-to-llvm | %run > %t.naive
 // RUN: not %compare %t.ref %t.naive --rtol 1e-4 --atol 1e-7 | FileCheck %s --check-prefix=NAIVE
 // RUN: flashnorm-opt %s --flashnorm-drop-redundant | FileCheck %s

@@ -3,6 +3,9 @@
 // RUN: flashnorm-opt %s %lower-to-llvm | %run > %t.ref
 // RUN: flashnorm-opt %s --flashnorm-fold-gains | flashnorm-opt %lower-to-llvm | %run > %t.out
 // RUN: %compare %t.ref %t.out --rtol 1e-5 --atol 1e-6 | FileCheck %s --check-prefix=CMP
+// The same on the concurrent CPU pipeline:
+// RUN: flashnorm-opt %s --flashnorm-fold-gains | flashnorm-opt --flashnorm-cpu-pipeline | %async-run > %t.async
+// RUN: %compare %t.ref %t.async --rtol 1e-5 --atol 1e-6 | FileCheck %s --check-prefix=CMP
 // The rewrite did fire:
 // RUN: flashnorm-opt %s --flashnorm-fold-gains | FileCheck %s
 // CMP: MATCH
