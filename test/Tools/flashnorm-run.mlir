@@ -9,6 +9,10 @@
 // RUN:   --pipeline='builtin.module(func.func(flashnorm-drop-redundant))' | FileCheck %s --check-prefix=SAME
 // RUN: not flashnorm-run %S/Inputs/naive-drop.mlir -e block --input-range=0.01 \
 // RUN:   --compare --compare-with=%s | FileCheck %s --check-prefix=NAIVE
+// Inputs from files (raw little-endian f32, row-major): x[i] = 0.1 i.
+// RUN: %python -c "import struct; open('%t.bin', 'wb').write(struct.pack('<32f', *[0.1 * i for i in range(32)]))"
+// RUN: flashnorm-run %s -e block --inputs=%t.bin --print=values | FileCheck %s --check-prefix=FILE
+// RUN: not flashnorm-run %s -e block --inputs=%s 2>&1 | FileCheck %s --check-prefix=BADFILE
 // Unsupported signatures and missing functions are errors, not crashes:
 // RUN: not flashnorm-run %s -e scalar 2>&1 | FileCheck %s --check-prefix=SCALAR
 // RUN: not flashnorm-run %s -e missing 2>&1 | FileCheck %s --check-prefix=MISSING
@@ -24,6 +28,8 @@
 // SAME: MATCH
 // NAIVE: output #0 4x8xf32: max abs error {{.*}} past rtol 0.0001 atol 1e-05
 // NAIVE: MISMATCH
+// FILE: output #0 4x8xf32: sum 39.7943, sum|x| 39.7943, values 0 0.478091 0.239046 1.07571
+// BADFILE: error: {{.*}}flashnorm-run.mlir holds {{[0-9]+}} bytes, expected 128 for tensor<4x8xf32>
 // SCALAR: error: @scalar argument #0 has type f32: it is not a ranked tensor
 // MISSING: error: {{.*}} has no function @missing with a body
 // BADPIPE: error: cannot parse --pipeline

@@ -33,6 +33,7 @@
 #include "llvm/ADT/bit.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -79,6 +80,12 @@ static cl::opt<double>
     inputRange("input-range",
                cl::desc("Inputs are uniform in [-R, R] (default 1)"),
                cl::init(1.0), cl::cat(runCategory));
+static cl::list<std::string> inputFiles(
+    "inputs",
+    cl::desc("Files holding the arguments instead of random values, one per "
+             "argument in order (comma separated): raw little-endian elements "
+             "of the argument's type, row-major"),
+    cl::CommaSeparated, cl::cat(runCategory));
 static cl::list<std::string>
     sharedLibs("shared-libs",
                cl::desc("Libraries the function calls into (comma separated)"),
@@ -172,6 +179,42 @@ double load(flashnorm::FloatKind kind, const char *src) {
     return d;
   }
   llvm_unreachable("unknown float kind");
+}
+
+/// The arguments read from --inputs files, or an error.
+FailureOr<SmallVector<HostTensor>> readInputs(FunctionType type) {
+  if (inputFiles.size() != type.getNumInputs()) {
+    llvm::errs() << "error: --inputs names " << inputFiles.size()
+                 << " files but @" << entry << " takes " << type.getNumInputs()
+                 << " arguments\n";
+    return failure();
+  }
+  SmallVector<HostTensor> inputs;
+  for (auto [file, t] : llvm::zip(inputFiles, type.getInputs())) {
+    auto tensor = cast<RankedTensorType>(t);
+    HostTensor h{llvm::to_vector(tensor.getShape()),
+                 *floatKindOf(tensor.getElementType()),
+                 {}};
+    auto buffer = llvm::MemoryBuffer::getFile(file, /*IsText=*/false);
+    size_t width = byteWidth(h.kind);
+    size_t expected = width * tensor.getNumElements();
+    if (!buffer) {
+      llvm::errs() << "error: cannot read " << file << "\n";
+      return failure();
+    }
+    if ((*buffer)->getBufferSize() != expected) {
+      llvm::errs() << "error: " << file << " holds "
+                   << (*buffer)->getBufferSize() << " bytes, expected "
+                   << expected << " for " << t << "\n";
+      return failure();
+    }
+    const char *data = (*buffer)->getBufferStart();
+    h.values.resize(tensor.getNumElements());
+    for (size_t i = 0; i < h.values.size(); ++i)
+      h.values[i] = load(h.kind, data + i * width);
+    inputs.push_back(std::move(h));
+  }
+  return inputs;
 }
 
 /// Seeded inputs for every argument: uniform in [-R, R], rounded to the
@@ -452,7 +495,15 @@ int main(int argc, char **argv) {
   FailureOr<FunctionType> type = checkEntry(*module, inputFile);
   if (failed(type))
     return 1;
-  SmallVector<HostTensor> inputs = makeInputs(*type);
+  SmallVector<HostTensor> inputs;
+  if (inputFiles.empty()) {
+    inputs = makeInputs(*type);
+  } else {
+    FailureOr<SmallVector<HostTensor>> read = readInputs(*type);
+    if (failed(read))
+      return 1;
+    inputs = std::move(*read);
+  }
 
   OwningOpRef<ModuleOp> reference;
   if (compare) {
