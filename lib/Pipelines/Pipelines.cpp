@@ -33,13 +33,38 @@ static constexpr llvm::StringLiteral kToBuffers =
     "convert-elementwise-to-linalg,"
     "one-shot-bufferize{bufferize-function-boundaries "
     "function-boundary-type-conversion=identity-layout-map}";
-/// Buffers to LLVM: loops, async tasks on the MLIR async runtime, LLVM.
+/// Buffers to LLVM: vector and scalar loops, async tasks on the MLIR async
+/// runtime, LLVM. Transfers are fully unrolled and vector.contract becomes
+/// outer products (FMAs on the innermost tile).
 static constexpr llvm::StringLiteral kBuffersToLLVM =
+    "func.func(lower-vector-multi-reduction),"
+    "convert-vector-to-scf{full-unroll=true},"
     "convert-linalg-to-loops,"
     "async-to-async-runtime,async-runtime-ref-counting,"
     "async-runtime-ref-counting-opt,convert-async-to-llvm,"
     "expand-strided-metadata,lower-affine,convert-scf-to-cf,"
-    "convert-math-to-llvm,convert-to-llvm,reconcile-unrealized-casts";
+    "convert-math-to-llvm,"
+    "convert-vector-to-llvm{vector-contract-lowering=outerproduct},"
+    "convert-to-llvm,reconcile-unrealized-casts";
+
+/// The tile-and-vectorize step of the CPU pipeline, with its options.
+static LogicalResult buildCpuCodegen(OpPassManager &pm,
+                                     const CpuPipelineOptions &options,
+                                     raw_ostream &errors) {
+  if (!options.vectorize)
+    return success();
+  std::string sizes;
+  for (int64_t s : options.tileSizes)
+    sizes += (sizes.empty() ? "" : ",") + std::to_string(s);
+  // fpowi by a constant becomes multiplies first: LLVM's powi intrinsic takes
+  // no vector exponent.
+  std::string text = "func.func(math-expand-ops{ops=fpowi},"
+                     "flashnorm-cpu-codegen{vector-width=" +
+                     std::to_string(options.vectorWidth) +
+                     (sizes.empty() ? "" : " tile-sizes=" + sizes) +
+                     "},canonicalize)";
+  return parsePassPipeline(text, pm, errors);
+}
 
 /// The first half of flashnorm-cpu-pipeline: down to buffers, with the
 /// async tasks built when concurrent.
@@ -58,7 +83,8 @@ static LogicalResult buildCpuToBuffers(OpPassManager &pm,
 LogicalResult flashnorm::buildCpuPipeline(OpPassManager &pm,
                                           const CpuPipelineOptions &options,
                                           raw_ostream &errors) {
-  if (failed(buildCpuToBuffers(pm, options, errors)))
+  if (failed(buildCpuToBuffers(pm, options, errors)) ||
+      failed(buildCpuCodegen(pm, options, errors)))
     return failure();
   return parsePassPipeline(kBuffersToLLVM, pm, errors);
 }
@@ -67,6 +93,7 @@ LogicalResult flashnorm::buildLowerToLLVMPipeline(OpPassManager &pm,
                                                   raw_ostream &errors) {
   CpuPipelineOptions serial;
   serial.concurrent = false;
+  serial.vectorize = false;
   return buildCpuPipeline(pm, serial, errors);
 }
 
@@ -95,11 +122,13 @@ void flashnorm::registerPipelines() {
         if (failed(buildCpuToBuffers(pm, options, llvm::errs())))
           llvm::report_fatal_error("flashnorm-cpu-to-buffers: bad pipeline");
       });
-  PassPipelineRegistration<>(
+  PassPipelineRegistration<CpuPipelineOptions>(
       "flashnorm-cpu-buffers-to-llvm",
-      "Second half of flashnorm-cpu-pipeline: loops, async runtime, LLVM",
-      [](OpPassManager &pm) {
-        if (failed(parsePassPipeline(kBuffersToLLVM, pm, llvm::errs())))
+      "Second half of flashnorm-cpu-pipeline: tiles and vectors, loops, "
+      "async runtime, LLVM",
+      [](OpPassManager &pm, const CpuPipelineOptions &options) {
+        if (failed(buildCpuCodegen(pm, options, llvm::errs())) ||
+            failed(parsePassPipeline(kBuffersToLLVM, pm, llvm::errs())))
           llvm::report_fatal_error("flashnorm-cpu-buffers-to-llvm: bad "
                                    "pipeline");
       });

@@ -53,4 +53,27 @@ def AsyncSchedule : Pass<"flashnorm-async-schedule", "func::FuncOp"> {
   let options = [];
 }
 
+def CpuCodegen : Pass<"flashnorm-cpu-codegen", "func::FuncOp"> {
+  let summary = "Tile and vectorize linalg ops on buffers for the CPU";
+  let description = [{
+    Projections (contractions) are tiled over their last three loops
+    (m, n, k) with `tile-sizes`, every other linalg op over its innermost
+    loop with `vector-width`, each tile size shrunk to the largest divisor of
+    the static loop size; every tile is then vectorized and redundant vector
+    transfers hoisted out of loops. Ops with dynamic sizes are left to
+    convert-linalg-to-loops.
+  }];
+  let dependentDialects = [
+    "::mlir::scf::SCFDialect",
+    "::mlir::vector::VectorDialect",
+    "::mlir::arith::ArithDialect"
+  ];
+  let options = [
+    ListOption<"tileSizes", "tile-sizes", "int64_t",
+               "Projection tile sizes (m, n, k); default 4,16,1">,
+    Option<"vectorWidth", "vector-width", "int64_t", /*default=*/"8",
+           "Innermost tile of other ops (8 f32 lanes of AVX2)">,
+  ];
+}
+
 #endif

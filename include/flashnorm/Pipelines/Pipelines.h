@@ -43,6 +43,18 @@ struct CpuPipelineOptions : public PassPipelineOptions<CpuPipelineOptions> {
                      "async tasks joined before the post-scale (false: "
                      "serial)"),
       llvm::cl::init(true)};
+  PassOptions::Option<bool> vectorize{
+      *this, "vectorize",
+      llvm::cl::desc("Tile and vectorize linalg ops (flashnorm-cpu-codegen); "
+                     "false: scalar loops"),
+      llvm::cl::init(true)};
+  PassOptions::ListOption<int64_t> tileSizes{
+      *this, "tile-sizes",
+      llvm::cl::desc("Projection tiles (m, n, k); default 4,16,1")};
+  PassOptions::Option<int64_t> vectorWidth{
+      *this, "vector-width",
+      llvm::cl::desc("Innermost tile of other linalg ops (default 8)"),
+      llvm::cl::init(8)};
 };
 
 /// Appends the CPU lowering to LLVM (flashnorm-cpu-pipeline) to a
