@@ -7,6 +7,8 @@
 // The same on the concurrent CPU pipeline (statistics as async tasks):
 // RUN: flashnorm-opt %s --flashnorm-defer-scale | flashnorm-opt --flashnorm-cpu-pipeline | %async-run > %t.async
 // RUN: %compare %t.ref %t.async --rtol 2e-3 --atol 1e-3 | FileCheck %s --check-prefix=CMP
+// RUN: flashnorm-opt %s --flashnorm-defer-scale | flashnorm-opt '--flashnorm-cpu-pipeline=concurrent=false' | %async-run > %t.serial
+// RUN: %compare %t.ref %t.serial --rtol 2e-3 --atol 1e-3 | FileCheck %s --check-prefix=CMP
 // RUN: flashnorm-opt %s --flashnorm-defer-scale | FileCheck %s
 // CMP: MATCH
 // CHECK-LABEL: func.func @block

@@ -9,6 +9,8 @@
 // The same on the concurrent CPU pipeline (statistics as async tasks):
 // RUN: flashnorm-opt %s --flashnorm | flashnorm-opt --flashnorm-cpu-pipeline | %async-run > %t.async
 // RUN: %compare %t.ref %t.async --rtol 1e-4 --atol 1e-5 | FileCheck %s --check-prefix=CMP
+// RUN: flashnorm-opt %s --flashnorm | flashnorm-opt '--flashnorm-cpu-pipeline=concurrent=false' | %async-run > %t.serial
+// RUN: %compare %t.ref %t.serial --rtol 1e-4 --atol 1e-5 | FileCheck %s --check-prefix=CMP
 // RUN: flashnorm-opt %s --flashnorm | FileCheck %s
 // CMP: MATCH
 // CHECK-LABEL: func.func @block

@@ -9,6 +9,8 @@
 // RUN: flashnorm-opt %s %lower-to-llvm | %async-run > %t.ref
 // RUN: flashnorm-opt %s --flashnorm | flashnorm-opt --flashnorm-cpu-pipeline | %async-run > %t.async
 // RUN: %compare %t.ref %t.async --rtol 1e-4 --atol 1e-4 | FileCheck %s --check-prefix=JOINED
+// RUN: flashnorm-opt %s --flashnorm | flashnorm-opt '--flashnorm-cpu-pipeline=concurrent=false' | %async-run > %t.serial
+// RUN: %compare %t.ref %t.serial --rtol 1e-4 --atol 1e-4 | FileCheck %s --check-prefix=JOINED
 // RUN: flashnorm-opt %s --flashnorm | flashnorm-opt --flashnorm-cpu-to-buffers \
 // RUN:   | flashnorm-opt --pass-pipeline='builtin.module(func.func(flashnorm-test-drop-await))' \
 // RUN:   | flashnorm-opt --flashnorm-cpu-buffers-to-llvm | %async-run > %t.mutant
