@@ -151,13 +151,10 @@ struct AsyncSchedulePass
                                "used elsewhere (not bufferized?)");
       return;
     }
-    // The statistic starts where the first projection (or post-scale)
-    // would: everything it reads is defined by then.
-    Operation *first = g.proj.empty() ? g.post.front() : g.proj.front();
-    for (Operation *op : llvm::concat<Operation *>(g.proj, g.post))
-      if (op->isBeforeInBlock(first))
-        first = op;
-    Value statToken = outline(g.stat, first);
+    // The statistic's task starts where its last op stood: its ops only move
+    // down (past allocations and constants of their own), so everything they
+    // read is defined, and nothing reads what they write before the awaits.
+    Value statToken = outline(g.stat, g.stat.back()->getNextNode());
     // Each projection is a task of its own; its post-scale joins both.
     DenseMap<int64_t, Value> projTokens;
     for (Operation *proj : g.proj)

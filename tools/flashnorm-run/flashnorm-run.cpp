@@ -101,6 +101,20 @@ static cl::opt<PrintMode> printMode(
     cl::cat(runCategory));
 
 namespace {
+/// Engines stay alive until the process exits: destroying one that loaded
+/// the async runtime tears the runtime down under the next engine.
+std::vector<std::unique_ptr<ExecutionEngine>> &liveEngines() {
+  static std::vector<std::unique_ptr<ExecutionEngine>> engines;
+  return engines;
+}
+
+/// Exits without running the engines' teardown (see liveEngines).
+[[noreturn]] void exitWith(int code) {
+  llvm::outs().flush();
+  llvm::errs().flush();
+  std::_Exit(code);
+}
+
 /// A float tensor on the host: shape, element type, values in f64.
 struct HostTensor {
   SmallVector<int64_t> shape;
@@ -373,6 +387,7 @@ FailureOr<SmallVector<HostTensor>> run(ModuleOp module, StringRef passes,
     word += 3 + 2 * rank;
     outputs.push_back(std::move(out));
   }
+  liveEngines().push_back(std::move(*engine));
   return outputs;
 }
 
@@ -525,17 +540,17 @@ int main(int argc, char **argv) {
   FailureOr<SmallVector<HostTensor>> outputs =
       run(*module, pipeline, inputs, *type);
   if (failed(outputs))
-    return 1;
+    exitWith(1);
   if (!compare) {
     printOutputs("", *outputs);
-    return 0;
+    exitWith(0);
   }
   // The reference runs without --pipeline (it is the "before" side).
   FailureOr<SmallVector<HostTensor>> expected =
       run(*reference, "", inputs, *type);
   if (failed(expected))
-    return 1;
+    exitWith(1);
   printOutputs("reference ", *expected);
   printOutputs("", *outputs);
-  return compareOutputs(*expected, *outputs) ? 0 : 1;
+  exitWith(compareOutputs(*expected, *outputs) ? 0 : 1);
 }
