@@ -9,7 +9,7 @@ example=${1:-examples/llama-2layers.mlir}
 opt=build/bin/flashnorm-opt
 runner="/usr/lib/llvm-22/bin/mlir-runner -e main -entry-point-result=void
   -shared-libs=/usr/lib/llvm-22/lib/libmlir_runner_utils.so,/usr/lib/llvm-22/lib/libmlir_c_runner_utils.so"
-mapfile -t lower < scripts/lower-to-llvm.args
+lower=(--flashnorm-lower-to-llvm)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 

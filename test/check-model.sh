@@ -7,7 +7,7 @@ set -euo pipefail
 out=$1 rtol=$2 atol=$3
 shift 4
 here=$(dirname "$0")
-lower=$(cat "$here/../scripts/lower-to-llvm.args")
+lower=--flashnorm-lower-to-llvm
 run() {
   mlir-runner -e main -entry-point-result=void \
     -shared-libs="$MLIR_LIB_DIR/libmlir_runner_utils.so,$MLIR_LIB_DIR/libmlir_c_runner_utils.so"

@@ -16,37 +16,22 @@ llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 llvm_config.with_environment("PATH", config.flashnorm_tools_dir, append_path=True)
 
 lib = config.mlir_lib_dir
-# flashnorm ops, then upstream passes, down to the LLVM dialect for tests
-# that execute code with mlir-runner (shared with scripts/demo.sh).
-with open(os.path.join(config.test_source_root, "..", "scripts",
-                       "lower-to-llvm.args")) as f:
-    lower = " ".join("'%s'" % line.strip() for line in f if line.strip())
-config.substitutions.append(("%lower-to-llvm", lower))
+# The reference CPU lowering (a registered pipeline), for tests that execute
+# code with mlir-runner; -O2 (for %async-run) lets LLVM lower the coroutines
+# that async tasks become.
+config.substitutions.append(("%lower-to-llvm", "--flashnorm-lower-to-llvm"))
+
+
+def runner(flags, libs):
+    paths = ",".join(os.path.join(lib, l) for l in libs)
+    return "%s %s-e main -entry-point-result=void -shared-libs=%s" % (
+        os.path.join(config.llvm_tools_dir, "mlir-runner"), flags, paths)
+
+
+utils = ["libmlir_runner_utils.so", "libmlir_c_runner_utils.so"]
+config.substitutions.append(("%run", runner("", utils)))
 config.substitutions.append(
-    (
-        "%run",
-        "%s -e main -entry-point-result=void -shared-libs=%s,%s"
-        % (
-            os.path.join(config.llvm_tools_dir, "mlir-runner"),
-            os.path.join(lib, "libmlir_runner_utils.so"),
-            os.path.join(lib, "libmlir_c_runner_utils.so"),
-        ),
-    )
-)
-# Code with async tasks: the async runtime, and -O2 so that LLVM lowers the
-# coroutines the tasks become.
-config.substitutions.append(
-    (
-        "%async-run",
-        "%s -O2 -e main -entry-point-result=void -shared-libs=%s,%s,%s"
-        % (
-            os.path.join(config.llvm_tools_dir, "mlir-runner"),
-            os.path.join(lib, "libmlir_runner_utils.so"),
-            os.path.join(lib, "libmlir_c_runner_utils.so"),
-            os.path.join(lib, "libmlir_async_runtime.so"),
-        ),
-    )
-)
+    ("%async-run", runner("-O2 ", utils + ["libmlir_async_runtime.so"])))
 config.substitutions.append(
     ("%plugin", os.path.join(config.flashnorm_lib_dir, "FlashNormPlugin.so"))
 )

@@ -397,10 +397,8 @@ private:
   /// The Term of `op`'s single result, with operands described by `lookup`
   /// (the recorded terms, or a linalg body's scalar terms).
   Term interpret(Operation *op, unsigned depth = 0) {
-    return interpret(op, depth, [&](Value v) {
-      auto it = terms.find(v);
-      return it != terms.end() ? it->second : external(v, depth);
-    });
+    return interpret(op, depth,
+                     [&](Value v) { return interpretOperand(v, depth); });
   }
 
   Term interpret(Operation *op, unsigned depth,
