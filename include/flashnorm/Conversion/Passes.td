@@ -76,4 +76,39 @@ def CpuCodegen : Pass<"flashnorm-cpu-codegen", "func::FuncOp"> {
   ];
 }
 
+def VerifyAsync : Pass<"flashnorm-verify-async", "ModuleOp"> {
+  let summary = "Prove that conflicting GPU buffer accesses are ordered";
+  let description = [{
+    For every host function with GPU work, builds the happens-before relation
+    of its async token graph (`gpu.wait`, `gpu.launch_func`, `gpu.launch`,
+    `gpu.memcpy`, `gpu.memset`, `gpu.alloc`, `gpu.dealloc`, host waits and
+    host ops) and checks every pair of operations that touch the same or
+    aliasing buffers, at least one of them writing: one must happen before
+    the other. Uses of a buffer must also be ordered after its `gpu.alloc` and
+    before its `gpu.dealloc`. Kernel reads and writes come from the
+    `gpu.func` body (unknown kernels read and write every buffer argument).
+    Views of one allocation or argument alias; distinct function arguments
+    are assumed not to (the contract of a bufferized function boundary).
+
+    A violation is an error at the later operation, with notes at the other
+    operation and at the buffer's definition (FLASHNORM.md §6: the
+    post-scale that waited on one stream only). Functions whose GPU work sits
+    in nested regions or several blocks are not analyzed (a warning says so).
+    `flashnorm-gpu-pipeline` runs this pass on the host code it emits.
+  }];
+  let options = [];
+}
+
+def VerifyStreams : Pass<"flashnorm-verify-streams", "ModuleOp"> {
+  let summary = "Check stream and event lifetimes in lowered host code";
+  let description = [{
+    On host code lowered to the LLVM dialect (calls to the mgpu* runtime
+    ABI): every stream from `mgpuStreamCreate` is destroyed exactly once on
+    every path to a return (streams that feed a join included), and no event
+    is recorded, waited on or synchronized after a path may have destroyed
+    it. Each violation is an error at the call.
+  }];
+  let options = [];
+}
+
 #endif

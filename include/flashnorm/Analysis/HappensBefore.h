@@ -1,0 +1,73 @@
+//===- HappensBefore.h - Order of GPU work in a host function ---*- C++ -*-===//
+//
+// The one happens-before analysis over the gpu dialect's async token graph
+// (FLASHNORM.md §5, §6). It answers "does A finish before B starts?" for the
+// operations of one host function, and lists every buffer access (kernels,
+// copies, sets, allocations, frees and host ops), so a verifier can prove
+// that conflicting accesses are ordered.
+//
+// Ordering comes from two sources: token dependencies (`[%t]` lists, joins
+// and forks through `gpu.wait async`) and the host: a host `gpu.wait [%t]`
+// completes %t's work before anything the host issues later, and a
+// synchronous op completes before the host goes on.
+//
+//===----------------------------------------------------------------------===//
+#ifndef FLASHNORM_ANALYSIS_HAPPENSBEFORE_H
+#define FLASHNORM_ANALYSIS_HAPPENSBEFORE_H
+
+#include "mlir/IR/Operation.h"
+#include "llvm/ADT/BitVector.h"
+#include "llvm/ADT/DenseMap.h"
+
+#include <optional>
+#include <string>
+
+namespace mlir::flashnorm {
+
+/// One access of an operation to a buffer.
+struct BufferAccess {
+  enum class Kind { Read, Write, Alloc, Free };
+  Operation *op;
+  /// The value the op names, and the allocation or argument it views.
+  Value buffer, root;
+  Kind kind;
+
+  bool isWrite() const { return kind != Kind::Read; }
+};
+
+class HappensBefore {
+public:
+  /// Analyzes the body of `function` (a single-block function-like op).
+  explicit HappensBefore(Operation *function);
+
+  /// Why the function cannot be analyzed (GPU ops in nested regions or
+  /// several blocks), if it cannot.
+  const std::optional<std::string> &getUnsupportedReason() const {
+    return unsupported;
+  }
+
+  /// Whether `a` completes before `b` starts.
+  bool happensBefore(Operation *a, Operation *b) const;
+
+  /// Every buffer access, in the order the host issues the ops.
+  ArrayRef<BufferAccess> getAccesses() const { return accesses; }
+
+  /// The allocation, global or argument that `buffer` views.
+  static Value getRoot(Value buffer);
+
+private:
+  void visit(Operation *op);
+  void collectAccesses(Operation *op);
+
+  std::optional<std::string> unsupported;
+  DenseMap<Operation *, unsigned> index;
+  /// Per op, the ops that complete before it starts.
+  SmallVector<llvm::BitVector> before;
+  /// Ops complete at the host's current point.
+  llvm::BitVector done;
+  SmallVector<BufferAccess> accesses;
+};
+
+} // namespace mlir::flashnorm
+
+#endif

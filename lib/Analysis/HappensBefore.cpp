@@ -1,0 +1,186 @@
+//===- HappensBefore.cpp - Order of GPU work in a host function -----------===//
+
+#include "flashnorm/Analysis/HappensBefore.h"
+#include "flashnorm/Utils/Remarks.h"
+
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/IR/SymbolTable.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "mlir/Interfaces/ViewLikeInterface.h"
+
+using namespace mlir;
+using namespace mlir::flashnorm;
+
+using Kind = BufferAccess::Kind;
+
+Value HappensBefore::getRoot(Value buffer) {
+  while (Operation *def = buffer.getDefiningOp()) {
+    if (auto view = dyn_cast<ViewLikeOpInterface>(def))
+      buffer = view.getViewSource();
+    else if (auto cast = dyn_cast<memref::CastOp>(def))
+      buffer = cast.getSource();
+    else
+      break;
+  }
+  return buffer;
+}
+
+/// Calls `fn` for each memory effect on a memref of the ops nested in `root`
+/// (root included). Ops whose effects are unknown read and write every memref
+/// operand.
+static void forEachEffect(Operation *root, function_ref<void(Value, Kind)> fn) {
+  root->walk([&](Operation *op) {
+    if (auto iface = dyn_cast<MemoryEffectOpInterface>(op)) {
+      SmallVector<MemoryEffects::EffectInstance> effects;
+      iface.getEffects(effects);
+      for (MemoryEffects::EffectInstance &effect : effects) {
+        Value value = effect.getValue();
+        if (!value || !isa<BaseMemRefType>(value.getType()))
+          continue;
+        MemoryEffects::Effect *e = effect.getEffect();
+        fn(value, isa<MemoryEffects::Read>(e)       ? Kind::Read
+                  : isa<MemoryEffects::Allocate>(e) ? Kind::Alloc
+                  : isa<MemoryEffects::Free>(e)     ? Kind::Free
+                                                    : Kind::Write);
+      }
+      return;
+    }
+    if (op->hasTrait<OpTrait::HasRecursiveMemoryEffects>())
+      return;
+    // A returned buffer is read by the caller.
+    bool returns = op->hasTrait<OpTrait::ReturnLike>();
+    for (Value operand : op->getOperands()) {
+      if (!isa<BaseMemRefType>(operand.getType()))
+        continue;
+      fn(operand, Kind::Read);
+      if (!returns)
+        fn(operand, Kind::Write);
+    }
+  });
+}
+
+/// Per kernel argument, whether the kernel reads and whether it writes it.
+/// Unknown kernels (not found, or already lowered) read and write all.
+static SmallVector<std::pair<bool, bool>> getArgumentEffects(Operation *kernel,
+                                                             unsigned n) {
+  auto fn = dyn_cast_or_null<gpu::GPUFuncOp>(kernel);
+  if (!fn || fn.getNumArguments() != n)
+    return SmallVector<std::pair<bool, bool>>(n, {true, true});
+  SmallVector<std::pair<bool, bool>> result(n, {false, false});
+  forEachEffect(fn, [&](Value value, Kind kind) {
+    auto arg = dyn_cast<BlockArgument>(HappensBefore::getRoot(value));
+    if (!arg || arg.getOwner() != &fn.getBody().front())
+      return;
+    auto &[reads, writes] = result[arg.getArgNumber()];
+    (kind == Kind::Read ? reads : writes) = true;
+  });
+  return result;
+}
+
+HappensBefore::HappensBefore(Operation *function) {
+  Region &body = function->getRegion(0);
+  if (!body.hasOneBlock()) {
+    unsupported = "the host code has several blocks; only straight-line "
+                  "host code is analyzed";
+    return;
+  }
+  Block &block = body.front();
+  for (Operation &op : block) {
+    if (isa<gpu::LaunchOp>(op))
+      continue;
+    WalkResult nested = op.walk([&](Operation *inner) {
+      if (inner == &op || !isa<gpu::GPUDialect>(inner->getDialect()))
+        return WalkResult::advance();
+      return WalkResult::interrupt();
+    });
+    if (nested.wasInterrupted()) {
+      unsupported = "'" + op.getName().getStringRef().str() + "' at " +
+                    formatLoc(op.getLoc()) +
+                    " holds GPU operations; only straight-line host code is "
+                    "analyzed";
+      return;
+    }
+  }
+  unsigned n = 0;
+  for (Operation &op : block)
+    index[&op] = n++;
+  before.assign(n, llvm::BitVector(n));
+  done.resize(n);
+  for (Operation &op : block) {
+    visit(&op);
+    collectAccesses(&op);
+  }
+}
+
+void HappensBefore::visit(Operation *op) {
+  unsigned i = index.lookup(op);
+  llvm::BitVector &mine = before[i];
+  // Work is issued by the host: whatever the host has seen complete is
+  // complete before it starts.
+  mine = done;
+  auto addDependency = [&](Value token, llvm::BitVector &into) {
+    Operation *def = token.getDefiningOp();
+    auto it = def ? index.find(def) : index.end();
+    // A token from elsewhere orders nothing we can see.
+    if (it == index.end())
+      return;
+    into |= before[it->second];
+    into.set(it->second);
+  };
+  auto async = dyn_cast<gpu::AsyncOpInterface>(op);
+  if (async)
+    for (Value token : async.getAsyncDependencies())
+      addDependency(token, mine);
+  if (async && async.getAsyncToken())
+    return; // Runs asynchronously: completes when its token says.
+  // A host wait completes its tokens; any other op completes before the host
+  // goes on.
+  if (auto wait = dyn_cast<gpu::WaitOp>(op))
+    for (Value token : wait.getAsyncDependencies())
+      addDependency(token, done);
+  done.set(i);
+}
+
+void HappensBefore::collectAccesses(Operation *op) {
+  auto add = [&](Value buffer, Kind kind) {
+    accesses.push_back({op, buffer, getRoot(buffer), kind});
+  };
+  if (isa<gpu::WaitOp>(op))
+    return;
+  if (auto launch = dyn_cast<gpu::LaunchFuncOp>(op)) {
+    ValueRange args = launch.getKernelOperands();
+    Operation *kernel =
+        SymbolTable::lookupNearestSymbolFrom(op, launch.getKernel());
+    auto effects = getArgumentEffects(kernel, args.size());
+    for (auto [arg, effect] : llvm::zip(args, effects)) {
+      if (!isa<BaseMemRefType>(arg.getType()))
+        continue;
+      if (effect.first)
+        add(arg, Kind::Read);
+      if (effect.second)
+        add(arg, Kind::Write);
+    }
+    return;
+  }
+  if (auto launch = dyn_cast<gpu::LaunchOp>(op)) {
+    // Only buffers from outside the launch are shared with other work.
+    forEachEffect(op, [&](Value value, Kind kind) {
+      Value root = getRoot(value);
+      if (!launch->isAncestor(root.getParentRegion()->getParentOp()))
+        add(value, kind);
+    });
+    return;
+  }
+  // Views name memory without touching it.
+  if (isa<ViewLikeOpInterface, memref::CastOp>(op))
+    return;
+  forEachEffect(op, add);
+}
+
+bool HappensBefore::happensBefore(Operation *a, Operation *b) const {
+  auto ia = index.find(a), ib = index.find(b);
+  if (ia == index.end() || ib == index.end())
+    return false;
+  return before[ib->second].test(ia->second);
+}
