@@ -1,7 +1,10 @@
 # -*- Python -*-
 import os
+import shutil
+import subprocess
 
 import lit.formats
+import lit.util
 from lit.llvm import llvm_config
 
 config.name = "FLASHNORM"
@@ -56,3 +59,43 @@ llvm_config.add_tool_substitutions(
     ["flashnorm-opt", "flashnorm-rounding-test", "flashnorm-gen", "flashnorm-run"],
     [config.flashnorm_tools_dir],
 )
+
+
+# GPU features. cuda-toolkit: ptxas is there, so cubins can be built and
+# checked; cuda-runtime: runtime/ was built; gpu: a GPU is present, so code
+# can run. Tests say which they need with REQUIRES.
+def _cuda_root():
+    for root in [getattr(config, "cuda_root", ""), "/usr/local/cuda"]:
+        if root and os.path.exists(os.path.join(root, "bin", "ptxas")):
+            return root
+    return None
+
+
+cuda_root = _cuda_root()
+if cuda_root:
+    config.available_features.add("cuda-toolkit")
+    config.substitutions.append(("%cuda-root", cuda_root))
+    # gpu-module-to-binary finds ptxas through the toolkit path.
+    config.environment["CUDA_ROOT"] = cuda_root
+else:
+    lit_config.note("cubin tests skipped: no CUDA toolkit (ptxas) found")
+if lit.util.pythonize_bool(getattr(config, "flashnorm_cuda_runtime", "OFF")):
+    config.available_features.add("cuda-runtime")
+
+
+def _has_gpu():
+    smi = shutil.which("nvidia-smi")
+    if not smi:
+        return False
+    try:
+        r = subprocess.run([smi, "-L"], capture_output=True, text=True,
+                           timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return r.returncode == 0 and "GPU" in r.stdout
+
+
+if _has_gpu():
+    config.available_features.add("gpu")
+else:
+    lit_config.note("GPU execution tests skipped: no GPU (nvidia-smi -L)")

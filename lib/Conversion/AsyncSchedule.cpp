@@ -69,6 +69,8 @@ struct Group {
 
 struct AsyncSchedulePass
     : flashnorm::impl::AsyncScheduleBase<AsyncSchedulePass> {
+  using AsyncScheduleBase::AsyncScheduleBase;
+
   void runOnOperation() override {
     func::FuncOp fn = getOperation();
     if (fn.isExternal())
@@ -95,6 +97,8 @@ struct AsyncSchedulePass
       schedule(group, reporter);
     }
     // The marks have done their job.
+    if (keepMarks)
+      return;
     fn.walk([](Operation *op) {
       op->removeAttr(kAsyncGroupAttr);
       op->removeAttr(kAsyncRoleAttr);
@@ -122,7 +126,7 @@ struct AsyncSchedulePass
     return exec.getToken();
   }
 
-  void schedule(Group &g, PassReporter &reporter) {
+  void schedule(Group &g, PassReporter &reporter) const {
     Operation *anchor = g.stat.empty() ? nullptr : g.stat.front();
     if (g.stat.empty() || g.post.empty())
       return;
@@ -157,18 +161,22 @@ struct AsyncSchedulePass
     Value statToken = outline(g.stat, g.stat.back()->getNextNode());
     // Each projection is a task of its own; its post-scale joins both.
     DenseMap<int64_t, Value> projTokens;
-    for (Operation *proj : g.proj)
-      projTokens[pairOf(proj)] = outline(proj, proj->getNextNode());
+    if (projectionTasks)
+      for (Operation *proj : g.proj)
+        projTokens[pairOf(proj)] = outline(proj, proj->getNextNode());
     for (Operation *post : g.post) {
       OpBuilder b(post);
       async::AwaitOp::create(b, post->getLoc(), statToken);
       if (Value token = projTokens.lookup(pairOf(post)))
         async::AwaitOp::create(b, post->getLoc(), token);
     }
-    reporter.applied(statToken.getDefiningOp(),
-                     "statistic and " + Twine(g.proj.size()) +
-                         " projection(s) run as async tasks, joined before " +
-                         Twine(g.post.size()) + " post-scale(s)");
+    reporter.applied(
+        statToken.getDefiningOp(),
+        "statistic" +
+            (projectionTasks ? " and " + Twine(g.proj.size()) +
+                                   " projection(s) run as async tasks"
+                             : Twine(" runs as an async task")) +
+            ", joined before " + Twine(g.post.size()) + " post-scale(s)");
   }
 };
 } // namespace

@@ -97,6 +97,65 @@ LogicalResult flashnorm::buildLowerToLLVMPipeline(OpPassManager &pm,
   return buildCpuPipeline(pm, serial, errors);
 }
 
+/// The GPU half after the kernels and streams exist: outlining, the race
+/// verifier on the host code, NVVM for the kernels, LLVM for the host.
+/// No canonicalization touches host code after flashnorm-gpu-streams: it
+/// folds a fork `gpu.wait async [%t]` into %t (FLASHNORM.md §5), which would
+/// serialize the streams and destroy one twice.
+static std::string gpuTail(const GpuPipelineOptions &options) {
+  std::string text = "gpu-kernel-outlining,";
+  if (options.verify)
+    text += "flashnorm-verify-async,";
+  text += "lower-affine,nvvm-attach-target{chip=" + options.chip +
+          " features=" + options.features +
+          " O=3},"
+          "gpu.module(convert-scf-to-cf,convert-gpu-to-nvvm,canonicalize,cse,"
+          "reconcile-unrealized-casts),"
+          // Host functions that stayed on the CPU (drivers) run loops.
+          "convert-linalg-to-loops,expand-strided-metadata,lower-affine,"
+          "convert-scf-to-cf,convert-math-to-llvm,gpu-to-llvm,convert-to-llvm,"
+          "reconcile-unrealized-casts,gpu-module-to-binary{format=" +
+          options.format + "}";
+  if (options.verify)
+    text += ",flashnorm-verify-streams";
+  return text;
+}
+
+LogicalResult flashnorm::buildGpuPipeline(OpPassManager &pm,
+                                          const GpuPipelineOptions &options,
+                                          raw_ostream &errors) {
+  StringRef mode = options.deferMode;
+  if (mode != "streams" && mode != "fused" && mode != "serial") {
+    errors << "flashnorm-gpu-pipeline: defer-mode must be streams, fused or "
+              "serial, not '"
+           << mode << "'\n";
+    return failure();
+  }
+  if (options.format != "isa" && options.format != "bin" &&
+      options.format != "fatbin") {
+    errors << "flashnorm-gpu-pipeline: format must be isa, bin or fatbin, "
+              "not '"
+           << options.format << "'\n";
+    return failure();
+  }
+  // The marks say which statistic, projection and post-scale belong
+  // together: streams schedules them, fused merges them.
+  if (mode != "serial")
+    pm.addNestedPass<func::FuncOp>(createAsyncMark());
+  if (failed(parsePassPipeline(kToBuffers, pm, errors)))
+    return failure();
+  if (mode == "streams")
+    pm.addNestedPass<func::FuncOp>(
+        createAsyncSchedule({/*projectionTasks=*/false, /*keepMarks=*/true}));
+  OpPassManager &fpm = pm.nest<func::FuncOp>();
+  fpm.addPass(createGpuKernels(
+      {mode == "fused", options.threads, options.reduceThreads}));
+  fpm.addPass(createCanonicalizerPass());
+  fpm.addPass(createCSEPass());
+  fpm.addPass(createGpuStreams());
+  return parsePassPipeline(gpuTail(options), pm, errors);
+}
+
 void flashnorm::registerPipelines() {
   PassPipelineRegistration<FlashNormPipelineOptions>(
       "flashnorm",
@@ -131,6 +190,15 @@ void flashnorm::registerPipelines() {
             failed(parsePassPipeline(kBuffersToLLVM, pm, llvm::errs())))
           llvm::report_fatal_error("flashnorm-cpu-buffers-to-llvm: bad "
                                    "pipeline");
+      });
+  PassPipelineRegistration<GpuPipelineOptions>(
+      "flashnorm-gpu-pipeline",
+      "Lower to GPU kernels (NVVM, PTX or cubin) and host code whose async "
+      "tokens fork each deferred norm's statistic onto its own stream and "
+      "join it before the post-scale (link flashnorm_cuda_runtime)",
+      [](OpPassManager &pm, const GpuPipelineOptions &options) {
+        if (failed(buildGpuPipeline(pm, options, llvm::errs())))
+          llvm::report_fatal_error("flashnorm-gpu-pipeline: bad options");
       });
   PassPipelineRegistration<>(
       "flashnorm-lower-to-llvm",

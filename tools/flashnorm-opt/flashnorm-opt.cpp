@@ -7,6 +7,7 @@
 #include "mlir/InitAllDialects.h"
 #include "mlir/InitAllExtensions.h"
 #include "mlir/InitAllPasses.h"
+#include "mlir/Target/LLVMIR/Dialect/All.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
 
 namespace mlir::flashnorm::test {
@@ -21,6 +22,8 @@ int main(int argc, char **argv) {
   mlir::DialectRegistry registry;
   mlir::registerAllDialects(registry);
   mlir::registerAllExtensions(registry);
+  // gpu-module-to-binary translates kernels to LLVM IR in process.
+  mlir::registerAllToLLVMIRTranslations(registry);
   mlir::flashnorm::registerAllDialects(registry);
   return mlir::asMainReturnCode(mlir::MlirOptMain(
       argc, argv, "flashnorm-opt: the FlashNorm MLIR optimizer\n", registry));

@@ -3,7 +3,10 @@
 
 #include "flashnorm/Dialect/FlashNorm/IR/FlashNormDialect.h"
 #include "mlir/Dialect/Async/IR/Async.h"
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -27,6 +30,10 @@ constexpr llvm::StringLiteral kAsyncGroupAttr = "flashnorm.async_group";
 constexpr llvm::StringLiteral kAsyncRoleAttr = "flashnorm.async_role";
 /// Pairs a projection with the post-scale that reads it.
 constexpr llvm::StringLiteral kAsyncPairAttr = "flashnorm.async_pair";
+
+/// Whether flashnorm-gpu-kernels compiles `fn` for the GPU: a definition
+/// that calls no other function (drivers stay on the host).
+bool isGpuDeviceFunction(func::FuncOp fn);
 
 /// Adds the patterns that lower flashnorm ops to linalg on tensors.
 void populateLowerToLinalgPatterns(RewritePatternSet &patterns, bool statsF64);

@@ -50,7 +50,14 @@ def AsyncSchedule : Pass<"flashnorm-async-schedule", "func::FuncOp"> {
     Remarks: `--remarks-filter=flashnorm`.
   }];
   let dependentDialects = ["::mlir::async::AsyncDialect"];
-  let options = [];
+  let options = [
+    Option<"projectionTasks", "projection-tasks", "bool", /*default=*/"true",
+           "Run each projection as a task of its own (false: in place, on "
+           "the caller's thread or stream; only the statistic forks)">,
+    Option<"keepMarks", "keep-marks", "bool", /*default=*/"false",
+           "Keep the group/role marks on the scheduled ops (the GPU "
+           "pipeline names its kernels after them)">,
+  ];
 }
 
 def CpuCodegen : Pass<"flashnorm-cpu-codegen", "func::FuncOp"> {
@@ -74,6 +81,67 @@ def CpuCodegen : Pass<"flashnorm-cpu-codegen", "func::FuncOp"> {
     Option<"vectorWidth", "vector-width", "int64_t", /*default=*/"8",
            "Innermost tile of other ops (8 f32 lanes of AVX2)">,
   ];
+}
+
+def GpuKernels : Pass<"flashnorm-gpu-kernels", "func::FuncOp"> {
+  let summary = "Turn the linalg ops of a device function into GPU kernels";
+  let description = [{
+    In every device function (one that calls no other function), each linalg
+    op on buffers becomes one `gpu.launch` whose `module`/`function`
+    attributes name the kernel `<fn>_<role>_<n>` (`norm_stat`, `proj`,
+    `post_scale`, `fused_norm_proj`, `row_sum`, `elementwise`, `fill`, ...):
+
+    - row reductions `out = out + f(ins)` over the last loop (statistics,
+      softmax sums, means): one block of `reduce-threads` threads per row,
+      a strided loop per thread and a block `gpu.all_reduce` (warp shuffles
+      after the NVVM lowering);
+    - with `fused`, each projection marked with its RMS statistic and
+      post-scale (flashnorm-async-mark) becomes one kernel: it accumulates
+      the row's sum of squares from the activations it loads for the
+      product and applies 1/RMS and the post-scale in its epilogue; the
+      statistic's own kernels go away once nothing else reads them;
+    - every other op: parallel loops, tiled by `threads` on the innermost
+      dimension (threads x, coalesced), the outer dimensions on blocks; the
+      reduction loops of projections run inside each thread.
+
+    Remarks (`--remarks-filter=flashnorm`) name each kernel and each
+    projection that was not fused, with the reason.
+  }];
+  let dependentDialects = [
+    "::mlir::gpu::GPUDialect",
+    "::mlir::scf::SCFDialect",
+    "::mlir::memref::MemRefDialect",
+    "::mlir::affine::AffineDialect"
+  ];
+  let options = [
+    Option<"fused", "fused", "bool", /*default=*/"false",
+           "Fuse each RMS statistic into its projections' kernels">,
+    Option<"threads", "threads", "int64_t", /*default=*/"128",
+           "Threads per block of the parallel kernels (innermost dimension)">,
+    Option<"reduceThreads", "reduce-threads", "int64_t", /*default=*/"256",
+           "Threads per block (one block per row) of the row reductions">,
+  ];
+}
+
+def GpuStreams : Pass<"flashnorm-gpu-streams", "func::FuncOp"> {
+  let summary = "Device buffers and the async token graph of a device function";
+  let description = [{
+    On a function whose kernels are `gpu.launch`es (flashnorm-gpu-kernels):
+    memref arguments and globals are copied into `gpu.alloc`ed buffers,
+    allocations become `gpu.alloc`, copies `gpu.memcpy`, and results are
+    copied back into host allocations. Work runs on one main stream; every
+    `async.execute` of the async schedule (a deferred norm's statistic or
+    projection) forks a stream of its own, and every `async.await` becomes an
+    explicit join, `gpu.wait async [%main, %task]`, so that each launch has
+    one dependency. The function ends with one host `gpu.wait` listing one
+    token of every stream it created: each is synchronized and destroyed
+    exactly once, the streams feeding joins included.
+  }];
+  let dependentDialects = [
+    "::mlir::gpu::GPUDialect",
+    "::mlir::memref::MemRefDialect"
+  ];
+  let options = [];
 }
 
 def VerifyAsync : Pass<"flashnorm-verify-async", "ModuleOp"> {

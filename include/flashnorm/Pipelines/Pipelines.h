@@ -68,6 +68,48 @@ LogicalResult buildCpuPipeline(OpPassManager &pm,
 LogicalResult buildLowerToLLVMPipeline(OpPassManager &pm,
                                        llvm::raw_ostream &errors);
 
+/// Options of flashnorm-gpu-pipeline.
+struct GpuPipelineOptions : public PassPipelineOptions<GpuPipelineOptions> {
+  PassOptions::Option<std::string> chip{
+      *this, "chip", llvm::cl::desc("NVIDIA target: sm_80 or sm_90"),
+      llvm::cl::init("sm_90")};
+  PassOptions::Option<std::string> features{
+      *this, "features",
+      llvm::cl::desc("PTX features (CUDA 13's ptxas needs +ptx80 or newer)"),
+      llvm::cl::init("+ptx80")};
+  PassOptions::Option<std::string> format{
+      *this, "format",
+      llvm::cl::desc("Kernel binaries: isa (PTX text, no toolkit needed), "
+                     "bin (cubin, runs ptxas) or fatbin"),
+      llvm::cl::init("bin")};
+  PassOptions::Option<std::string> deferMode{
+      *this, "defer-mode",
+      llvm::cl::desc("streams: statistics on a forked stream, projection on "
+                     "the main one, an explicit join before the post-scale; "
+                     "fused: one kernel per projection with the statistic "
+                     "and post-scale in it; serial: one stream"),
+      llvm::cl::init("streams")};
+  PassOptions::Option<bool> verify{
+      *this, "verify",
+      llvm::cl::desc("Run flashnorm-verify-async on the host code and "
+                     "flashnorm-verify-streams on its lowering"),
+      llvm::cl::init(true)};
+  PassOptions::Option<int64_t> threads{
+      *this, "threads",
+      llvm::cl::desc("Threads per block of the parallel kernels"),
+      llvm::cl::init(128)};
+  PassOptions::Option<int64_t> reduceThreads{
+      *this, "reduce-threads",
+      llvm::cl::desc("Threads per block of the row reductions"),
+      llvm::cl::init(256)};
+};
+
+/// Appends flashnorm-gpu-pipeline to a builtin.module pass manager; fails
+/// with a message in `errors` for a bad option.
+LogicalResult buildGpuPipeline(OpPassManager &pm,
+                               const GpuPipelineOptions &options,
+                               llvm::raw_ostream &errors);
+
 /// Registers every pipeline under the name users type (`flashnorm`).
 void registerPipelines();
 

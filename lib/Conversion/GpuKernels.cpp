@@ -1,0 +1,544 @@
+//===- GpuKernels.cpp - Linalg on buffers to GPU kernels ------------------===//
+//
+// Every linalg op of a device function becomes one `gpu.launch`, named after
+// its role so that PTX and traces read like the model:
+// - row reductions (the statistics, softmax sums, means) are one block per
+//   row, threads striding over the row and a block `gpu.all_reduce` that the
+//   NVVM lowering turns into warp shuffles;
+// - in fused mode, each deferred projection with its statistic and
+//   post-scale becomes one kernel that accumulates the sum of squares from
+//   the activations it loads anyway and applies 1/RMS in its epilogue;
+// - everything else (projections, element-wise ops, fills) is parallel loops
+//   tiled onto blocks and threads, the innermost dimension on threads x so
+//   loads along it coalesce (for a projection: threads along N read W[k, n]
+//   side by side, one output each, k in registers).
+//
+//===----------------------------------------------------------------------===//
+
+#include "flashnorm/Conversion/Passes.h"
+#include "flashnorm/Utils/Remarks.h"
+
+#include "mlir/Conversion/SCFToGPU/SCFToGPU.h"
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/GPU/Transforms/ParallelLoopMapper.h"
+#include "mlir/Dialect/Linalg/Transforms/Transforms.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/Transforms/Transforms.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/Transforms/DialectConversion.h"
+
+namespace mlir::flashnorm {
+#define GEN_PASS_DEF_GPUKERNELS
+#include "flashnorm/Conversion/Passes.h.inc"
+} // namespace mlir::flashnorm
+
+using namespace mlir;
+using namespace mlir::flashnorm;
+
+bool flashnorm::isGpuDeviceFunction(func::FuncOp fn) {
+  if (fn.isExternal())
+    return false;
+  // Drivers that call other functions stay on the host; so does anything
+  // already holding GPU code.
+  WalkResult calls = fn.walk([](Operation *op) {
+    return isa<CallOpInterface, gpu::LaunchOp, gpu::LaunchFuncOp>(op)
+               ? WalkResult::interrupt()
+               : WalkResult::advance();
+  });
+  return !calls.wasInterrupted();
+}
+
+namespace {
+constexpr StringLiteral kPass = "flashnorm-gpu-kernels";
+
+/// The value of `map` at `ivs`, one index per result.
+SmallVector<Value> applyMap(OpBuilder &b, Location loc, AffineMap map,
+                            ValueRange ivs) {
+  SmallVector<Value> result;
+  for (unsigned i = 0; i < map.getNumResults(); ++i) {
+    AffineExpr expr = map.getResult(i);
+    if (auto dim = dyn_cast<AffineDimExpr>(expr))
+      result.push_back(ivs[dim.getPosition()]);
+    else
+      result.push_back(
+          affine::AffineApplyOp::create(b, loc, map.getSubMap({i}), ivs));
+  }
+  return result;
+}
+
+/// Clones the body of `op` (all but the yield) at `b` with its block
+/// arguments bound to `args` and `linalg.index d` to `ivs[d]`; returns the
+/// yielded values.
+SmallVector<Value> inlineBody(OpBuilder &b, linalg::GenericOp op,
+                              ValueRange args, ValueRange ivs) {
+  Block &body = op.getRegion().front();
+  IRMapping map;
+  map.map(body.getArguments(), args);
+  for (Operation &inner : body.without_terminator()) {
+    if (auto index = dyn_cast<linalg::IndexOp>(inner)) {
+      map.map(index.getResult(), ivs[index.getDim()]);
+      continue;
+    }
+    b.clone(inner, map);
+  }
+  return llvm::map_to_vector(body.getTerminator()->getOperands(),
+                             [&](Value v) { return map.lookupOrDefault(v); });
+}
+
+/// Whether `op` reduces its last loop into an output indexed by the other
+/// loops, as `out = out + f(ins)`.
+bool isRowReduction(linalg::GenericOp op) {
+  unsigned n = op.getNumLoops();
+  if (n < 2 || op.getNumDpsInits() != 1 || op.getNumReductionLoops() != 1 ||
+      !linalg::isReductionIterator(op.getIteratorTypesArray().back()))
+    return false;
+  AffineMap outMap = op.getMatchingIndexingMap(op.getDpsInitOperand(0));
+  if (outMap != AffineMap::getMultiDimIdentityMap(n, op.getContext())
+                    .getMajorSubMap(n - 1))
+    return false;
+  Block &body = op.getRegion().front();
+  BlockArgument out = body.getArguments().back();
+  auto add = body.getTerminator()->getOperand(0).getDefiningOp<arith::AddFOp>();
+  return add && out.hasOneUse() && (add.getLhs() == out || add.getRhs() == out);
+}
+
+class KernelBuilder {
+public:
+  KernelBuilder(func::FuncOp fn, int64_t threads, int64_t reduceThreads,
+                PassReporter &reporter)
+      : fn(fn), threads(threads), reduceThreads(reduceThreads),
+        reporter(reporter) {}
+
+  /// One block per row; threads stride over the row; a block all-reduce.
+  void buildRowReduction(linalg::GenericOp op, StringRef role) {
+    OpBuilder b(op);
+    Location loc = op.getLoc();
+    SmallVector<Range> ranges =
+        cast<linalg::LinalgOp>(op.getOperation()).createLoopRanges(b, loc);
+    SmallVector<Value> sizes = llvm::map_to_vector(ranges, [&](Range r) {
+      return getValueOrCreateConstantIndexOp(b, loc, r.size);
+    });
+    Value one = arith::ConstantIndexOp::create(b, loc, 1);
+    Value rows = one;
+    for (Value size : ArrayRef(sizes).drop_back())
+      rows = arith::MulIOp::create(b, loc, rows, size);
+    Value blockSize = arith::ConstantIndexOp::create(b, loc, reduceThreads);
+    auto launch =
+        gpu::LaunchOp::create(b, loc, rows, one, one, blockSize, one, one);
+    b.setInsertionPointToStart(&launch.getBody().front());
+    SmallVector<Value> ivs = delinearize(b, loc, launch.getBlockIds().x,
+                                         ArrayRef(sizes).drop_back());
+    Value tid = launch.getThreadIds().x;
+    Type elementType =
+        getElementTypeOrSelf(op.getDpsInitOperand(0)->get().getType());
+    Value zero = arith::ConstantOp::create(b, loc, b.getZeroAttr(elementType));
+    auto loop = scf::ForOp::create(
+        b, loc, tid, sizes.back(), blockSize, ValueRange{zero},
+        [&](OpBuilder &nb, Location l, Value k, ValueRange acc) {
+          SmallVector<Value> at(ivs);
+          at.push_back(k);
+          SmallVector<Value> args;
+          for (OpOperand *in : op.getDpsInputOperands())
+            args.push_back(
+                load(nb, l, in->get(), op.getMatchingIndexingMap(in), at));
+          args.push_back(acc[0]);
+          scf::YieldOp::create(nb, l, inlineBody(nb, op, args, at));
+        });
+    auto total = gpu::AllReduceOp::create(
+        b, loc, loop.getResult(0),
+        gpu::AllReduceOperationAttr::get(b.getContext(),
+                                         gpu::AllReduceOperation::ADD),
+        b.getUnitAttr());
+    Value first =
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, tid,
+                              arith::ConstantIndexOp::create(b, loc, 0));
+    auto store = scf::IfOp::create(b, loc, first, /*withElse=*/false);
+    b.setInsertionPointToStart(store.thenBlock());
+    Value out = op.getDpsInitOperand(0)->get();
+    Value old = memref::LoadOp::create(b, loc, out, ivs);
+    memref::StoreOp::create(
+        b, loc, arith::AddFOp::create(b, loc, old, total.getResult()), out,
+        ivs);
+    b.setInsertionPointToEnd(&launch.getBody().front());
+    gpu::TerminatorOp::create(b, loc);
+    name(launch, role);
+    op->erase();
+  }
+
+  /// Parallel loops onto blocks and threads (sequential loops for
+  /// reductions inside each thread).
+  LogicalResult buildParallel(linalg::LinalgOp op, StringRef role) {
+    IRRewriter rewriter(op);
+    FailureOr<linalg::LinalgLoops> loops =
+        linalg::linalgOpToParallelLoops(rewriter, op);
+    if (failed(loops))
+      return op->emitError("flashnorm-gpu-kernels: cannot lower this op to "
+                           "loops");
+    rewriter.eraseOp(op);
+    if (loops->empty())
+      return success();
+    Operation *outer = loops->front();
+    if (auto parallel = dyn_cast<scf::ParallelOp>(outer))
+      return launchParallel(parallel, role);
+    // No parallel loop (a full reduction): one thread runs the nest.
+    OpBuilder b(outer);
+    Location loc = outer->getLoc();
+    Value one = arith::ConstantIndexOp::create(b, loc, 1);
+    auto launch = gpu::LaunchOp::create(b, loc, one, one, one, one, one, one);
+    b.setInsertionPointToStart(&launch.getBody().front());
+    auto terminator = gpu::TerminatorOp::create(b, loc);
+    outer->moveBefore(terminator);
+    name(launch, role);
+    return success();
+  }
+
+  /// Tiles `loop` (threads x on its innermost dimension), maps it and
+  /// converts it to a launch.
+  LogicalResult launchParallel(scf::ParallelOp loop, StringRef role) {
+    unsigned rank = loop.getNumLoops();
+    SmallVector<int64_t> tile(rank, 1);
+    std::optional<int64_t> inner =
+        getConstantIntValue(loop.getUpperBound()[rank - 1]);
+    tile.back() = inner ? std::min(*inner, threads) : threads;
+    auto [outerLoop, innerLoop] =
+        scf::tileParallelLoop(loop, tile, /*noMinMaxBounds=*/true);
+    setMapping(outerLoop, gpu::Processor::BlockX);
+    setMapping(innerLoop, gpu::Processor::ThreadX);
+    // Only this loop is mapped, so the conversion touches only it.
+    RewritePatternSet patterns(fn.getContext());
+    populateParallelLoopToGPUPatterns(patterns);
+    ConversionTarget target(*fn.getContext());
+    target.addLegalDialect<affine::AffineDialect, arith::ArithDialect,
+                           gpu::GPUDialect, memref::MemRefDialect,
+                           scf::SCFDialect, math::MathDialect>();
+    target.markUnknownOpDynamicallyLegal([](Operation *) { return true; });
+    configureParallelLoopToGPULegality(target);
+    Operation *anchor = outerLoop->getParentOp();
+    Location loc = outerLoop.getLoc();
+    if (failed(applyPartialConversion(anchor, target, std::move(patterns))))
+      return emitError(loc, "flashnorm-gpu-kernels: cannot map this loop "
+                            "nest to a GPU kernel");
+    finalizeParallelLoopToGPUConversion(anchor);
+    // The new launch is the one without a name.
+    anchor->walk([&](gpu::LaunchOp launch) {
+      if (!launch.getFunctionAttr())
+        name(launch, role);
+    });
+    return success();
+  }
+
+private:
+  /// Innermost dimension on x, then y, z; the rest run sequentially.
+  static void setMapping(scf::ParallelOp loop, gpu::Processor first) {
+    unsigned rank = loop.getNumLoops();
+    MLIRContext *ctx = loop.getContext();
+    AffineMap id = AffineMap::getMultiDimIdentityMap(1, ctx);
+    SmallVector<gpu::ParallelLoopDimMappingAttr> mapping;
+    for (unsigned d = 0; d < rank; ++d) {
+      unsigned fromInner = rank - 1 - d;
+      gpu::Processor p = fromInner < 3
+                             ? static_cast<gpu::Processor>(
+                                   static_cast<unsigned>(first) + fromInner)
+                             : gpu::Processor::Sequential;
+      mapping.push_back(gpu::ParallelLoopDimMappingAttr::get(ctx, p, id, id));
+    }
+    (void)gpu::setMappingAttr(loop, mapping);
+  }
+
+  static SmallVector<Value> delinearize(OpBuilder &b, Location loc,
+                                        Value linear, ArrayRef<Value> sizes) {
+    SmallVector<Value> ivs(sizes.size());
+    for (int i = sizes.size() - 1; i >= 0; --i) {
+      ivs[i] =
+          i == 0 ? linear : arith::RemUIOp::create(b, loc, linear, sizes[i]);
+      if (i > 0)
+        linear = arith::DivUIOp::create(b, loc, linear, sizes[i]);
+    }
+    return ivs;
+  }
+
+public:
+  static Value load(OpBuilder &b, Location loc, Value buffer, AffineMap map,
+                    ValueRange ivs) {
+    return memref::LoadOp::create(b, loc, buffer, applyMap(b, loc, map, ivs));
+  }
+
+  void name(gpu::LaunchOp launch, StringRef role) {
+    MLIRContext *ctx = fn.getContext();
+    std::string module = (fn.getSymName() + "_kernels").str();
+    std::string kernel =
+        (fn.getSymName() + "_" + role + "_" + Twine(count++)).str();
+    launch.setModuleAttr(FlatSymbolRefAttr::get(ctx, module));
+    launch.setFunctionAttr(FlatSymbolRefAttr::get(ctx, kernel));
+    reporter.applied(launch, "kernel @" + kernel);
+  }
+
+private:
+  func::FuncOp fn;
+  int64_t threads, reduceThreads;
+  PassReporter &reporter;
+  unsigned count = 0;
+};
+
+/// A deferred norm's pieces on buffers, from the async marks.
+struct Group {
+  SmallVector<Operation *> stat;
+  DenseMap<int64_t, Operation *> proj, post;
+  SmallVector<Operation *> unpairedPost;
+};
+
+/// The generic form of `op` (named contractions included), or null.
+linalg::GenericOp asGeneric(Operation *op) {
+  if (auto generic = dyn_cast<linalg::GenericOp>(op))
+    return generic;
+  auto linalgOp = dyn_cast<linalg::LinalgOp>(op);
+  if (!linalgOp)
+    return nullptr;
+  IRRewriter rewriter(op);
+  FailureOr<linalg::GenericOp> generic =
+      linalg::generalizeNamedOp(rewriter, linalgOp);
+  return succeeded(generic) ? *generic : nullptr;
+}
+
+/// Whether `value` is used by `op`'s body (beyond being passed in).
+bool usesOutput(linalg::GenericOp op) {
+  return !op.getRegion().front().getArguments().back().use_empty();
+}
+
+struct GpuKernelsPass : flashnorm::impl::GpuKernelsBase<GpuKernelsPass> {
+  using GpuKernelsBase::GpuKernelsBase;
+
+  void runOnOperation() override {
+    func::FuncOp fn = getOperation();
+    if (!isGpuDeviceFunction(fn))
+      return;
+    PassReporter reporter(fn, kPass);
+    KernelBuilder builder(fn, threads, reduceThreads, reporter);
+    if (fused)
+      fuseGroups(fn, builder, reporter);
+    SmallVector<linalg::LinalgOp> ops;
+    fn.walk([&](linalg::LinalgOp op) { ops.push_back(op); });
+    for (linalg::LinalgOp op : ops) {
+      StringRef role = roleOf(op);
+      auto generic = dyn_cast<linalg::GenericOp>(op.getOperation());
+      if (generic && isRowReduction(generic)) {
+        builder.buildRowReduction(generic, role.empty() ? "row_sum" : role);
+        continue;
+      }
+      if (failed(builder.buildParallel(op, role.empty() ? kindOf(op) : role)))
+        return signalPassFailure();
+    }
+    fn.walk([](Operation *op) {
+      op->removeAttr(kAsyncGroupAttr);
+      op->removeAttr(kAsyncRoleAttr);
+      op->removeAttr(kAsyncPairAttr);
+    });
+  }
+
+  static StringRef roleOf(Operation *op) {
+    auto role = op->getAttrOfType<StringAttr>(kAsyncRoleAttr);
+    if (!role)
+      return "";
+    return llvm::StringSwitch<StringRef>(role.getValue())
+        .Case("stat", "norm_stat")
+        .Case("proj", "proj")
+        .Case("post", "post_scale")
+        .Default("");
+  }
+
+  static StringRef kindOf(linalg::LinalgOp op) {
+    if (isa<linalg::FillOp>(op))
+      return "fill";
+    if (linalg::isaContractionOpInterface(op))
+      return "proj";
+    return op.getNumReductionLoops() ? "reduce" : "elementwise";
+  }
+
+  /// Fused mode: each (statistic, projection, post-scale) of an RMS norm
+  /// becomes one kernel; the statistic is dropped once nothing else reads it.
+  void fuseGroups(func::FuncOp fn, KernelBuilder &builder,
+                  PassReporter &reporter) {
+    llvm::MapVector<int64_t, Group> groups;
+    fn.walk([&](Operation *op) {
+      auto group = op->getAttrOfType<IntegerAttr>(kAsyncGroupAttr);
+      auto role = op->getAttrOfType<StringAttr>(kAsyncRoleAttr);
+      if (!group || !role || op->getNumResults() != 0)
+        return;
+      Group &g = groups[group.getInt()];
+      auto pair = op->getAttrOfType<IntegerAttr>(kAsyncPairAttr);
+      if (role.getValue() == "stat")
+        g.stat.push_back(op);
+      else if (pair && role.getValue() == "proj")
+        g.proj[pair.getInt()] = op;
+      else if (pair && role.getValue() == "post")
+        g.post[pair.getInt()] = op;
+      else
+        g.unpairedPost.push_back(op);
+    });
+    for (auto &[id, g] : groups)
+      fuseGroup(g, builder, reporter);
+  }
+
+  void fuseGroup(Group &g, KernelBuilder &builder, PassReporter &reporter) {
+    // An RMS statistic lowers to a zero fill, the sum of squares and the
+    // element-wise rsqrt; a LayerNorm's two passes stay unfused.
+    auto *fill = g.stat.size() == 3 ? g.stat[0] : nullptr;
+    auto reduce = fill ? dyn_cast<linalg::GenericOp>(g.stat[1]) : nullptr;
+    auto finalize = fill ? dyn_cast<linalg::GenericOp>(g.stat[2]) : nullptr;
+    Operation *anchor = g.stat.empty() ? nullptr : g.stat.front();
+    if (!anchor)
+      return;
+    if (!isa_and_nonnull<linalg::FillOp>(fill) || !reduce || !finalize ||
+        !isRowReduction(reduce) || reduce.getNumDpsInputs() != 1 ||
+        usesOutput(finalize) || !isZeroFill(cast<linalg::FillOp>(fill))) {
+      reporter.refused(anchor, "not fused: only an RMS statistic (zero fill, "
+                               "sum of squares, rsqrt) fuses into the "
+                               "projection");
+      return;
+    }
+    unsigned fusedCount = 0;
+    for (auto &[pair, projOp] : g.proj) {
+      Operation *postOp = g.post.lookup(pair);
+      Location loc = projOp->getLoc();
+      std::string why =
+          postOp ? fusePair(reduce, finalize, projOp, postOp, builder)
+                 : "its post-scale was not found";
+      if (why.empty())
+        ++fusedCount;
+      else
+        reporter.refused(projOp ? projOp : fill,
+                         "not fused: " + why + " (" + formatLoc(loc) + ")");
+    }
+    if (fusedCount == 0)
+      return;
+    // The statistic is dead once every post-scale reading it is fused.
+    Value scale = finalize.getDpsInitOperand(0)->get();
+    bool dead = llvm::all_of(scale.getUsers(), [&](Operation *user) {
+      return user == finalize.getOperation();
+    });
+    if (dead && g.unpairedPost.empty())
+      for (Operation *op : llvm::reverse(g.stat))
+        op->erase();
+  }
+
+  static bool isZeroFill(linalg::FillOp fill) {
+    return matchPattern(fill.getInputs()[0], m_AnyZeroFloat());
+  }
+
+  /// Builds the fused kernel for one projection and its post-scale; returns
+  /// why not, or "".
+  std::string fusePair(linalg::GenericOp reduce, linalg::GenericOp finalize,
+                       Operation *projOp, Operation *postOp,
+                       KernelBuilder &builder) {
+    auto post = dyn_cast<linalg::GenericOp>(postOp);
+    if (!post || post.getNumDpsInputs() != 2 || usesOutput(post) ||
+        post.getNumReductionLoops() != 0)
+      return "the post-scale is not an element-wise row scale";
+    linalg::GenericOp proj = asGeneric(projOp);
+    if (!proj)
+      return "the projection is not a linalg op";
+    unsigned n = proj.getNumLoops();
+    unsigned rows = reduce.getNumLoops() - 1;
+    Value x = reduce.getDpsInputOperand(0)->get();
+    // The activation: the projection input that is the statistic's input,
+    // indexed by the statistic's rows and the projection's last (k) loop.
+    OpOperand *activation = nullptr;
+    for (OpOperand *in : proj.getDpsInputOperands())
+      if (in->get() == x)
+        activation = in;
+    if (!activation || proj.getNumReductionLoops() != 1 ||
+        !linalg::isReductionIterator(proj.getIteratorTypesArray().back()) ||
+        rows > n - 1)
+      return "the projection does not contract the statistic's input over "
+             "its last loop";
+    AffineMap actMap = proj.getMatchingIndexingMap(activation);
+    SmallVector<AffineExpr> expected;
+    for (unsigned d = 0; d < rows; ++d)
+      expected.push_back(getAffineDimExpr(d, proj.getContext()));
+    expected.push_back(getAffineDimExpr(n - 1, proj.getContext()));
+    if (actMap.getResults() != ArrayRef(expected))
+      return "the projection's rows are not the statistic's rows";
+    // The post-scale reads the raw product element-wise and the scale by
+    // row, and the product buffer has no other reader.
+    Value product = proj.getDpsInitOperand(0)->get();
+    Value scale = finalize.getDpsInitOperand(0)->get();
+    MLIRContext *ctx = proj.getContext();
+    AffineMap identity = AffineMap::getMultiDimIdentityMap(n - 1, ctx);
+    if (post.getDpsInputOperand(0)->get() != product ||
+        post.getDpsInputOperand(1)->get() != scale ||
+        post.getIndexingMapsArray()[0] != identity ||
+        post.getIndexingMapsArray()[1] != identity.getMajorSubMap(rows) ||
+        post.getIndexingMapsArray()[2] != identity)
+      return "the post-scale does not read the product and the scale "
+             "element-wise by row";
+    // Besides the projection and the post-scale, only initializations of
+    // the product (a fill or a copy into it, before both) may touch it.
+    if (llvm::any_of(product.getUsers(), [&](Operation *user) {
+          if (user == proj || user == post)
+            return false;
+          if (auto copy = dyn_cast<memref::CopyOp>(user))
+            return copy.getTarget() != product || !copy->isBeforeInBlock(proj);
+          return !isa<linalg::FillOp>(user) || !user->isBeforeInBlock(proj);
+        }))
+      return "the raw product has other readers";
+
+    OpBuilder b(post);
+    Location loc = proj.getLoc();
+    SmallVector<Range> ranges =
+        cast<linalg::LinalgOp>(proj.getOperation()).createLoopRanges(b, loc);
+    SmallVector<Value> ubs = llvm::map_to_vector(ranges, [&](Range r) {
+      return getValueOrCreateConstantIndexOp(b, loc, r.size);
+    });
+    Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+    Value one = arith::ConstantIndexOp::create(b, loc, 1);
+    SmallVector<Value> lbs(n - 1, zero), steps(n - 1, one);
+    Value out = post.getDpsInitOperand(0)->get();
+    auto loop = scf::ParallelOp::create(
+        b, loc, lbs, ArrayRef(ubs).drop_back(), steps,
+        [&](OpBuilder &nb, Location l, ValueRange ivs) {
+          Value acc0 = memref::LoadOp::create(nb, l, product, ivs);
+          Type statType = getElementTypeOrSelf(
+              reduce.getDpsInitOperand(0)->get().getType());
+          Value ss0 =
+              arith::ConstantOp::create(nb, l, nb.getZeroAttr(statType));
+          auto kLoop = scf::ForOp::create(
+              nb, l, zero, ubs.back(), one, ValueRange{acc0, ss0},
+              [&](OpBuilder &kb, Location kl, Value k, ValueRange iter) {
+                SmallVector<Value> at(ivs);
+                at.push_back(k);
+                SmallVector<Value> args, xValue;
+                for (OpOperand *in : proj.getDpsInputOperands()) {
+                  args.push_back(KernelBuilder::load(
+                      kb, kl, in->get(), proj.getMatchingIndexingMap(in), at));
+                  if (in == activation)
+                    xValue.push_back(args.back());
+                }
+                args.push_back(iter[0]);
+                Value acc = inlineBody(kb, proj, args, at)[0];
+                SmallVector<Value> rowAt(ivs.take_front(rows));
+                rowAt.push_back(k);
+                Value ss =
+                    inlineBody(kb, reduce, {xValue[0], iter[1]}, rowAt)[0];
+                scf::YieldOp::create(kb, kl, ValueRange{acc, ss});
+              });
+          // Epilogue: 1/RMS from the row's sum of squares, then the
+          // post-scale.
+          SmallVector<Value> rowIvs(ivs.take_front(rows));
+          Value s =
+              inlineBody(nb, finalize, {kLoop.getResult(1), ss0}, rowIvs)[0];
+          // The post-scale does not read its output (checked): any value
+          // stands in for it.
+          Value acc = kLoop.getResult(0);
+          Value y = inlineBody(nb, post, {acc, s, acc}, ivs)[0];
+          memref::StoreOp::create(nb, l, y, out, ivs);
+        });
+    proj->erase();
+    post->erase();
+    if (failed(builder.launchParallel(loop, "fused_norm_proj")))
+      return "the fused loop nest could not be mapped to a kernel";
+    return "";
+  }
+};
+} // namespace

@@ -1,0 +1,281 @@
+//===- GpuStreams.cpp - Device memory and the async token graph -----------===//
+//
+// Turns a device function (kernels as `gpu.launch`, the CPU schedule's
+// `async.execute` tasks and `async.await` joins) into host code on streams:
+// - buffers: arguments and globals are copied to `gpu.alloc`ed memory once,
+//   allocations become `gpu.alloc`, copies `gpu.memcpy`, results are copied
+//   back to host allocations;
+// - tokens: one main stream; each task forks a stream from the main one
+//   (`gpu.wait async [%main]`); an await joins explicitly
+//   (`gpu.wait async [%main, %task]`, FLASHNORM.md §6), so every launch has
+//   exactly one dependency (gpu-to-llvm accepts no more, §5);
+// - one host `gpu.wait` at the end lists exactly one token of every stream
+//   ever created: each stream is synchronized and destroyed exactly once,
+//   including the ones that fed a join (which upstream never destroys).
+//
+//===----------------------------------------------------------------------===//
+
+#include "flashnorm/Conversion/Passes.h"
+#include "flashnorm/Utils/Remarks.h"
+
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "mlir/Interfaces/ViewLikeInterface.h"
+#include "llvm/ADT/SetVector.h"
+
+namespace mlir::flashnorm {
+#define GEN_PASS_DEF_GPUSTREAMS
+#include "flashnorm/Conversion/Passes.h.inc"
+} // namespace mlir::flashnorm
+
+using namespace mlir;
+using namespace mlir::flashnorm;
+
+namespace {
+constexpr StringLiteral kPass = "flashnorm-gpu-streams";
+
+class StreamBuilder {
+public:
+  StreamBuilder(func::FuncOp fn, PassReporter &reporter)
+      : fn(fn), reporter(reporter),
+        tokenType(gpu::AsyncTokenType::get(fn.getContext())) {}
+
+  LogicalResult run() {
+    Block &entry = fn.getBody().front();
+    SmallVector<Operation *> ops;
+    for (Operation &op : entry)
+      ops.push_back(&op);
+    OpBuilder b(&entry, entry.begin());
+    mainStream = fork(b, fn.getLoc(), {});
+    for (BlockArgument arg : fn.getArguments())
+      if (isa<MemRefType>(arg.getType()) && !arg.use_empty() &&
+          failed(upload(b, fn.getLoc(), arg)))
+        return failure();
+    for (Operation *op : ops)
+      if (failed(visit(op, mainStream)))
+        return failure();
+    for (Operation *op : executes)
+      op->erase();
+    reporter.applied(fn, Twine(tails.size()) + " stream(s), " +
+                             Twine(numJoins) + " join(s), " +
+                             Twine(numLaunches) + " launch(es)");
+    return success();
+  }
+
+private:
+  /// A new stream that waits for `deps`; returns its id.
+  unsigned fork(OpBuilder &b, Location loc, ValueRange deps) {
+    tails.push_back(
+        gpu::WaitOp::create(b, loc, tokenType, deps).getAsyncToken());
+    return tails.size() - 1;
+  }
+
+  /// A device copy of the host buffer `host`, used in its place from now
+  /// on.
+  LogicalResult upload(OpBuilder &b, Location loc, Value host) {
+    auto type = cast<MemRefType>(host.getType());
+    if (!type.getLayout().isIdentity())
+      return emitError(loc) << "flashnorm-gpu-streams: cannot copy a buffer "
+                               "of type "
+                            << type << " (non-identity layout) to the device";
+    Value device = alloc(b, loc, type, dynamicSizes(b, loc, host));
+    host.replaceAllUsesExcept(device, device.getDefiningOp());
+    auto copy = gpu::MemcpyOp::create(
+        b, loc, tokenType, ValueRange{tails[mainStream]}, device, host);
+    tails[mainStream] = copy.getAsyncToken();
+    return success();
+  }
+
+  Value alloc(OpBuilder &b, Location loc, MemRefType type, ValueRange dynamic) {
+    auto op = gpu::AllocOp::create(b, loc, type, tokenType,
+                                   ValueRange{tails[mainStream]}, dynamic,
+                                   ValueRange{}, /*hostShared=*/false);
+    tails[mainStream] = op.getAsyncToken();
+    deviceBuffers.push_back(op.getMemref());
+    return op.getMemref();
+  }
+
+  static SmallVector<Value> dynamicSizes(OpBuilder &b, Location loc,
+                                         Value buffer) {
+    SmallVector<Value> sizes;
+    auto type = cast<MemRefType>(buffer.getType());
+    for (int64_t d = 0; d < type.getRank(); ++d)
+      if (type.isDynamicDim(d))
+        sizes.push_back(memref::DimOp::create(b, loc, buffer, d));
+    return sizes;
+  }
+
+  LogicalResult visit(Operation *op, unsigned stream) {
+    OpBuilder b(op);
+    Location loc = op->getLoc();
+    if (isa<async::ExecuteOp>(op) ||
+        (!isa<async::AwaitOp>(op) && !isMemoryEffectFree(op))) {
+      bool onMain = stream == mainStream;
+      flushJoins(b, loc);
+      if (onMain)
+        stream = mainStream;
+    }
+    if (auto allocOp = dyn_cast<memref::AllocOp>(op)) {
+      op->getResult(0).replaceAllUsesWith(
+          alloc(b, loc, allocOp.getType(), allocOp.getDynamicSizes()));
+      op->erase();
+      return success();
+    }
+    if (auto global = dyn_cast<memref::GetGlobalOp>(op)) {
+      b.setInsertionPointAfter(op);
+      return upload(b, loc, global.getResult());
+    }
+    if (isa<memref::DeallocOp>(op)) {
+      op->erase(); // Device buffers are freed at the end.
+      return success();
+    }
+    if (auto copy = dyn_cast<memref::CopyOp>(op)) {
+      tails[stream] =
+          gpu::MemcpyOp::create(b, loc, tokenType, ValueRange{tails[stream]},
+                                copy.getTarget(), copy.getSource())
+              .getAsyncToken();
+      op->erase();
+      return success();
+    }
+    if (auto launch = dyn_cast<gpu::LaunchOp>(op)) {
+      auto async = gpu::LaunchOp::create(
+          b, loc, launch.getGridSizeX(), launch.getGridSizeY(),
+          launch.getGridSizeZ(), launch.getBlockSizeX(), launch.getBlockSizeY(),
+          launch.getBlockSizeZ(), launch.getDynamicSharedMemorySize(),
+          tokenType, ValueRange{tails[stream]}, TypeRange{}, TypeRange{},
+          nullptr, nullptr, nullptr, launch.getModuleAttr(),
+          launch.getFunctionAttr());
+      async.getBody().takeBody(launch.getBody());
+      tails[stream] = async.getAsyncToken();
+      ++numLaunches;
+      op->erase();
+      return success();
+    }
+    if (auto exec = dyn_cast<async::ExecuteOp>(op)) {
+      // A task: its own stream, forked from the main one here.
+      unsigned task = fork(b, loc, tails[mainStream]);
+      Block &body = exec.getBodyRegion().front();
+      SmallVector<Operation *> inner;
+      for (Operation &o : body.without_terminator())
+        inner.push_back(&o);
+      for (Operation *o : inner) {
+        o->moveBefore(op);
+        if (failed(visit(o, task)))
+          return failure();
+      }
+      taskStreams[exec.getToken()] = task;
+      // Erased once its awaits are gone.
+      executes.push_back(op);
+      return success();
+    }
+    if (auto await = dyn_cast<async::AwaitOp>(op)) {
+      auto it = taskStreams.find(await.getOperand());
+      if (it == taskStreams.end())
+        return op->emitError("flashnorm-gpu-streams: await of an unknown "
+                             "task");
+      // Joined before the next work on the main stream, with any awaits
+      // next to it (one join for the statistic and the projection); later
+      // awaits of a joined task are already ordered through the main stream.
+      if (!joined.contains(it->second))
+        pendingJoins.insert(it->second);
+      op->erase();
+      return success();
+    }
+    if (auto ret = dyn_cast<func::ReturnOp>(op))
+      return finish(ret);
+    if (isa<ViewLikeOpInterface, memref::CastOp, memref::DimOp>(op) ||
+        isMemoryEffectFree(op))
+      return success();
+    return op->emitError("flashnorm-gpu-streams: '")
+           << op->getName()
+           << "' would touch device memory on the host; a device function "
+              "holds kernels, copies and views only";
+  }
+
+  /// The explicit join of the main stream with the awaited tasks.
+  void flushJoins(OpBuilder &b, Location loc) {
+    if (pendingJoins.empty())
+      return;
+    SmallVector<Value> deps{tails[mainStream]};
+    for (unsigned task : pendingJoins) {
+      deps.push_back(tails[task]);
+      joined.insert(task);
+    }
+    pendingJoins.clear();
+    mainStream = fork(b, loc, deps);
+    ++numJoins;
+  }
+
+  /// Results back to the host, every stream joined, buffers freed, one
+  /// host wait that destroys each stream once.
+  LogicalResult finish(func::ReturnOp ret) {
+    OpBuilder b(ret);
+    Location loc = ret.getLoc();
+    SmallVector<Value> unjoined{tails[mainStream]};
+    for (unsigned s = 0; s < tails.size(); ++s)
+      if (s != mainStream && !joined.contains(s) && isTask(s))
+        unjoined.push_back(tails[s]);
+    if (unjoined.size() > 1)
+      mainStream = fork(b, loc, unjoined);
+    for (OpOperand &result : ret->getOpOperands()) {
+      auto type = dyn_cast<MemRefType>(result.get().getType());
+      if (!type)
+        continue;
+      Value host = memref::AllocOp::create(b, loc, type,
+                                           dynamicSizes(b, loc, result.get()));
+      tails[mainStream] = gpu::MemcpyOp::create(b, loc, tokenType,
+                                                ValueRange{tails[mainStream]},
+                                                host, result.get())
+                              .getAsyncToken();
+      result.set(host);
+    }
+    for (Value buffer : deviceBuffers)
+      tails[mainStream] =
+          gpu::DeallocOp::create(b, loc, tokenType,
+                                 ValueRange{tails[mainStream]}, buffer)
+              .getAsyncToken();
+    gpu::WaitOp::create(b, loc, Type(), tails);
+    return success();
+  }
+
+  bool isTask(unsigned s) const {
+    return llvm::is_contained(llvm::make_second_range(taskStreams), s);
+  }
+
+  func::FuncOp fn;
+  PassReporter &reporter;
+  Type tokenType;
+  /// The last token of every stream created, by stream id.
+  SmallVector<Value> tails;
+  unsigned mainStream = 0, numJoins = 0, numLaunches = 0;
+  DenseMap<Value, unsigned> taskStreams;
+  llvm::DenseSet<unsigned> joined;
+  llvm::SetVector<unsigned> pendingJoins;
+  SmallVector<Value> deviceBuffers;
+  SmallVector<Operation *> executes;
+};
+
+struct GpuStreamsPass : flashnorm::impl::GpuStreamsBase<GpuStreamsPass> {
+  void runOnOperation() override {
+    func::FuncOp fn = getOperation();
+    if (fn.isExternal())
+      return;
+    bool hasLaunch = false, hasCall = false;
+    fn.walk([&](Operation *op) {
+      hasLaunch |= isa<gpu::LaunchOp>(op);
+      hasCall |= isa<CallOpInterface>(op);
+    });
+    if (!hasLaunch || hasCall)
+      return;
+    if (!fn.getBody().hasOneBlock()) {
+      fn.emitError("flashnorm-gpu-streams: device functions must be one "
+                   "block");
+      return signalPassFailure();
+    }
+    PassReporter reporter(fn, kPass);
+    if (failed(StreamBuilder(fn, reporter).run()))
+      signalPassFailure();
+  }
+};
+} // namespace

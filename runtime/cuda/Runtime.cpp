@@ -1,0 +1,113 @@
+//===- Runtime.cpp - Errors, trace and context ----------------------------===//
+
+#include "Runtime.h"
+
+#include <atomic>
+#include <cstdarg>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <string_view>
+
+using namespace flashnorm::cuda;
+
+namespace {
+// Chosen on first use; -1 until then.
+int device = -1;
+// Never destroyed: module unloads run from global destructors.
+std::map<int, CUcontext> &contexts = *new std::map<int, CUcontext>;
+
+FILE *traceFile() {
+  static FILE *file = [] {
+    const char *path = std::getenv("FLASHNORM_CUDA_TRACE_FILE");
+    if (!path || !*path)
+      return stderr;
+    FILE *f = std::fopen(path, "w");
+    if (!f)
+      fatal("cannot open FLASHNORM_CUDA_TRACE_FILE '%s'", path);
+    return f;
+  }();
+  return file;
+}
+} // namespace
+
+void flashnorm::cuda::fail(CUresult result, const char *call, CUstream stream,
+                           const char *kernel) {
+  const char *name = "unknown CUresult", *text = "";
+  cuGetErrorName(result, &name);
+  cuGetErrorString(result, &text);
+  std::fprintf(stderr,
+               "flashnorm-cuda: %s failed: %s (%d): %s\n"
+               "  kernel: %s, stream: %p, device: %d\n",
+               call, name, static_cast<int>(result), text,
+               kernel ? kernel : "-", static_cast<void *>(stream), device);
+  std::fflush(stderr);
+  std::abort();
+}
+
+void flashnorm::cuda::fatal(const char *format, ...) {
+  std::fprintf(stderr, "flashnorm-cuda: ");
+  va_list args;
+  va_start(args, format);
+  std::vfprintf(stderr, format, args);
+  va_end(args);
+  std::fprintf(stderr, "\n");
+  std::fflush(stderr);
+  std::abort();
+}
+
+bool flashnorm::cuda::envFlag(const char *name) {
+  const char *value = std::getenv(name);
+  return value && *value && std::string_view(value) != "0";
+}
+
+bool flashnorm::cuda::traceEnabled() {
+  static const bool enabled = envFlag("FLASHNORM_CUDA_TRACE");
+  return enabled;
+}
+
+void flashnorm::cuda::traceLine(const char *format, ...) {
+  static std::atomic<unsigned long long> sequence{0};
+  FILE *file = traceFile();
+  // One buffered write per line keeps lines whole across threads.
+  char line[512];
+  int used = std::snprintf(line, sizeof(line),
+                           "flashnorm-cuda #%llu: ", sequence.fetch_add(1) + 1);
+  va_list args;
+  va_start(args, format);
+  std::vsnprintf(line + used, sizeof(line) - used, format, args);
+  va_end(args);
+  std::fprintf(file, "%s\n", line);
+  std::fflush(file);
+}
+
+std::mutex &flashnorm::cuda::runtimeMutex() {
+  static std::mutex mutex;
+  return mutex;
+}
+
+void flashnorm::cuda::setDevice(int ordinal) { device = ordinal; }
+
+int flashnorm::cuda::currentDevice() {
+  if (device < 0) {
+    const char *env = std::getenv("FLASHNORM_CUDA_DEVICE");
+    device = env && *env ? std::atoi(env) : 0;
+  }
+  return device;
+}
+
+void flashnorm::cuda::makeContextCurrent() {
+  static const bool initialized = [] {
+    FN_CHECK(cuInit(0), nullptr);
+    return true;
+  }();
+  (void)initialized;
+  CUcontext &context = contexts[currentDevice()];
+  if (!context) {
+    CUdevice dev;
+    FN_CHECK(cuDeviceGet(&dev, device), nullptr);
+    FN_CHECK(cuDevicePrimaryCtxRetain(&context, dev), nullptr);
+    FN_TRACE("context device=%d ctx=%p", device, static_cast<void *>(context));
+  }
+  FN_CHECK(cuCtxSetCurrent(context), nullptr);
+}
