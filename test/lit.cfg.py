@@ -55,6 +55,10 @@ config.environment["MLIR_LIB_DIR"] = lib
 config.substitutions.append(
     ("%check-model", os.path.join(config.test_source_root, "check-model.sh"))
 )
+config.substitutions.append(
+    ("%check-gpu-model",
+     os.path.join(config.test_source_root, "check-gpu-model.sh"))
+)
 llvm_config.add_tool_substitutions(
     ["flashnorm-opt", "flashnorm-rounding-test", "flashnorm-gen", "flashnorm-run"],
     [config.flashnorm_tools_dir],

@@ -1,4 +1,5 @@
-//===- CpuCodegen.cpp - Tile and vectorize linalg on buffers for the CPU ---===//
+//===- CpuCodegen.cpp - Tile and vectorize linalg on buffers for the CPU
+//---===//
 //
 // Projections are tiled over (m, n, k) and every other linalg op over its
 // innermost dimension, with tiles that divide the static sizes, and each
@@ -49,9 +50,9 @@ struct CpuCodegenPass : flashnorm::impl::CpuCodegenBase<CpuCodegenPass> {
       // (.., m, n, k): batch dims one at a time.
       size_t n = ranges.size();
       SmallVector<int64_t> want =
-          tileSizes.empty() ? SmallVector<int64_t>{4, 16, 1}
-                            : SmallVector<int64_t>(tileSizes.begin(),
-                                                   tileSizes.end());
+          tileSizes.empty()
+              ? SmallVector<int64_t>{4, 16, 1}
+              : SmallVector<int64_t>(tileSizes.begin(), tileSizes.end());
       for (int i = 0; i < 3; ++i)
         tiles[n - 3 + i] = fitTile(ranges[n - 3 + i], want[i]);
       return tiles;

@@ -15,6 +15,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "flashnorm/Analysis/HappensBefore.h"
 #include "flashnorm/Conversion/Passes.h"
 #include "flashnorm/Utils/Remarks.h"
 
@@ -318,6 +319,7 @@ struct GpuKernelsPass : flashnorm::impl::GpuKernelsBase<GpuKernelsPass> {
     KernelBuilder builder(fn, threads, reduceThreads, reporter);
     if (fused)
       fuseGroups(fn, builder, reporter);
+    fusePostScales(fn, reporter);
     SmallVector<linalg::LinalgOp> ops;
     fn.walk([&](linalg::LinalgOp op) { ops.push_back(op); });
     for (linalg::LinalgOp op : ops) {
@@ -337,6 +339,125 @@ struct GpuKernelsPass : flashnorm::impl::GpuKernelsBase<GpuKernelsPass> {
     });
   }
 
+  /// Each post-scale whose result only feeds one element-wise op (a bias
+  /// add, a residual add, a SwiGLU gate) is computed inside that op's
+  /// kernel instead of a kernel of its own.
+  void fusePostScales(func::FuncOp fn, PassReporter &reporter) {
+    SmallVector<linalg::GenericOp> posts;
+    fn.walk([&](linalg::GenericOp op) {
+      if (roleOf(op) == "post_scale")
+        posts.push_back(op);
+    });
+    for (linalg::GenericOp post : posts) {
+      std::string why = fusePostScale(post);
+      if (!why.empty())
+        reporter.refused(post, "post-scale kept as its own kernel: " + why);
+    }
+  }
+
+  static bool isElementwise(linalg::GenericOp op) {
+    return op.getNumReductionLoops() == 0 && op.getNumDpsInits() == 1 &&
+           op.getMatchingIndexingMap(op.getDpsInitOperand(0)).isIdentity();
+  }
+
+  /// Merges `post` into the element-wise consumer of its result; returns
+  /// why not, or "".
+  static std::string fusePostScale(linalg::GenericOp post) {
+    if (!isElementwise(post) || usesOutput(post))
+      return "it is not element-wise";
+    Value result = post.getDpsInitOperand(0)->get();
+    linalg::GenericOp consumer;
+    OpOperand *use = nullptr;
+    // One element-wise reader, which may also write its result in place
+    // (then later readers see the consumer's result, not the post-scale's).
+    auto writesInPlace = [&] {
+      return consumer && consumer.getDpsInitOperand(0)->get() == result;
+    };
+    SmallVector<Operation *> laterReaders;
+    for (OpOperand &u : result.getUses()) {
+      if (u.getOwner() == post)
+        continue;
+      auto user = dyn_cast<linalg::GenericOp>(u.getOwner());
+      if (!user || (consumer && user != consumer)) {
+        laterReaders.push_back(u.getOwner());
+        continue;
+      }
+      consumer = user;
+      if (!user.isDpsInput(&u))
+        continue;
+      if (use)
+        return "its consumer reads it twice";
+      use = &u;
+    }
+    if (!use)
+      return "nothing consumes it element-wise";
+    for (Operation *reader : laterReaders)
+      if (!writesInPlace() || reader->getBlock() != consumer->getBlock() ||
+          !consumer->isBeforeInBlock(reader))
+        return "its result has other users";
+    if (!isElementwise(consumer) || usesOutput(consumer) ||
+        consumer->getBlock() != post->getBlock() ||
+        consumer.getNumLoops() != post.getNumLoops() ||
+        !consumer.getMatchingIndexingMap(use).isIdentity())
+      return "its consumer is not element-wise over the same rows";
+    // The post-scale's inputs must hold the same values at the consumer.
+    SmallVector<Value> inputs = llvm::map_to_vector(
+        post.getDpsInputs(), [](Value v) { return HappensBefore::getRoot(v); });
+    for (Operation *op = post->getNextNode(); op != consumer;
+         op = op->getNextNode()) {
+      bool writes = false;
+      op->walk([&](Operation *inner) {
+        auto dps = dyn_cast<DestinationStyleOpInterface>(inner);
+        if (auto copy = dyn_cast<memref::CopyOp>(inner))
+          writes |= llvm::is_contained(
+              inputs, HappensBefore::getRoot(copy.getTarget()));
+        else if (dps)
+          for (Value init : dps.getDpsInits())
+            writes |= llvm::is_contained(inputs, HappensBefore::getRoot(init));
+        else if (isa<CallOpInterface>(inner))
+          writes = true;
+      });
+      if (writes)
+        return "its inputs are written before its consumer runs";
+    }
+    // ins: the post-scale's, then the consumer's but the fused one.
+    SmallVector<Value> ins(post.getDpsInputs());
+    SmallVector<AffineMap> maps;
+    for (OpOperand *in : post.getDpsInputOperands())
+      maps.push_back(post.getMatchingIndexingMap(in));
+    for (OpOperand *in : consumer.getDpsInputOperands())
+      if (in != use) {
+        ins.push_back(in->get());
+        maps.push_back(consumer.getMatchingIndexingMap(in));
+      }
+    maps.push_back(
+        consumer.getMatchingIndexingMap(consumer.getDpsInitOperand(0)));
+    OpBuilder b(consumer);
+    auto merged = linalg::GenericOp::create(
+        b, consumer.getLoc(), TypeRange{}, ins, consumer.getDpsInits(), maps,
+        consumer.getIteratorTypesArray(),
+        [&](OpBuilder &nb, Location loc, ValueRange args) {
+          unsigned nPost = post.getNumDpsInputs();
+          SmallVector<Value> postArgs(args.take_front(nPost));
+          postArgs.push_back(args.back()); // unused (checked)
+          SmallVector<Value> ivs;
+          for (unsigned d = 0; d < post.getNumLoops(); ++d)
+            ivs.push_back(linalg::IndexOp::create(nb, loc, d));
+          Value scaled = inlineBody(nb, post, postArgs, ivs)[0];
+          SmallVector<Value> consumerArgs;
+          unsigned next = nPost;
+          for (OpOperand *in : consumer.getDpsInputOperands())
+            consumerArgs.push_back(in == use ? scaled : args[next++]);
+          consumerArgs.push_back(args.back());
+          linalg::YieldOp::create(nb, loc,
+                                  inlineBody(nb, consumer, consumerArgs, ivs));
+        });
+    merged->setAttr(kAsyncRoleAttr, b.getStringAttr("post_fused"));
+    consumer->erase();
+    post->erase();
+    return "";
+  }
+
   static StringRef roleOf(Operation *op) {
     auto role = op->getAttrOfType<StringAttr>(kAsyncRoleAttr);
     if (!role)
@@ -345,6 +466,7 @@ struct GpuKernelsPass : flashnorm::impl::GpuKernelsBase<GpuKernelsPass> {
         .Case("stat", "norm_stat")
         .Case("proj", "proj")
         .Case("post", "post_scale")
+        .Case("post_fused", "post_scale_fused")
         .Default("");
   }
 

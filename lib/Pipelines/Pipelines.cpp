@@ -24,12 +24,15 @@ void flashnorm::buildFlashNormPipeline(
   fpm.addPass(createCSEPass());
 }
 
-/// flashnorm ops and TOSA to linalg, bufferized across function boundaries
-/// (identity layouts).
+/// TOSA to linalg, first: the async marks then see TOSA projections as the
+/// linalg ops that carry them on.
+static constexpr llvm::StringLiteral kTosaToLinalg =
+    "func.func(tosa-to-linalg-named,tosa-to-linalg,tosa-to-arith,"
+    "tosa-to-tensor)";
+/// flashnorm ops to linalg, bufferized across function boundaries (identity
+/// layouts).
 static constexpr llvm::StringLiteral kToBuffers =
     "flashnorm-lower-to-linalg,"
-    "func.func(tosa-to-linalg-named,tosa-to-linalg,tosa-to-arith,"
-    "tosa-to-tensor),"
     "convert-elementwise-to-linalg,"
     "one-shot-bufferize{bufferize-function-boundaries "
     "function-boundary-type-conversion=identity-layout-map}";
@@ -71,6 +74,8 @@ static LogicalResult buildCpuCodegen(OpPassManager &pm,
 static LogicalResult buildCpuToBuffers(OpPassManager &pm,
                                        const CpuPipelineOptions &options,
                                        raw_ostream &errors) {
+  if (failed(parsePassPipeline(kTosaToLinalg, pm, errors)))
+    return failure();
   if (options.concurrent)
     pm.addNestedPass<func::FuncOp>(createAsyncMark());
   if (failed(parsePassPipeline(kToBuffers, pm, errors)))
@@ -103,7 +108,8 @@ LogicalResult flashnorm::buildLowerToLLVMPipeline(OpPassManager &pm,
 /// folds a fork `gpu.wait async [%t]` into %t (FLASHNORM.md §5), which would
 /// serialize the streams and destroy one twice.
 static std::string gpuTail(const GpuPipelineOptions &options) {
-  std::string text = "gpu-kernel-outlining,";
+  // Constants and index math move into the kernels: static loop bounds.
+  std::string text = "gpu-launch-sink-index-computations,gpu-kernel-outlining,";
   if (options.verify)
     text += "flashnorm-verify-async,";
   text += "lower-affine,nvvm-attach-target{chip=" + options.chip +
@@ -139,9 +145,11 @@ LogicalResult flashnorm::buildGpuPipeline(OpPassManager &pm,
     return failure();
   }
   // The marks say which statistic, projection and post-scale belong
-  // together: streams schedules them, fused merges them.
-  if (mode != "serial")
-    pm.addNestedPass<func::FuncOp>(createAsyncMark());
+  // together: streams schedules them, fused merges them, and every mode
+  // names kernels after them.
+  if (failed(parsePassPipeline(kTosaToLinalg, pm, errors)))
+    return failure();
+  pm.addNestedPass<func::FuncOp>(createAsyncMark());
   if (failed(parsePassPipeline(kToBuffers, pm, errors)))
     return failure();
   if (mode == "streams")

@@ -1,0 +1,96 @@
+// The host code of flashnorm-gpu-pipeline in its three modes, lowered to
+// LLVM: which stream each kernel runs on and how the streams are forked,
+// joined and destroyed. format=isa embeds PTX (no toolkit needed).
+// RUN: flashnorm-opt %s --flashnorm-gpu-pipeline="defer-mode=streams format=isa" | FileCheck %s --check-prefix=STREAMS
+// RUN: flashnorm-opt %s --flashnorm-gpu-pipeline="defer-mode=fused format=isa" | FileCheck %s --check-prefix=FUSED
+// RUN: flashnorm-opt %s --flashnorm-gpu-pipeline="defer-mode=serial format=isa" | FileCheck %s --check-prefix=SERIAL
+// The kernels in the NVVM dialect, just before they become PTX:
+// RUN: flashnorm-opt %s --flashnorm-gpu-pipeline="defer-mode=fused format=isa" --mlir-print-ir-before=gpu-module-to-binary -o /dev/null 2>&1 | FileCheck %s --check-prefix=FUSED-KERNEL
+// RUN: flashnorm-opt %s --flashnorm-gpu-pipeline="defer-mode=serial format=isa" --mlir-print-ir-before=gpu-module-to-binary -o /dev/null 2>&1 | FileCheck %s --check-prefix=SERIAL-KERNEL
+
+// A deferred RMSNorm feeding a projection whose post-scale feeds a bias add.
+func.func @f(%x: tensor<4x16xf32>, %w: tensor<16x32xf32>, %bias: tensor<4x32xf32>) -> tensor<4x32xf32> {
+  %s = flashnorm.rms_inv %x eps(1.0e-5) : tensor<4x16xf32> -> tensor<4xf32>
+  %z = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<4x32xf32>
+  %f = linalg.fill ins(%z : f32) outs(%e : tensor<4x32xf32>) -> tensor<4x32xf32>
+  %p = linalg.matmul ins(%x, %w : tensor<4x16xf32>, tensor<16x32xf32>) outs(%f : tensor<4x32xf32>) -> tensor<4x32xf32>
+  %y = flashnorm.post_scale %p, %s : tensor<4x32xf32>, tensor<4xf32> -> tensor<4x32xf32>
+  %r = arith.addf %y, %bias : tensor<4x32xf32>
+  return %r : tensor<4x32xf32>
+}
+
+// Streams: the statistic runs on a stream forked from the main one, the
+// projection on the main stream; the post-scale (fused into the bias add)
+// runs on a new stream that waits on events recorded on both.
+// STREAMS-LABEL: llvm.func @f(
+// STREAMS: %[[MAIN:.*]] = llvm.call @mgpuStreamCreate()
+// STREAMS: %[[FORK:.*]] = llvm.call @mgpuEventCreate()
+// STREAMS: llvm.call @mgpuEventRecord(%[[FORK]], %[[MAIN]])
+// STREAMS: %[[STAT:.*]] = llvm.call @mgpuStreamCreate()
+// STREAMS: llvm.call @mgpuStreamWaitEvent(%[[STAT]], %[[FORK]])
+// STREAMS: gpu.launch_func <%[[STAT]] : !llvm.ptr> @f_kernels::@f_norm_stat_0
+// STREAMS: gpu.launch_func <%[[STAT]] : !llvm.ptr> @f_kernels::@f_norm_stat_1
+// STREAMS: gpu.launch_func <%[[STAT]] : !llvm.ptr> @f_kernels::@f_norm_stat_2
+// STREAMS: %[[STAT_DONE:.*]] = llvm.call @mgpuEventCreate()
+// STREAMS: llvm.call @mgpuEventRecord(%[[STAT_DONE]], %[[STAT]])
+// STREAMS: gpu.launch_func <%[[MAIN]] : !llvm.ptr> @f_kernels::@f_proj_4
+// STREAMS: %[[PROJ_DONE:.*]] = llvm.call @mgpuEventCreate()
+// STREAMS: llvm.call @mgpuEventRecord(%[[PROJ_DONE]], %[[MAIN]])
+// STREAMS: %[[JOIN:.*]] = llvm.call @mgpuStreamCreate()
+// STREAMS-DAG: llvm.call @mgpuStreamWaitEvent(%[[JOIN]], %[[PROJ_DONE]])
+// STREAMS-DAG: llvm.call @mgpuStreamWaitEvent(%[[JOIN]], %[[STAT_DONE]])
+// STREAMS-DAG: llvm.call @mgpuEventDestroy(%[[PROJ_DONE]])
+// STREAMS-DAG: llvm.call @mgpuEventDestroy(%[[STAT_DONE]])
+// STREAMS: gpu.launch_func <%[[JOIN]] : !llvm.ptr> @f_kernels::@f_post_scale_fused_5
+// STREAMS-NOT: gpu.launch_func
+// One synchronize and one destroy per stream, the ones feeding the join too.
+// STREAMS: llvm.call @mgpuStreamSynchronize(%[[MAIN]])
+// STREAMS-NEXT: llvm.call @mgpuStreamDestroy(%[[MAIN]])
+// STREAMS-NEXT: llvm.call @mgpuStreamSynchronize(%[[STAT]])
+// STREAMS-NEXT: llvm.call @mgpuStreamDestroy(%[[STAT]])
+// STREAMS-NEXT: llvm.call @mgpuStreamSynchronize(%[[JOIN]])
+// STREAMS-NEXT: llvm.call @mgpuStreamDestroy(%[[JOIN]])
+// STREAMS-NOT: mgpuStream{{Create|Destroy}}(
+// STREAMS: llvm.return
+
+// Fused: one stream; the projection kernel computes the statistic and the
+// post-scale itself.
+// FUSED-LABEL: llvm.func @f(
+// FUSED: %[[S:.*]] = llvm.call @mgpuStreamCreate()
+// FUSED-NOT: mgpuEvent
+// FUSED-NOT: norm_stat
+// FUSED: gpu.launch_func <%[[S]] : !llvm.ptr> @f_kernels::@f_fused_norm_proj_0
+// FUSED: gpu.launch_func <%[[S]] : !llvm.ptr> @f_kernels::@f_elementwise_
+// FUSED: llvm.call @mgpuStreamSynchronize(%[[S]])
+// FUSED-NEXT: llvm.call @mgpuStreamDestroy(%[[S]])
+// FUSED-NOT: mgpuStreamCreate()
+// FUSED: llvm.return
+// The fused kernel: the product and the sum of squares in one k loop, 1/RMS
+// in the epilogue.
+// FUSED-KERNEL: llvm.func @f_fused_norm_proj_0(
+// FUSED-KERNEL: llvm.fmul
+// FUSED-KERNEL: llvm.fadd
+// FUSED-KERNEL: llvm.fmul
+// FUSED-KERNEL: llvm.fadd
+// FUSED-KERNEL: llvm.br
+// FUSED-KERNEL: llvm.call @__nv_rsqrtf
+// FUSED-KERNEL: llvm.return
+
+// Serial: every kernel on one stream, no events.
+// SERIAL-LABEL: llvm.func @f(
+// SERIAL: %[[S:.*]] = llvm.call @mgpuStreamCreate()
+// SERIAL-NOT: mgpuEvent
+// SERIAL: gpu.launch_func <%[[S]] : !llvm.ptr> @f_kernels::@f_norm_stat_0
+// SERIAL: gpu.launch_func <%[[S]] : !llvm.ptr> @f_kernels::@f_norm_stat_1
+// SERIAL: gpu.launch_func <%[[S]] : !llvm.ptr> @f_kernels::@f_norm_stat_2
+// SERIAL: gpu.launch_func <%[[S]] : !llvm.ptr> @f_kernels::@f_proj_4
+// SERIAL: gpu.launch_func <%[[S]] : !llvm.ptr> @f_kernels::@f_post_scale_fused_5
+// SERIAL: llvm.call @mgpuStreamSynchronize(%[[S]])
+// SERIAL-NEXT: llvm.call @mgpuStreamDestroy(%[[S]])
+// SERIAL-NOT: mgpuStreamCreate()
+// SERIAL: llvm.return
+// The statistic's row reduction: a block all-reduce, as warp shuffles.
+// SERIAL-KERNEL: llvm.func @f_norm_stat_1(
+// SERIAL-KERNEL: nvvm.shfl.sync bfly
+// SERIAL-KERNEL: llvm.return
