@@ -127,9 +127,9 @@ static std::string gpuTail(const GpuPipelineOptions &options) {
   return text;
 }
 
-LogicalResult flashnorm::buildGpuPipeline(OpPassManager &pm,
-                                          const GpuPipelineOptions &options,
-                                          raw_ostream &errors) {
+/// Checks the options every half of the GPU pipeline takes.
+static LogicalResult checkGpuOptions(const GpuPipelineOptions &options,
+                                     raw_ostream &errors) {
   StringRef mode = options.deferMode;
   if (mode != "streams" && mode != "fused" && mode != "serial") {
     errors << "flashnorm-gpu-pipeline: defer-mode must be streams, fused or "
@@ -144,6 +144,17 @@ LogicalResult flashnorm::buildGpuPipeline(OpPassManager &pm,
            << options.format << "'\n";
     return failure();
   }
+  return success();
+}
+
+/// The first half of flashnorm-gpu-pipeline: kernels as gpu.launch and the
+/// host code's token graph, in the gpu dialect.
+static LogicalResult buildGpuToStreams(OpPassManager &pm,
+                                       const GpuPipelineOptions &options,
+                                       raw_ostream &errors) {
+  if (failed(checkGpuOptions(options, errors)))
+    return failure();
+  StringRef mode = options.deferMode;
   // The marks say which statistic, projection and post-scale belong
   // together: streams schedules them, fused merges them, and every mode
   // names kernels after them.
@@ -153,14 +164,22 @@ LogicalResult flashnorm::buildGpuPipeline(OpPassManager &pm,
   if (failed(parsePassPipeline(kToBuffers, pm, errors)))
     return failure();
   if (mode == "streams")
-    pm.addNestedPass<func::FuncOp>(
-        createAsyncSchedule({/*projectionTasks=*/false, /*keepMarks=*/true}));
+    pm.addNestedPass<func::FuncOp>(createAsyncSchedule(
+        {/*projectionTasks=*/false, /*keepMarks=*/true}));
   OpPassManager &fpm = pm.nest<func::FuncOp>();
   fpm.addPass(createGpuKernels(
       {mode == "fused", options.threads, options.reduceThreads}));
   fpm.addPass(createCanonicalizerPass());
   fpm.addPass(createCSEPass());
   fpm.addPass(createGpuStreams());
+  return success();
+}
+
+LogicalResult flashnorm::buildGpuPipeline(OpPassManager &pm,
+                                          const GpuPipelineOptions &options,
+                                          raw_ostream &errors) {
+  if (failed(buildGpuToStreams(pm, options, errors)))
+    return failure();
   return parsePassPipeline(gpuTail(options), pm, errors);
 }
 
@@ -207,6 +226,25 @@ void flashnorm::registerPipelines() {
       [](OpPassManager &pm, const GpuPipelineOptions &options) {
         if (failed(buildGpuPipeline(pm, options, llvm::errs())))
           llvm::report_fatal_error("flashnorm-gpu-pipeline: bad options");
+      });
+  // The two halves, so that tests can edit the token graph in between.
+  PassPipelineRegistration<GpuPipelineOptions>(
+      "flashnorm-gpu-to-streams",
+      "First half of flashnorm-gpu-pipeline: kernels as gpu.launch and the "
+      "host code's streams, forks and joins, in the gpu dialect",
+      [](OpPassManager &pm, const GpuPipelineOptions &options) {
+        if (failed(buildGpuToStreams(pm, options, llvm::errs())))
+          llvm::report_fatal_error("flashnorm-gpu-to-streams: bad options");
+      });
+  PassPipelineRegistration<GpuPipelineOptions>(
+      "flashnorm-gpu-streams-to-llvm",
+      "Second half of flashnorm-gpu-pipeline: outlining, the race verifier, "
+      "NVVM and binaries for the kernels, LLVM for the host",
+      [](OpPassManager &pm, const GpuPipelineOptions &options) {
+        if (failed(checkGpuOptions(options, llvm::errs())) ||
+            failed(parsePassPipeline(gpuTail(options), pm, llvm::errs())))
+          llvm::report_fatal_error("flashnorm-gpu-streams-to-llvm: bad "
+                                   "options");
       });
   PassPipelineRegistration<>(
       "flashnorm-lower-to-llvm",

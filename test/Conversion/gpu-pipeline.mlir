@@ -4,6 +4,13 @@
 // RUN: flashnorm-opt %s --flashnorm-gpu-pipeline="defer-mode=streams format=isa" | FileCheck %s --check-prefix=STREAMS
 // RUN: flashnorm-opt %s --flashnorm-gpu-pipeline="defer-mode=fused format=isa" | FileCheck %s --check-prefix=FUSED
 // RUN: flashnorm-opt %s --flashnorm-gpu-pipeline="defer-mode=serial format=isa" | FileCheck %s --check-prefix=SERIAL
+// The §6 bug seeded into the pipeline's own output: the join loses the
+// statistic's stream. The race verifier rejects it, naming both kernels.
+// RUN: flashnorm-opt %s --flashnorm-gpu-to-streams | flashnorm-opt --flashnorm-test-drop-join | not flashnorm-opt --flashnorm-gpu-streams-to-llvm -o /dev/null 2>&1 | FileCheck %s --check-prefix=MUTANT
+// MUTANT: error: 'gpu.launch_func @f_kernels::@f_post_scale_fused_5' reads %{{.*}} while 'gpu.launch_func @f_kernels::@f_norm_stat_2' writes it, with no happens-before order between them
+// MUTANT: error: 'gpu.dealloc' deallocates %{{.*}} while 'gpu.launch_func @f_kernels::@f_norm_stat_1' may still read it
+// The halves compose to the whole pipeline.
+// RUN: flashnorm-opt %s --flashnorm-gpu-to-streams="format=isa" | flashnorm-opt --flashnorm-gpu-streams-to-llvm="format=isa" | FileCheck %s --check-prefix=STREAMS
 // The kernels in the NVVM dialect, just before they become PTX:
 // RUN: flashnorm-opt %s --flashnorm-gpu-pipeline="defer-mode=fused format=isa" --mlir-print-ir-before=gpu-module-to-binary -o /dev/null 2>&1 | FileCheck %s --check-prefix=FUSED-KERNEL
 // RUN: flashnorm-opt %s --flashnorm-gpu-pipeline="defer-mode=serial format=isa" --mlir-print-ir-before=gpu-module-to-binary -o /dev/null 2>&1 | FileCheck %s --check-prefix=SERIAL-KERNEL

@@ -47,5 +47,9 @@ struct TestDropAwaitPass
 } // namespace
 
 namespace mlir::flashnorm::test {
-void registerTestPasses() { PassRegistration<TestDropAwaitPass>(); }
+void registerTestDropJoinPass();
+void registerTestPasses() {
+  PassRegistration<TestDropAwaitPass>();
+  registerTestDropJoinPass();
+}
 } // namespace mlir::flashnorm::test
