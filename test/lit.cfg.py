@@ -52,8 +52,16 @@ config.substitutions.append(
     )
 )
 config.environment["MLIR_LIB_DIR"] = lib
+config.environment["FLASHNORM_LIB_DIR"] = config.flashnorm_lib_dir
 config.substitutions.append(
     ("%check-model", os.path.join(config.test_source_root, "check-model.sh"))
+)
+config.substitutions.append(
+    ("%check-gpu-kernels-on-cpu",
+     os.path.join(config.test_source_root, "check-gpu-kernels-on-cpu.sh"))
+)
+config.substitutions.append(
+    ("%check-gpu-run", os.path.join(config.test_source_root, "check-gpu-run.sh"))
 )
 config.substitutions.append(
     ("%check-gpu-model",
@@ -85,6 +93,10 @@ else:
     lit_config.note("cubin tests skipped: no CUDA toolkit (ptxas) found")
 if lit.util.pythonize_bool(getattr(config, "flashnorm_cuda_runtime", "OFF")):
     config.available_features.add("cuda-runtime")
+    # Runs GPU pipeline output: the JIT loads the project's CUDA runtime.
+    config.substitutions.append(
+        ("%gpu-run", runner("", utils + [os.path.join(
+            config.flashnorm_lib_dir, "libflashnorm_cuda_runtime.so")])))
 
 
 def _has_gpu():

@@ -164,8 +164,8 @@ static LogicalResult buildGpuToStreams(OpPassManager &pm,
   if (failed(parsePassPipeline(kToBuffers, pm, errors)))
     return failure();
   if (mode == "streams")
-    pm.addNestedPass<func::FuncOp>(createAsyncSchedule(
-        {/*projectionTasks=*/false, /*keepMarks=*/true}));
+    pm.addNestedPass<func::FuncOp>(
+        createAsyncSchedule({/*projectionTasks=*/false, /*keepMarks=*/true}));
   OpPassManager &fpm = pm.nest<func::FuncOp>();
   fpm.addPass(createGpuKernels(
       {mode == "fused", options.threads, options.reduceThreads}));

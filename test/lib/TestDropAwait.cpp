@@ -48,8 +48,10 @@ struct TestDropAwaitPass
 
 namespace mlir::flashnorm::test {
 void registerTestDropJoinPass();
+void registerTestLaunchToLoopsPass();
 void registerTestPasses() {
   PassRegistration<TestDropAwaitPass>();
   registerTestDropJoinPass();
+  registerTestLaunchToLoopsPass();
 }
 } // namespace mlir::flashnorm::test

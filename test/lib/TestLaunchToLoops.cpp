@@ -1,0 +1,156 @@
+//===- TestLaunchToLoops.cpp - Run GPU kernels on the CPU, for tests ------===//
+//
+// Turns every `gpu.launch` into sequential loops over blocks and threads, so
+// the kernels flashnorm-gpu-kernels builds can be executed, and their numbers
+// checked, on a machine without a GPU. A block-wide `gpu.all_reduce add`
+// runs the threads twice: once up to the reduction, summing what each
+// thread contributes, then again with the sum in place of the reduction.
+// That needs the code before the reduction to have no side effects but
+// reads, which holds for the row-reduction kernels (the pass fails
+// otherwise).
+//
+//===----------------------------------------------------------------------===//
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "mlir/Pass/Pass.h"
+#include "mlir/Pass/PassRegistry.h"
+
+using namespace mlir;
+
+namespace {
+/// Loops over the three values in `ubs`, innermost last; calls `body` with
+/// the three induction variables.
+void buildNest(OpBuilder &b, Location loc, ArrayRef<Value> ubs,
+               function_ref<void(OpBuilder &, ArrayRef<Value>)> body) {
+  Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+  Value one = arith::ConstantIndexOp::create(b, loc, 1);
+  SmallVector<Value> ivs;
+  OpBuilder::InsertionGuard guard(b);
+  for (Value ub : ubs) {
+    auto loop = scf::ForOp::create(b, loc, zero, ub, one);
+    ivs.push_back(loop.getInductionVar());
+    b.setInsertionPoint(loop.getBody()->getTerminator());
+  }
+  body(b, ivs);
+}
+
+struct TestLaunchToLoopsPass
+    : PassWrapper<TestLaunchToLoopsPass, OperationPass<func::FuncOp>> {
+  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(TestLaunchToLoopsPass)
+  StringRef getArgument() const final {
+    return "flashnorm-test-gpu-launch-to-loops";
+  }
+  StringRef getDescription() const final {
+    return "Test only: run gpu.launch bodies as sequential CPU loops";
+  }
+  void getDependentDialects(DialectRegistry &registry) const override {
+    registry.insert<scf::SCFDialect, arith::ArithDialect>();
+  }
+
+  void runOnOperation() override {
+    SmallVector<gpu::LaunchOp> launches;
+    getOperation().walk([&](gpu::LaunchOp op) { launches.push_back(op); });
+    for (gpu::LaunchOp launch : launches)
+      if (failed(lower(launch)))
+        return signalPassFailure();
+  }
+
+  LogicalResult lower(gpu::LaunchOp launch) {
+    Block &body = launch.getBody().front();
+    gpu::AllReduceOp reduce;
+    for (Operation &op : body) {
+      if (auto r = dyn_cast<gpu::AllReduceOp>(op)) {
+        if (reduce || r.getOp() != gpu::AllReduceOperation::ADD)
+          return launch.emitError("only one top-level all_reduce add is "
+                                  "supported");
+        reduce = r;
+      }
+    }
+    auto onlyReads = [](Operation *op) {
+      return !op->walk([](Operation *inner) {
+                  auto e = dyn_cast<MemoryEffectOpInterface>(inner);
+                  bool ok =
+                      isMemoryEffectFree(inner) ||
+                      (e && e.onlyHasEffect<MemoryEffects::Read>()) ||
+                      inner->hasTrait<OpTrait::HasRecursiveMemoryEffects>();
+                  return ok ? WalkResult::advance() : WalkResult::interrupt();
+                }).wasInterrupted();
+    };
+    if (reduce)
+      for (Operation *op = &body.front(); op != reduce; op = op->getNextNode())
+        if (!onlyReads(op))
+          return op->emitError("writes memory before the all_reduce");
+    OpBuilder b(launch);
+    Location loc = launch.getLoc();
+    gpu::KernelDim3 grid = launch.getGridSizeOperandValues();
+    gpu::KernelDim3 block = launch.getBlockSizeOperandValues();
+    auto bind = [&](IRMapping &map, ArrayRef<Value> bids,
+                    ArrayRef<Value> tids) {
+      gpu::KernelDim3 b3 = launch.getBlockIds(), t3 = launch.getThreadIds();
+      gpu::KernelDim3 gs = launch.getGridSize(), bs = launch.getBlockSize();
+      map.map(b3.z, bids[0]), map.map(b3.y, bids[1]), map.map(b3.x, bids[2]);
+      map.map(t3.z, tids[0]), map.map(t3.y, tids[1]), map.map(t3.x, tids[2]);
+      map.map(gs.x, grid.x), map.map(gs.y, grid.y), map.map(gs.z, grid.z);
+      map.map(bs.x, block.x), map.map(bs.y, block.y), map.map(bs.z, block.z);
+    };
+    buildNest(b, loc, {grid.z, grid.y, grid.x},
+              [&](OpBuilder &nb, ArrayRef<Value> bids) {
+                Value sum;
+                if (reduce) {
+                  // Pass 1: every thread's contribution, summed.
+                  Value zero = arith::ConstantOp::create(
+                      nb, loc, nb.getZeroAttr(reduce.getType()));
+                  Value one = arith::ConstantIndexOp::create(nb, loc, 1);
+                  Value c0 = arith::ConstantIndexOp::create(nb, loc, 0);
+                  Value threads = arith::MulIOp::create(
+                      nb, loc, arith::MulIOp::create(nb, loc, block.x, block.y),
+                      block.z);
+                  auto loop = scf::ForOp::create(
+                      nb, loc, c0, threads, one, ValueRange{zero},
+                      [&](OpBuilder &lb, Location l, Value t, ValueRange acc) {
+                        Value tx = arith::RemUIOp::create(lb, l, t, block.x);
+                        Value rest = arith::DivUIOp::create(lb, l, t, block.x);
+                        Value ty = arith::RemUIOp::create(lb, l, rest, block.y);
+                        Value tz = arith::DivUIOp::create(lb, l, rest, block.y);
+                        IRMapping map;
+                        bind(map, bids, {tz, ty, tx});
+                        for (Operation *op = &body.front(); op != reduce;
+                             op = op->getNextNode())
+                          lb.clone(*op, map);
+                        Value v = map.lookup(reduce.getValue());
+                        scf::YieldOp::create(lb, l,
+                                             ValueRange{arith::AddFOp::create(
+                                                 lb, l, acc[0], v)});
+                      });
+                  sum = loop.getResult(0);
+                }
+                // Pass 2 (or the only one): the whole body per thread.
+                buildNest(nb, loc, {block.z, block.y, block.x},
+                          [&](OpBuilder &tb, ArrayRef<Value> tids) {
+                            IRMapping map;
+                            bind(map, bids, tids);
+                            for (Operation &op : body.without_terminator()) {
+                              if (&op == reduce.getOperation()) {
+                                map.map(reduce.getResult(), sum);
+                                continue;
+                              }
+                              tb.clone(op, map);
+                            }
+                          });
+              });
+    launch.erase();
+    return success();
+  }
+};
+} // namespace
+
+namespace mlir::flashnorm::test {
+void registerTestLaunchToLoopsPass() {
+  PassRegistration<TestLaunchToLoopsPass>();
+}
+} // namespace mlir::flashnorm::test
