@@ -15,6 +15,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "flashnorm/Analysis/HappensBefore.h"
 #include "flashnorm/Conversion/Passes.h"
 #include "flashnorm/Utils/Remarks.h"
 
@@ -37,8 +38,8 @@ constexpr StringLiteral kPass = "flashnorm-gpu-streams";
 
 class StreamBuilder {
 public:
-  StreamBuilder(func::FuncOp fn, PassReporter &reporter)
-      : fn(fn), reporter(reporter),
+  StreamBuilder(func::FuncOp fn, bool hostBuffers, PassReporter &reporter)
+      : fn(fn), hostBuffers(hostBuffers), reporter(reporter),
         tokenType(gpu::AsyncTokenType::get(fn.getContext())) {}
 
   LogicalResult run() {
@@ -48,10 +49,11 @@ public:
       ops.push_back(&op);
     OpBuilder b(&entry, entry.begin());
     mainStream = fork(b, fn.getLoc(), {});
-    for (BlockArgument arg : fn.getArguments())
-      if (isa<MemRefType>(arg.getType()) && !arg.use_empty() &&
-          failed(upload(b, fn.getLoc(), arg)))
-        return failure();
+    if (hostBuffers)
+      for (BlockArgument arg : fn.getArguments())
+        if (isa<MemRefType>(arg.getType()) && !arg.use_empty() &&
+            failed(upload(b, fn.getLoc(), arg)))
+          return failure();
     for (Operation *op : ops)
       if (failed(visit(op, mainStream)))
         return failure();
@@ -218,10 +220,16 @@ private:
         unjoined.push_back(tails[s]);
     if (unjoined.size() > 1)
       mainStream = fork(b, loc, unjoined);
+    // With device buffers, results stay on the device, owned by the caller.
+    llvm::SmallPtrSet<Value, 4> returned;
     for (OpOperand &result : ret->getOpOperands()) {
       auto type = dyn_cast<MemRefType>(result.get().getType());
       if (!type)
         continue;
+      if (!hostBuffers) {
+        returned.insert(HappensBefore::getRoot(result.get()));
+        continue;
+      }
       Value host = memref::AllocOp::create(b, loc, type,
                                            dynamicSizes(b, loc, result.get()));
       tails[mainStream] = gpu::MemcpyOp::create(b, loc, tokenType,
@@ -231,7 +239,8 @@ private:
       result.set(host);
     }
     for (Value buffer : deviceBuffers)
-      tails[mainStream] =
+      if (!returned.contains(buffer))
+        tails[mainStream] =
           gpu::DeallocOp::create(b, loc, tokenType,
                                  ValueRange{tails[mainStream]}, buffer)
               .getAsyncToken();
@@ -244,6 +253,7 @@ private:
   }
 
   func::FuncOp fn;
+  bool hostBuffers;
   PassReporter &reporter;
   Type tokenType;
   /// The last token of every stream created, by stream id.
@@ -257,6 +267,8 @@ private:
 };
 
 struct GpuStreamsPass : flashnorm::impl::GpuStreamsBase<GpuStreamsPass> {
+  using GpuStreamsBase::GpuStreamsBase;
+
   void runOnOperation() override {
     func::FuncOp fn = getOperation();
     if (fn.isExternal())
@@ -274,7 +286,7 @@ struct GpuStreamsPass : flashnorm::impl::GpuStreamsBase<GpuStreamsPass> {
       return signalPassFailure();
     }
     PassReporter reporter(fn, kPass);
-    if (failed(StreamBuilder(fn, reporter).run()))
+    if (failed(StreamBuilder(fn, hostBuffers, reporter).run()))
       signalPassFailure();
   }
 };

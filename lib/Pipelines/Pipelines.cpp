@@ -171,7 +171,7 @@ static LogicalResult buildGpuToStreams(OpPassManager &pm,
       {mode == "fused", options.threads, options.reduceThreads}));
   fpm.addPass(createCanonicalizerPass());
   fpm.addPass(createCSEPass());
-  fpm.addPass(createGpuStreams());
+  fpm.addPass(createGpuStreams({options.hostBuffers}));
   return success();
 }
 

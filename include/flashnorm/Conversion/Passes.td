@@ -141,7 +141,12 @@ def GpuStreams : Pass<"flashnorm-gpu-streams", "func::FuncOp"> {
     "::mlir::gpu::GPUDialect",
     "::mlir::memref::MemRefDialect"
   ];
-  let options = [];
+  let options = [
+    Option<"hostBuffers", "host-buffers", "bool", /*default=*/"true",
+           "Memref arguments and results are host memory, copied in and "
+           "out (false: they are device buffers; results are device "
+           "allocations the caller frees)">,
+  ];
 }
 
 def VerifyAsync : Pass<"flashnorm-verify-async", "ModuleOp"> {

@@ -94,6 +94,12 @@ struct GpuPipelineOptions : public PassPipelineOptions<GpuPipelineOptions> {
       llvm::cl::desc("Run flashnorm-verify-async on the host code and "
                      "flashnorm-verify-streams on its lowering"),
       llvm::cl::init(true)};
+  PassOptions::Option<bool> hostBuffers{
+      *this, "host-buffers",
+      llvm::cl::desc("Device functions take and return host memory, copied "
+                     "in and out (false: device buffers, results owned by "
+                     "the caller; for callers that keep weights on the GPU)"),
+      llvm::cl::init(true)};
   PassOptions::Option<int64_t> threads{
       *this, "threads",
       llvm::cl::desc("Threads per block of the parallel kernels"),
