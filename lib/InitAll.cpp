@@ -17,6 +17,7 @@ void mlir::flashnorm::registerAllDialects(DialectRegistry &registry) {
   registry.insert<FlashNormDialect, arith::ArithDialect, func::FuncDialect,
                   linalg::LinalgDialect, math::MathDialect,
                   tensor::TensorDialect, tosa::TosaDialect>();
+  registerConvertFlashNormToLLVMInterface(registry);
 }
 
 void mlir::flashnorm::registerAllPasses() {

@@ -17,6 +17,7 @@
 
 #include "flashnorm/Analysis/HappensBefore.h"
 #include "flashnorm/Conversion/Passes.h"
+#include "flashnorm/Dialect/FlashNorm/IR/FlashNormOps.h"
 #include "flashnorm/Utils/Remarks.h"
 
 #include "mlir/Conversion/SCFToGPU/SCFToGPU.h"
@@ -28,6 +29,7 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/Transforms/Transforms.h"
 #include "mlir/IR/IRMapping.h"
+#include "mlir/Interfaces/ViewLikeInterface.h"
 #include "mlir/Transforms/DialectConversion.h"
 
 namespace mlir::flashnorm {
@@ -320,6 +322,24 @@ struct GpuKernelsPass : flashnorm::impl::GpuKernelsBase<GpuKernelsPass> {
     if (fused)
       fuseGroups(fn, builder, reporter);
     fusePostScales(fn, reporter);
+    if (gemm == "cublaslt") {
+      // Before any kernel exists: the zero fill of each accumulator is
+      // still visible.
+      SmallVector<linalg::LinalgOp> projections;
+      fn.walk([&](linalg::LinalgOp op) {
+        if (linalg::isaContractionOpInterface(op))
+          projections.push_back(op);
+      });
+      for (linalg::LinalgOp op : projections) {
+        Location loc = op.getLoc();
+        std::string why = toGemmLt(op);
+        if (why.empty())
+          reporter.applied(fn, "projection at " + formatLoc(loc) +
+                                   " through cuBLASLt");
+        else
+          reporter.refused(op, "projection kept as a generated kernel: " + why);
+      }
+    }
     SmallVector<linalg::LinalgOp> ops;
     fn.walk([&](linalg::LinalgOp op) { ops.push_back(op); });
     for (linalg::LinalgOp op : ops) {
@@ -455,6 +475,97 @@ struct GpuKernelsPass : flashnorm::impl::GpuKernelsBase<GpuKernelsPass> {
     merged->setAttr(kAsyncRoleAttr, b.getStringAttr("post_fused"));
     consumer->erase();
     post->erase();
+    return "";
+  }
+
+  /// Whether `buffer` holds zeros when `user` runs: its last writer in the
+  /// block is a zero fill, or a copy from a buffer that holds zeros.
+  static bool startsAtZero(Value buffer, Operation *user) {
+    Value root = HappensBefore::getRoot(buffer);
+    auto isRoot = [&](Value v) {
+      return isa<BaseMemRefType>(v.getType()) &&
+             HappensBefore::getRoot(v) == root;
+    };
+    for (Operation *op = user->getPrevNode(); op; op = op->getPrevNode()) {
+      if (auto fill = dyn_cast<linalg::FillOp>(op))
+        if (isRoot(fill.getOutputs()[0]))
+          return isZeroFill(fill);
+      if (auto copy = dyn_cast<memref::CopyOp>(op)) {
+        if (isRoot(copy.getTarget()))
+          return startsAtZero(copy.getSource(), copy);
+        continue; // Reading the source changes nothing.
+      }
+      if (auto dps = dyn_cast<DestinationStyleOpInterface>(op)) {
+        if (llvm::any_of(dps.getDpsInits(), isRoot))
+          return false;
+        continue;
+      }
+      if (!isa<ViewLikeOpInterface>(op) &&
+          llvm::any_of(op->getOperands(), isRoot))
+        return false;
+    }
+    return false;
+  }
+
+  /// Replaces a projection by flashnorm.gemm_lt; returns why not, or "".
+  static std::string toGemmLt(linalg::LinalgOp op) {
+    FailureOr<linalg::ContractionDimensions> dims =
+        linalg::inferContractionDims(op);
+    if (failed(dims) || dims->m.size() != 1 || dims->n.size() != 1 ||
+        dims->k.size() != 1 || op.getNumDpsInputs() != 2)
+      return "not a single M x K by K x N contraction";
+    SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+    for (unsigned b : dims->batch)
+      if (ranges[b] != 1)
+        return "a batch dimension is not 1";
+    unsigned m = dims->m[0], n = dims->n[0], k = dims->k[0];
+    Value a = op.getDpsInputOperand(0)->get(),
+          b = op.getDpsInputOperand(1)->get();
+    Value c = op.getDpsInitOperand(0)->get();
+    auto results = [&](OpOperand *operand) {
+      SmallVector<unsigned> positions;
+      for (AffineExpr e : op.getMatchingIndexingMap(operand).getResults())
+        if (auto d = dyn_cast<AffineDimExpr>(e);
+            d && !llvm::is_contained(dims->batch, d.getPosition()))
+          positions.push_back(d.getPosition());
+      return positions;
+    };
+    using V = SmallVector<unsigned>;
+    V aDims = results(op.getDpsInputOperand(0));
+    V bDims = results(op.getDpsInputOperand(1));
+    V cDims = results(op.getDpsInitOperand(0));
+    bool transposeB = bDims == V{n, k};
+    if (aDims != V{m, k} || (bDims != V{k, n} && !transposeB) ||
+        cDims != V{m, n})
+      return "operands are not row-major M x K, K x N (or N x K), M x N";
+    auto type = [](Value v) { return cast<MemRefType>(v.getType()); };
+    Type element = type(a).getElementType();
+    if (element != type(b).getElementType() ||
+        !isa<Float32Type, Float16Type, BFloat16Type>(element) ||
+        !type(c).getElementType().isF32())
+      return "element types are not f32/f16/bf16 with an f32 result";
+    if (!type(a).getLayout().isIdentity() ||
+        !type(b).getLayout().isIdentity() || !type(c).getLayout().isIdentity())
+      return "a buffer is strided";
+    // cuBLASLt overwrites c: it must hold zeros.
+    if (!startsAtZero(c, op))
+      return "the accumulator does not start at zero";
+    OpBuilder builder(op);
+    Location loc = op.getLoc();
+    // Unit batch dimensions go away: cuBLASLt sees 2-D row-major buffers.
+    auto to2d = [&](Value v) -> Value {
+      auto t = type(v);
+      if (t.getRank() == 2)
+        return v;
+      SmallVector<ReassociationIndices> groups{{}, {t.getRank() - 1}};
+      for (int64_t d = 0; d < t.getRank() - 1; ++d)
+        groups[0].push_back(d);
+      return memref::CollapseShapeOp::create(builder, loc, v, groups);
+    };
+    GemmLtOp::create(builder, loc,
+                     gpu::AsyncTokenType::get(builder.getContext()),
+                     ValueRange{}, to2d(a), to2d(b), to2d(c), transposeB);
+    op->erase();
     return "";
   }
 

@@ -154,6 +154,14 @@ private:
       op->erase();
       return success();
     }
+    // Other async ops (flashnorm.gemm_lt) join the stream as they are.
+    if (auto async = dyn_cast<gpu::AsyncOpInterface>(op);
+        async && async.getAsyncToken() &&
+        async.getAsyncDependencies().empty()) {
+      async.addAsyncDependency(tails[stream]);
+      tails[stream] = async.getAsyncToken();
+      return success();
+    }
     if (auto exec = dyn_cast<async::ExecuteOp>(op)) {
       // A task: its own stream, forked from the main one here.
       unsigned task = fork(b, loc, tails[mainStream]);
@@ -241,9 +249,9 @@ private:
     for (Value buffer : deviceBuffers)
       if (!returned.contains(buffer))
         tails[mainStream] =
-          gpu::DeallocOp::create(b, loc, tokenType,
-                                 ValueRange{tails[mainStream]}, buffer)
-              .getAsyncToken();
+            gpu::DeallocOp::create(b, loc, tokenType,
+                                   ValueRange{tails[mainStream]}, buffer)
+                .getAsyncToken();
     gpu::WaitOp::create(b, loc, Type(), tails);
     return success();
   }

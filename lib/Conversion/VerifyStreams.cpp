@@ -70,6 +70,8 @@ void getUses(Operation *op, SmallVectorImpl<Value> &streams,
     streamAt(3);
   else if (callee == "mgpuLaunchKernel")
     streamAt(8);
+  else if (callee == "mgpuFlashNormGemmLt")
+    streamAt(0);
 }
 
 class Checker {

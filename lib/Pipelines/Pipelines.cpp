@@ -137,6 +137,11 @@ static LogicalResult checkGpuOptions(const GpuPipelineOptions &options,
            << mode << "'\n";
     return failure();
   }
+  if (options.gemm != "codegen" && options.gemm != "cublaslt") {
+    errors << "flashnorm-gpu-pipeline: gemm must be codegen or cublaslt, not '"
+           << options.gemm << "'\n";
+    return failure();
+  }
   if (options.format != "isa" && options.format != "bin" &&
       options.format != "fatbin") {
     errors << "flashnorm-gpu-pipeline: format must be isa, bin or fatbin, "
@@ -168,7 +173,7 @@ static LogicalResult buildGpuToStreams(OpPassManager &pm,
         createAsyncSchedule({/*projectionTasks=*/false, /*keepMarks=*/true}));
   OpPassManager &fpm = pm.nest<func::FuncOp>();
   fpm.addPass(createGpuKernels(
-      {mode == "fused", options.threads, options.reduceThreads}));
+      {mode == "fused", options.threads, options.reduceThreads, options.gemm}));
   fpm.addPass(createCanonicalizerPass());
   fpm.addPass(createCSEPass());
   fpm.addPass(createGpuStreams({options.hostBuffers}));

@@ -4,6 +4,7 @@
 // RUN: flashnorm-opt %s --flashnorm-gpu-pipeline="defer-mode=streams format=isa" | FileCheck %s --check-prefix=STREAMS
 // RUN: flashnorm-opt %s --flashnorm-gpu-pipeline="defer-mode=fused format=isa" | FileCheck %s --check-prefix=FUSED
 // RUN: flashnorm-opt %s --flashnorm-gpu-pipeline="defer-mode=serial format=isa" | FileCheck %s --check-prefix=SERIAL
+// RUN: flashnorm-opt %s --flashnorm-gpu-pipeline="gemm=cublaslt format=isa" | FileCheck %s --check-prefix=CUBLAS
 // The §6 bug seeded into the pipeline's own output: the join loses the
 // statistic's stream. The race verifier rejects it, naming both kernels.
 // RUN: flashnorm-opt %s --flashnorm-gpu-to-streams | flashnorm-opt --flashnorm-test-drop-join | not flashnorm-opt --flashnorm-gpu-streams-to-llvm -o /dev/null 2>&1 | FileCheck %s --check-prefix=MUTANT
@@ -101,3 +102,15 @@ func.func @f(%x: tensor<4x16xf32>, %w: tensor<16x32xf32>, %bias: tensor<4x32xf32
 // SERIAL-KERNEL: llvm.func @f_norm_stat_1(
 // SERIAL-KERNEL: nvvm.shfl.sync bfly
 // SERIAL-KERNEL: llvm.return
+
+// cuBLASLt: the projection is a runtime call on the main stream, between the
+// fork and the join (M=4, N=32, K=16, f32, K x N layout, no row scale).
+// CUBLAS-LABEL: llvm.func @f(
+// CUBLAS: %[[MAIN:.*]] = llvm.call @mgpuStreamCreate()
+// CUBLAS: %[[STAT:.*]] = llvm.call @mgpuStreamCreate()
+// CUBLAS: gpu.launch_func <%[[STAT]] : !llvm.ptr> @f_kernels::@f_norm_stat_0
+// CUBLAS: %[[M:.*]] = llvm.extractvalue %{{.*}}[3, 0]
+// CUBLAS: llvm.call @mgpuFlashNormGemmLt(%[[MAIN]], %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) : (!llvm.ptr, i64, i64, i64, !llvm.ptr, !llvm.ptr, !llvm.ptr, i32, i32, !llvm.ptr) -> ()
+// CUBLAS-NOT: @f_proj_
+// CUBLAS: %[[JOIN:.*]] = llvm.call @mgpuStreamCreate()
+// CUBLAS: gpu.launch_func <%[[JOIN]] : !llvm.ptr> @f_kernels::@f_post_scale_fused_

@@ -85,3 +85,37 @@ func.func @scale_result_shape(%y: tensor<4x16xf32>, %s: tensor<4xf32>) -> tensor
   %z = flashnorm.post_scale %y, %s : tensor<4x16xf32>, tensor<4xf32> -> tensor<4x8xf16>
   return %z : tensor<4x8xf16>
 }
+
+// -----
+
+func.func @gemm_lt_types(%x: memref<16x576xf16>, %w: memref<576x1536xbf16>, %y: memref<16x1536xf32>) {
+  // expected-error @below {{'flashnorm.gemm_lt' op a and b must have one element type, not 'f16' and 'bf16'}}
+  %t = flashnorm.gemm_lt %x, %w, %y : memref<16x576xf16>, memref<576x1536xbf16>, memref<16x1536xf32>
+  return
+}
+
+// -----
+
+func.func @gemm_lt_shapes(%x: memref<16x576xf16>, %w: memref<576x1536xf16>, %y: memref<16x1536xf32>) {
+  // expected-error @below {{'flashnorm.gemm_lt' op shapes do not multiply: 'memref<16x576xf16>' x 'memref<576x1536xf16>'^T -> 'memref<16x1536xf32>'}}
+  %t = flashnorm.gemm_lt %x, %w, %y transpose_b : memref<16x576xf16>, memref<576x1536xf16>, memref<16x1536xf32>
+  return
+}
+
+// -----
+
+func.func @gemm_lt_join_first(%x: memref<16x576xf16>, %w: memref<576x1536xf16>, %y: memref<16x1536xf32>) {
+  %a = gpu.wait async
+  %b = gpu.wait async
+  // expected-error @below {{'flashnorm.gemm_lt' op takes at most one async dependency (join first)}}
+  %t = flashnorm.gemm_lt [%a, %b] %x, %w, %y : memref<16x576xf16>, memref<576x1536xf16>, memref<16x1536xf32>
+  return
+}
+
+// -----
+
+func.func @gemm_lt_accumulator(%x: memref<16x576xf16>, %w: memref<576x1536xf16>, %y: memref<16x1536xf16>) {
+  // expected-error @below {{operand #2 must be 2D memref of 32-bit float values}}
+  %t = flashnorm.gemm_lt %x, %w, %y : memref<16x576xf16>, memref<576x1536xf16>, memref<16x1536xf16>
+  return
+}

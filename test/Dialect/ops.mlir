@@ -28,3 +28,16 @@ func.func @deferred(%x: tensor<2x3x8xbf16>, %acc: tensor<2x3x16xf32>,
   %t = flashnorm.rms_inv %v eps(0.0) : tensor<8xf32> -> tensor<f32>
   return %y, %t : tensor<2x3x16xbf16>, tensor<f32>
 }
+
+// CHECK-LABEL: func.func @gemm_lt
+// CHECK: %[[T1:.*]] = flashnorm.gemm_lt [%{{.*}}] %{{.*}}, %{{.*}}, %{{.*}} : memref<16x576xf16>, memref<576x1536xf16>, memref<16x1536xf32>
+// CHECK: flashnorm.gemm_lt [%[[T1]]] %{{.*}}, %{{.*}}, %{{.*}} transpose_b : memref<16x576xbf16>, memref<1536x576xbf16>, memref<16x1536xf32>
+func.func @gemm_lt(%x: memref<16x576xf16>, %w: memref<576x1536xf16>,
+                   %xb: memref<16x576xbf16>, %wt: memref<1536x576xbf16>,
+                   %y: memref<16x1536xf32>) {
+  %t0 = gpu.wait async
+  %t1 = flashnorm.gemm_lt [%t0] %x, %w, %y : memref<16x576xf16>, memref<576x1536xf16>, memref<16x1536xf32>
+  %t2 = flashnorm.gemm_lt [%t1] %xb, %wt, %y transpose_b : memref<16x576xbf16>, memref<1536x576xbf16>, memref<16x1536xf32>
+  gpu.wait [%t2]
+  return
+}

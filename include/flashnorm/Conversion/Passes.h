@@ -35,6 +35,9 @@ constexpr llvm::StringLiteral kAsyncPairAttr = "flashnorm.async_pair";
 /// that calls no other function (drivers stay on the host).
 bool isGpuDeviceFunction(func::FuncOp fn);
 
+/// Lets gpu-to-llvm (and convert-to-llvm) lower flashnorm.gemm_lt.
+void registerConvertFlashNormToLLVMInterface(DialectRegistry &registry);
+
 /// Adds the patterns that lower flashnorm ops to linalg on tensors.
 void populateLowerToLinalgPatterns(RewritePatternSet &patterns, bool statsF64);
 

@@ -100,6 +100,9 @@ def GpuKernels : Pass<"flashnorm-gpu-kernels", "func::FuncOp"> {
       the row's sum of squares from the activations it loads for the
       product and applies 1/RMS and the post-scale in its epilogue; the
       statistic's own kernels go away once nothing else reads them;
+    - with `gemm=cublaslt`, projections over row-major 2-D buffers (unit
+      batch dimensions allowed) with an f32 accumulator that starts at zero
+      become `flashnorm.gemm_lt` (cuBLASLt on the op's stream);
     - every other op: parallel loops, tiled by `threads` on the innermost
       dimension (threads x, coalesced), the outer dimensions on blocks; the
       reduction loops of projections run inside each thread.
@@ -120,6 +123,9 @@ def GpuKernels : Pass<"flashnorm-gpu-kernels", "func::FuncOp"> {
            "Threads per block of the parallel kernels (innermost dimension)">,
     Option<"reduceThreads", "reduce-threads", "int64_t", /*default=*/"256",
            "Threads per block (one block per row) of the row reductions">,
+    Option<"gemm", "gemm", "std::string", /*default=*/"\"codegen\"",
+           "Projections as generated kernels (codegen) or through cuBLASLt "
+           "(cublaslt: flashnorm.gemm_lt, where the operands fit)">,
   ];
 }
 

@@ -100,6 +100,11 @@ struct GpuPipelineOptions : public PassPipelineOptions<GpuPipelineOptions> {
                      "in and out (false: device buffers, results owned by "
                      "the caller; for callers that keep weights on the GPU)"),
       llvm::cl::init(true)};
+  PassOptions::Option<std::string> gemm{
+      *this, "gemm",
+      llvm::cl::desc("Projections as generated kernels (codegen) or through "
+                     "cuBLASLt (cublaslt; link flashnorm_cublaslt)"),
+      llvm::cl::init("codegen")};
   PassOptions::Option<int64_t> threads{
       *this, "threads",
       llvm::cl::desc("Threads per block of the parallel kernels"),

@@ -186,3 +186,22 @@ LogicalResult PostScaleOp::verify() {
 
 #define GET_OP_CLASSES
 #include "flashnorm/Dialect/FlashNorm/IR/FlashNormOps.cpp.inc"
+
+LogicalResult GemmLtOp::verify() {
+  auto a = getA().getType(), b = getB().getType(), c = getC().getType();
+  if (a.getElementType() != b.getElementType())
+    return emitOpError("a and b must have one element type, not ")
+           << a.getElementType() << " and " << b.getElementType();
+  int64_t k = b.getDimSize(getTransposeB() ? 1 : 0);
+  int64_t n = b.getDimSize(getTransposeB() ? 0 : 1);
+  auto clash = [](int64_t x, int64_t y) {
+    return !ShapedType::isDynamic(x) && !ShapedType::isDynamic(y) && x != y;
+  };
+  if (clash(a.getDimSize(1), k) || clash(a.getDimSize(0), c.getDimSize(0)) ||
+      clash(n, c.getDimSize(1)))
+    return emitOpError("shapes do not multiply: ")
+           << a << " x " << b << (getTransposeB() ? "^T" : "") << " -> " << c;
+  if (getAsyncDependencies().size() > 1)
+    return emitOpError("takes at most one async dependency (join first)");
+  return success();
+}

@@ -18,7 +18,9 @@ def FlashNorm_Dialect : Dialect {
     dimension indexes rows (tokens).
   }];
   let useDefaultAttributePrinterParser = 1;
-  let dependentDialects = ["::mlir::arith::ArithDialect"];
+  // gemm_lt returns a GPU async token.
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::gpu::GPUDialect"];
 }
 
 def FlashNorm_GainConvention : I32EnumAttr<"GainConvention",

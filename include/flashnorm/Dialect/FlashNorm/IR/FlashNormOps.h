@@ -2,6 +2,7 @@
 #define FLASHNORM_DIALECT_FLASHNORM_IR_FLASHNORMOPS_H
 
 #include "flashnorm/Dialect/FlashNorm/IR/FlashNormDialect.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/OpDefinition.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"

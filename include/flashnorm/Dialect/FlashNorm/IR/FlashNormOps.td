@@ -4,6 +4,7 @@
 include "flashnorm/Dialect/FlashNorm/IR/FlashNormDialect.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 include "mlir/IR/CommonTypeConstraints.td"
+include "mlir/Dialect/GPU/IR/GPUBase.td"
 
 def FlashNorm_FloatTensor : RankedTensorOf<[AnyFloat]>;
 def FlashNorm_Gain : 1DTensorOf<[AnyFloat]>;
@@ -161,6 +162,39 @@ def FlashNorm_LayerInvOp : FlashNorm_Op<"layer_inv", [Pure]> {
   let builders = [
     OpBuilder<(ins "::mlir::Value":$input, "double":$epsilon)>
   ];
+}
+
+def FlashNorm_GemmLtOp : FlashNorm_Op<"gemm_lt", [GPU_AsyncOpInterface]> {
+  let summary = "A projection on a GPU stream through cuBLASLt";
+  let description = [{
+    `c = a * b` (or `a * b^T` with `transpose_b`, the PyTorch Linear layout)
+    on device buffers, run by cuBLASLt on the stream of its async dependency:
+    `a` is M x K, `b` is K x N (N x K), both f32, f16 or bf16; `c` is M x N
+    in f32, the accumulator type of a deferred projection (FLASHNORM.md §2),
+    and is overwritten. Built by `flashnorm-gpu-kernels{gemm=cublaslt}`;
+    lowered by `gpu-to-llvm` (through the dialect's LLVM conversion
+    interface) to a call of `mgpuFlashNormGemmLt` in the
+    `flashnorm_cublaslt` runtime library.
+
+    ```mlir
+    %t1 = flashnorm.gemm_lt [%t0] %x, %w, %y
+            : memref<16x576xf16>, memref<576x1536xf16>, memref<16x1536xf32>
+    ```
+  }];
+  let arguments = (ins Variadic<GPU_AsyncToken>:$asyncDependencies,
+                       Arg<MemRefRankOf<[F32, F16, BF16], [2]>, "",
+                           [MemRead]>:$a,
+                       Arg<MemRefRankOf<[F32, F16, BF16], [2]>, "",
+                           [MemRead]>:$b,
+                       Arg<MemRefRankOf<[F32], [2]>, "", [MemWrite]>:$c,
+                       UnitAttr:$transpose_b);
+  let results = (outs GPU_AsyncToken:$asyncToken);
+  let assemblyFormat = [{
+    (` ` `[` $asyncDependencies^ `]`)? $a `,` $b `,` $c
+    (`transpose_b` $transpose_b^)? attr-dict `:` type($a) `,` type($b) `,`
+    type($c)
+  }];
+  let hasVerifier = 1;
 }
 
 #endif // FLASHNORM_OPS_TD

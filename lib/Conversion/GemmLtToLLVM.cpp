@@ -1,0 +1,93 @@
+//===- GemmLtToLLVM.cpp - flashnorm.gemm_lt to a runtime call -------------===//
+//
+// The dialect's LLVM conversion interface: gpu-to-llvm collects its patterns,
+// so `flashnorm.gemm_lt` is converted with the same type converter as the
+// gpu ops around it, where an async token is the stream it runs on.
+//
+//===----------------------------------------------------------------------===//
+
+#include "flashnorm/Conversion/Passes.h"
+#include "flashnorm/Dialect/FlashNorm/IR/FlashNormOps.h"
+
+#include "mlir/Conversion/ConvertToLLVM/ToLLVMInterface.h"
+#include "mlir/Conversion/LLVMCommon/MemRefBuilder.h"
+#include "mlir/Conversion/LLVMCommon/Pattern.h"
+#include "mlir/Dialect/LLVMIR/FunctionCallUtils.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+
+using namespace mlir;
+using namespace mlir::flashnorm;
+
+namespace {
+/// The runtime's element type codes (runtime/cuda/GemmLt.cpp).
+int32_t dtypeCode(Type type) {
+  if (type.isF16())
+    return 1;
+  if (type.isBF16())
+    return 2;
+  return 0;
+}
+
+struct GemmLtToLLVM : ConvertOpToLLVMPattern<GemmLtOp> {
+  using ConvertOpToLLVMPattern::ConvertOpToLLVMPattern;
+
+  LogicalResult
+  matchAndRewrite(GemmLtOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    if (adaptor.getAsyncDependencies().size() != 1)
+      return rewriter.notifyMatchFailure(op, "needs one async dependency");
+    Location loc = op.getLoc();
+    Value stream = adaptor.getAsyncDependencies().front();
+    Value zero = createIndexAttrConstant(rewriter, loc, getIndexType(), 0);
+    auto pointer = [&](Value memref, Value descriptor) {
+      return getStridedElementPtr(rewriter, loc,
+                                  cast<MemRefType>(memref.getType()),
+                                  descriptor, {zero, zero});
+    };
+    MemRefDescriptor a(adaptor.getA()), c(adaptor.getC());
+    Type i32 = rewriter.getI32Type(), i64 = rewriter.getI64Type();
+    Type ptr = LLVM::LLVMPointerType::get(rewriter.getContext());
+    auto constant = [&](Type type, int64_t value) -> Value {
+      return LLVM::ConstantOp::create(rewriter, loc, type, value);
+    };
+    Value args[] = {
+        stream,
+        a.size(rewriter, loc, 0),
+        c.size(rewriter, loc, 1),
+        a.size(rewriter, loc, 1),
+        pointer(op.getA(), adaptor.getA()),
+        pointer(op.getB(), adaptor.getB()),
+        pointer(op.getC(), adaptor.getC()),
+        constant(i32, dtypeCode(op.getA().getType().getElementType())),
+        constant(i32, op.getTransposeB() ? 1 : 0),
+        LLVM::ZeroOp::create(rewriter, loc, ptr)};
+    FailureOr<LLVM::LLVMFuncOp> fn = LLVM::lookupOrCreateFn(
+        rewriter, op->getParentOfType<ModuleOp>(), "mgpuFlashNormGemmLt",
+        {ptr, i64, i64, i64, ptr, ptr, ptr, i32, i32, ptr},
+        LLVM::LLVMVoidType::get(rewriter.getContext()));
+    if (failed(fn))
+      return failure();
+    LLVM::CallOp::create(rewriter, loc, *fn, args);
+    // Like every async gpu op, its token is its stream.
+    rewriter.replaceOp(op, stream);
+    return success();
+  }
+};
+
+struct FlashNormToLLVMInterface : ConvertToLLVMPatternInterface {
+  using ConvertToLLVMPatternInterface::ConvertToLLVMPatternInterface;
+
+  void populateConvertToLLVMConversionPatterns(
+      ConversionTarget &target, LLVMTypeConverter &converter,
+      RewritePatternSet &patterns) const final {
+    patterns.add<GemmLtToLLVM>(converter);
+  }
+};
+} // namespace
+
+void flashnorm::registerConvertFlashNormToLLVMInterface(
+    DialectRegistry &registry) {
+  registry.addExtension(+[](MLIRContext *, FlashNormDialect *dialect) {
+    dialect->addInterfaces<FlashNormToLLVMInterface>();
+  });
+}
