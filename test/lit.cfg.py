@@ -52,6 +52,7 @@ config.substitutions.append(
     )
 )
 config.environment["MLIR_LIB_DIR"] = lib
+config.substitutions.append(("%mlir-lib-dir", lib))
 config.environment["FLASHNORM_LIB_DIR"] = config.flashnorm_lib_dir
 config.substitutions.append(
     ("%check-model", os.path.join(config.test_source_root, "check-model.sh"))
