@@ -115,8 +115,16 @@ public:
         reporter(reporter) {}
 
   /// One block per row; threads stride over the row; a block all-reduce.
-  void buildRowReduction(linalg::GenericOp op, StringRef role) {
-    OpBuilder b(op);
+  /// With `zeroFill` (the zero fill of the output just before) and
+  /// `epilogue` (an element-wise op of the rows just after, reading the sums
+  /// only), all three are one kernel: thread 0 applies the epilogue to the
+  /// block's total.
+  void buildRowReduction(linalg::GenericOp op, StringRef role,
+                         linalg::FillOp zeroFill = {},
+                         linalg::GenericOp epilogue = {}) {
+    // At the epilogue: what it uses is defined there, and only ops without
+    // memory effects stand between it and the reduction.
+    OpBuilder b(epilogue ? epilogue.getOperation() : op.getOperation());
     Location loc = op.getLoc();
     SmallVector<Range> ranges =
         cast<linalg::LinalgOp>(op.getOperation()).createLoopRanges(b, loc);
@@ -160,14 +168,30 @@ public:
     auto store = scf::IfOp::create(b, loc, first, /*withElse=*/false);
     b.setInsertionPointToStart(store.thenBlock());
     Value out = op.getDpsInitOperand(0)->get();
-    Value old = memref::LoadOp::create(b, loc, out, ivs);
-    memref::StoreOp::create(
-        b, loc, arith::AddFOp::create(b, loc, old, total.getResult()), out,
-        ivs);
+    Value sum = total.getResult();
+    if (!zeroFill)
+      sum = arith::AddFOp::create(
+          b, loc, memref::LoadOp::create(b, loc, out, ivs), sum);
+    // The sums themselves are stored only if something else reads them.
+    bool sumsRead =
+        !epilogue || llvm::any_of(out.getUsers(), [&](Operation *u) {
+          return u != op && u != zeroFill && u != epilogue;
+        });
+    if (sumsRead)
+      memref::StoreOp::create(b, loc, sum, out, ivs);
+    if (epilogue) {
+      Value result = epilogue.getDpsInitOperand(0)->get();
+      // The epilogue reads only the sums and not its output (checked).
+      Value y = inlineBody(b, epilogue, {sum, sum}, ivs)[0];
+      memref::StoreOp::create(b, loc, y, result, ivs);
+      epilogue->erase();
+    }
     b.setInsertionPointToEnd(&launch.getBody().front());
     gpu::TerminatorOp::create(b, loc);
     name(launch, role);
     op->erase();
+    if (zeroFill)
+      zeroFill->erase();
   }
 
   /// Parallel loops onto blocks and threads (sequential loops for
@@ -340,15 +364,23 @@ struct GpuKernelsPass : flashnorm::impl::GpuKernelsBase<GpuKernelsPass> {
           reporter.refused(op, "projection kept as a generated kernel: " + why);
       }
     }
+    // Row reductions first, with the zero fill before and the element-wise
+    // epilogue after them (a statistic: fill, sum of squares, rsqrt) in the
+    // same kernel.
+    SmallVector<linalg::GenericOp> reductions;
+    fn.walk([&](linalg::GenericOp op) {
+      if (isRowReduction(op))
+        reductions.push_back(op);
+    });
+    for (linalg::GenericOp op : reductions) {
+      StringRef role = roleOf(op);
+      builder.buildRowReduction(op, role.empty() ? "row_sum" : role,
+                                zeroFillBefore(op), epilogueAfter(op));
+    }
     SmallVector<linalg::LinalgOp> ops;
     fn.walk([&](linalg::LinalgOp op) { ops.push_back(op); });
     for (linalg::LinalgOp op : ops) {
       StringRef role = roleOf(op);
-      auto generic = dyn_cast<linalg::GenericOp>(op.getOperation());
-      if (generic && isRowReduction(generic)) {
-        builder.buildRowReduction(generic, role.empty() ? "row_sum" : role);
-        continue;
-      }
       if (failed(builder.buildParallel(op, role.empty() ? kindOf(op) : role)))
         return signalPassFailure();
     }
@@ -476,6 +508,38 @@ struct GpuKernelsPass : flashnorm::impl::GpuKernelsBase<GpuKernelsPass> {
     consumer->erase();
     post->erase();
     return "";
+  }
+
+  /// The nearest op before or after `op` in its block that touches memory.
+  static Operation *neighbour(Operation *op, bool before) {
+    for (Operation *n = before ? op->getPrevNode() : op->getNextNode(); n;
+         n = before ? n->getPrevNode() : n->getNextNode())
+      if (!isMemoryEffectFree(n) &&
+          !isa<ViewLikeOpInterface, memref::AllocOp>(n))
+        return n;
+    return nullptr;
+  }
+
+  /// The zero fill of `reduce`'s output, if it is the op just before.
+  static linalg::FillOp zeroFillBefore(linalg::GenericOp reduce) {
+    auto fill = dyn_cast_or_null<linalg::FillOp>(neighbour(reduce, true));
+    Value out = reduce.getDpsInitOperand(0)->get();
+    return fill && isZeroFill(fill) && fill.getOutputs()[0] == out
+               ? fill
+               : linalg::FillOp();
+  }
+
+  /// The element-wise op of the rows just after `reduce` that reads its sums
+  /// and nothing else, if there is one.
+  static linalg::GenericOp epilogueAfter(linalg::GenericOp reduce) {
+    auto next = dyn_cast_or_null<linalg::GenericOp>(neighbour(reduce, false));
+    Value out = reduce.getDpsInitOperand(0)->get();
+    if (!next || !isElementwise(next) || usesOutput(next) ||
+        next.getNumDpsInputs() != 1 || next.getDpsInputs()[0] != out ||
+        !next.getIndexingMapsArray()[0].isIdentity() ||
+        next.getNumLoops() != reduce.getNumLoops() - 1)
+      return {};
+    return next;
   }
 
   /// Whether `buffer` holds zeros when `user` runs: its last writer in the
