@@ -3,9 +3,9 @@
 #include "flashnorm/Conversion/Passes.h"
 #include "flashnorm/Transforms/Passes.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Transforms/Passes.h"
-#include "llvm/Support/ErrorHandling.h"
 #include "llvm/Support/raw_ostream.h"
 
 using namespace mlir;
@@ -56,6 +56,12 @@ static LogicalResult buildCpuCodegen(OpPassManager &pm,
                                      raw_ostream &errors) {
   if (!options.vectorize)
     return success();
+  if (!options.tileSizes.empty() && options.tileSizes.size() != 3) {
+    errors << "flashnorm-cpu-pipeline: tile-sizes needs 3 values (m, n, k), "
+              "got "
+           << options.tileSizes.size() << "\n";
+    return failure();
+  }
   std::string sizes;
   for (int64_t s : options.tileSizes)
     sizes += (sizes.empty() ? "" : ",") + std::to_string(s);
@@ -188,6 +194,42 @@ LogicalResult flashnorm::buildGpuPipeline(OpPassManager &pm,
   return parsePassPipeline(gpuTail(options), pm, errors);
 }
 
+namespace {
+/// Fails with `message` at the operation it runs on: how a pipeline whose
+/// options are bad says so (a registered pipeline's builder cannot fail).
+struct ReportErrorPass : PassWrapper<ReportErrorPass, OperationPass<ModuleOp>> {
+  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(ReportErrorPass)
+  explicit ReportErrorPass(std::string message) : message(std::move(message)) {}
+  StringRef getArgument() const final { return "flashnorm-report-error"; }
+  void runOnOperation() override {
+    // At the location only: the op itself would be printed with the error.
+    emitError(getOperation()->getLoc(), StringRef(message).rtrim());
+    signalPassFailure();
+  }
+  std::string message;
+};
+} // namespace
+
+/// Replaces what `pm` holds by a pass that reports `message`.
+static void reportInstead(OpPassManager &pm, StringRef message) {
+  pm.clear();
+  pm.addPass(std::make_unique<ReportErrorPass>(message.str()));
+}
+
+/// Wraps a builder that can fail into a registrable one that reports why.
+template <typename Options>
+static std::function<void(OpPassManager &, const Options &)>
+orReportError(std::function<LogicalResult(OpPassManager &, const Options &,
+                                          raw_ostream &)>
+                  build) {
+  return [build](OpPassManager &pm, const Options &options) {
+    std::string message;
+    llvm::raw_string_ostream errors(message);
+    if (failed(build(pm, options, errors)))
+      reportInstead(pm, message);
+  };
+}
+
 void flashnorm::registerPipelines() {
   PassPipelineRegistration<FlashNormPipelineOptions>(
       "flashnorm",
@@ -200,63 +242,55 @@ void flashnorm::registerPipelines() {
       "Lower to LLVM for the CPU with each deferred norm's statistic and "
       "projections as tasks on the MLIR async runtime, joined before the "
       "post-scale (link libmlir_async_runtime)",
-      [](OpPassManager &pm, const CpuPipelineOptions &options) {
-        if (failed(buildCpuPipeline(pm, options, llvm::errs())))
-          llvm::report_fatal_error("flashnorm-cpu-pipeline: bad pipeline");
-      });
+      orReportError<CpuPipelineOptions>(buildCpuPipeline));
   // The two halves, so that tests can edit the scheduled buffers in between.
   PassPipelineRegistration<CpuPipelineOptions>(
       "flashnorm-cpu-to-buffers",
       "First half of flashnorm-cpu-pipeline: bufferized linalg with the async "
       "tasks built",
-      [](OpPassManager &pm, const CpuPipelineOptions &options) {
-        if (failed(buildCpuToBuffers(pm, options, llvm::errs())))
-          llvm::report_fatal_error("flashnorm-cpu-to-buffers: bad pipeline");
-      });
+      orReportError<CpuPipelineOptions>(buildCpuToBuffers));
   PassPipelineRegistration<CpuPipelineOptions>(
       "flashnorm-cpu-buffers-to-llvm",
       "Second half of flashnorm-cpu-pipeline: tiles and vectors, loops, "
       "async runtime, LLVM",
-      [](OpPassManager &pm, const CpuPipelineOptions &options) {
-        if (failed(buildCpuCodegen(pm, options, llvm::errs())) ||
-            failed(parsePassPipeline(kBuffersToLLVM, pm, llvm::errs())))
-          llvm::report_fatal_error("flashnorm-cpu-buffers-to-llvm: bad "
-                                   "pipeline");
-      });
+      orReportError<CpuPipelineOptions>([](OpPassManager &pm,
+                                           const CpuPipelineOptions &options,
+                                           raw_ostream &errors) {
+        if (failed(buildCpuCodegen(pm, options, errors)))
+          return failure();
+        return parsePassPipeline(kBuffersToLLVM, pm, errors);
+      }));
   PassPipelineRegistration<GpuPipelineOptions>(
       "flashnorm-gpu-pipeline",
       "Lower to GPU kernels (NVVM, PTX or cubin) and host code whose async "
       "tokens fork each deferred norm's statistic onto its own stream and "
       "join it before the post-scale (link flashnorm_cuda_runtime)",
-      [](OpPassManager &pm, const GpuPipelineOptions &options) {
-        if (failed(buildGpuPipeline(pm, options, llvm::errs())))
-          llvm::report_fatal_error("flashnorm-gpu-pipeline: bad options");
-      });
+      orReportError<GpuPipelineOptions>(buildGpuPipeline));
   // The two halves, so that tests can edit the token graph in between.
   PassPipelineRegistration<GpuPipelineOptions>(
       "flashnorm-gpu-to-streams",
       "First half of flashnorm-gpu-pipeline: kernels as gpu.launch and the "
       "host code's streams, forks and joins, in the gpu dialect",
-      [](OpPassManager &pm, const GpuPipelineOptions &options) {
-        if (failed(buildGpuToStreams(pm, options, llvm::errs())))
-          llvm::report_fatal_error("flashnorm-gpu-to-streams: bad options");
-      });
+      orReportError<GpuPipelineOptions>(buildGpuToStreams));
   PassPipelineRegistration<GpuPipelineOptions>(
       "flashnorm-gpu-streams-to-llvm",
       "Second half of flashnorm-gpu-pipeline: outlining, the race verifier, "
       "NVVM and binaries for the kernels, LLVM for the host",
-      [](OpPassManager &pm, const GpuPipelineOptions &options) {
-        if (failed(checkGpuOptions(options, llvm::errs())) ||
-            failed(parsePassPipeline(gpuTail(options), pm, llvm::errs())))
-          llvm::report_fatal_error("flashnorm-gpu-streams-to-llvm: bad "
-                                   "options");
-      });
+      orReportError<GpuPipelineOptions>([](OpPassManager &pm,
+                                           const GpuPipelineOptions &options,
+                                           raw_ostream &errors) {
+        if (failed(checkGpuOptions(options, errors)))
+          return failure();
+        return parsePassPipeline(gpuTail(options), pm, errors);
+      }));
   PassPipelineRegistration<>(
       "flashnorm-lower-to-llvm",
       "Lower flashnorm, TOSA and linalg on tensors to the LLVM dialect as "
       "plain sequential loops (the reference CPU lowering)",
       [](OpPassManager &pm) {
-        if (failed(buildLowerToLLVMPipeline(pm, llvm::errs())))
-          llvm::report_fatal_error("flashnorm-lower-to-llvm: bad pipeline");
+        std::string message;
+        llvm::raw_string_ostream errors(message);
+        if (failed(buildLowerToLLVMPipeline(pm, errors)))
+          reportInstead(pm, message);
       });
 }
