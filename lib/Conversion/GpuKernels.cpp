@@ -109,10 +109,8 @@ bool isRowReduction(linalg::GenericOp op) {
 
 class KernelBuilder {
 public:
-  KernelBuilder(func::FuncOp fn, int64_t threads, int64_t reduceThreads,
-                PassReporter &reporter)
-      : fn(fn), threads(threads), reduceThreads(reduceThreads),
-        reporter(reporter) {}
+  KernelBuilder(func::FuncOp fn, int64_t threads, PassReporter &reporter)
+      : fn(fn), threads(threads), reporter(reporter) {}
 
   /// One block per row; threads stride over the row; a block all-reduce.
   /// With `zeroFill` (the zero fill of the output just before) and
@@ -120,7 +118,7 @@ public:
   /// only), all three are one kernel: thread 0 applies the epilogue to the
   /// block's total.
   void buildRowReduction(linalg::GenericOp op, StringRef role,
-                         linalg::FillOp zeroFill = {},
+                         int64_t blockThreads, linalg::FillOp zeroFill = {},
                          linalg::GenericOp epilogue = {}) {
     // At the epilogue: what it uses is defined there, and only ops without
     // memory effects stand between it and the reduction.
@@ -135,7 +133,7 @@ public:
     Value rows = one;
     for (Value size : ArrayRef(sizes).drop_back())
       rows = arith::MulIOp::create(b, loc, rows, size);
-    Value blockSize = arith::ConstantIndexOp::create(b, loc, reduceThreads);
+    Value blockSize = arith::ConstantIndexOp::create(b, loc, blockThreads);
     auto launch =
         gpu::LaunchOp::create(b, loc, rows, one, one, blockSize, one, one);
     b.setInsertionPointToStart(&launch.getBody().front());
@@ -304,7 +302,7 @@ public:
 
 private:
   func::FuncOp fn;
-  int64_t threads, reduceThreads;
+  int64_t threads;
   PassReporter &reporter;
   unsigned count = 0;
 };
@@ -342,7 +340,7 @@ struct GpuKernelsPass : flashnorm::impl::GpuKernelsBase<GpuKernelsPass> {
     if (!isGpuDeviceFunction(fn))
       return;
     PassReporter reporter(fn, kPass);
-    KernelBuilder builder(fn, threads, reduceThreads, reporter);
+    KernelBuilder builder(fn, threads, reporter);
     if (fused)
       fuseGroups(fn, builder, reporter);
     fusePostScales(fn, reporter);
@@ -367,14 +365,28 @@ struct GpuKernelsPass : flashnorm::impl::GpuKernelsBase<GpuKernelsPass> {
     // Row reductions first, with the zero fill before and the element-wise
     // epilogue after them (a statistic: fill, sum of squares, rsqrt) in the
     // same kernel.
+    // Projections are row reductions too (over k): they take this kernel,
+    // one warp per output, only where lanes striding k read the weight
+    // contiguously (N x K, PyTorch's layout); with K x N weights a thread
+    // per output, threads along n, reads it contiguously instead.
+    SmallVector<linalg::LinalgOp> candidates;
+    fn.walk([&](linalg::LinalgOp op) { candidates.push_back(op); });
     SmallVector<linalg::GenericOp> reductions;
-    fn.walk([&](linalg::GenericOp op) {
-      if (isRowReduction(op))
-        reductions.push_back(op);
-    });
+    for (linalg::LinalgOp op : candidates) {
+      bool projection = linalg::isaContractionOpInterface(op);
+      if (projection && !weightContiguousInK(op))
+        continue;
+      auto generic = projection
+                         ? asGeneric(op)
+                         : dyn_cast<linalg::GenericOp>(op.getOperation());
+      if (generic && isRowReduction(generic))
+        reductions.push_back(generic);
+    }
     for (linalg::GenericOp op : reductions) {
       StringRef role = roleOf(op);
-      builder.buildRowReduction(op, role.empty() ? "row_sum" : role,
+      bool projection = linalg::isaContractionOpInterface(op);
+      builder.buildRowReduction(op, role.empty() ? kindOf(op) : role,
+                                projection ? 32 : reduceThreads.getValue(),
                                 zeroFillBefore(op), epilogueAfter(op));
     }
     SmallVector<linalg::LinalgOp> ops;
@@ -643,6 +655,18 @@ struct GpuKernelsPass : flashnorm::impl::GpuKernelsBase<GpuKernelsPass> {
         .Case("post", "post_scale")
         .Case("post_fused", "post_scale_fused")
         .Default("");
+  }
+
+  /// Whether the second input of contraction `op` (the weight) has the
+  /// reduction dimension innermost.
+  static bool weightContiguousInK(linalg::LinalgOp op) {
+    FailureOr<linalg::ContractionDimensions> dims =
+        linalg::inferContractionDims(op);
+    if (failed(dims) || dims->k.size() != 1 || op.getNumDpsInputs() != 2)
+      return false;
+    AffineMap map = op.getMatchingIndexingMap(op.getDpsInputOperand(1));
+    auto last = dyn_cast<AffineDimExpr>(map.getResults().back());
+    return last && last.getPosition() == dims->k[0];
   }
 
   static StringRef kindOf(linalg::LinalgOp op) {

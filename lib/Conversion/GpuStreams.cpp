@@ -81,8 +81,15 @@ private:
       return emitError(loc) << "flashnorm-gpu-streams: cannot copy a buffer "
                                "of type "
                             << type << " (non-identity layout) to the device";
-    Value device = alloc(b, loc, type, dynamicSizes(b, loc, host));
-    host.replaceAllUsesExcept(device, device.getDefiningOp());
+    SmallVector<Value> sizes = dynamicSizes(b, loc, host);
+    Value device = alloc(b, loc, type, sizes);
+    // Everything after the copy reads the device buffer; the sizes of the
+    // allocation still come from the host one.
+    host.replaceUsesWithIf(device, [&](OpOperand &use) {
+      Operation *user = use.getOwner();
+      return user != device.getDefiningOp() &&
+             !llvm::is_contained(sizes, user->getResult(0));
+    });
     auto copy = gpu::MemcpyOp::create(
         b, loc, tokenType, ValueRange{tails[mainStream]}, device, host);
     tails[mainStream] = copy.getAsyncToken();

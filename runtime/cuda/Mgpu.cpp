@@ -3,7 +3,8 @@
 // Streams and events come from per-device pools, allocations are tracked, and
 // with FLASHNORM_CUDA_GRAPHS=1 the work between the first stream creation and
 // the host synchronization is captured into a CUDA graph (an "episode"; see
-// README.md for the rules and their reasons).
+// README.md for the rules and their reasons). Episodes can be timed with CUDA
+// events (mgpuFlashNormSetTiming).
 //
 //===----------------------------------------------------------------------===//
 
@@ -44,6 +45,8 @@ struct EventInfo {
 struct DevicePools {
   std::vector<CUstream> streams;
   std::vector<CUevent> events;
+  // Timing-enabled events, for episode timing only.
+  std::vector<CUevent> timingEvents;
   // Device blocks for captured allocations, by exact size.
   std::unordered_multimap<size_t, CUdeviceptr> blocks;
 };
@@ -71,6 +74,16 @@ struct Episode {
   size_t operations = 0;
 };
 
+// An eagerly executed episode being timed: from its first stream's creation
+// until every stream created in it has been synchronized.
+struct EagerTiming {
+  CUevent start = nullptr; // null: none running
+  // Member streams and whether each was synchronized since its creation.
+  std::vector<std::pair<CUstream, bool>> members;
+  // Recorded on a member right before each of its synchronizations.
+  std::vector<CUevent> ends;
+};
+
 struct State {
   std::unordered_map<CUstream, StreamInfo> streams;
   std::unordered_map<CUevent, EventInfo> events;
@@ -84,6 +97,10 @@ struct State {
   // Executable graphs by episode signature.
   std::unordered_map<uint64_t, CUgraphExec> executables;
   bool graphs = envFlag("FLASHNORM_CUDA_GRAPHS");
+  bool timing = false;
+  EagerTiming eager;
+  // Milliseconds of the last timed episode not yet read; -1: none.
+  double lastEpisodeMs = -1;
 };
 
 // Never destroyed: module unloads run from global destructors.
@@ -136,6 +153,38 @@ CUevent takeEvent() {
     S.events[event].live = true;
   }
   return event;
+}
+
+// Timing events are internal: never handed to generated code, so no
+// liveness tracking.
+CUevent takeTimingEvent() {
+  std::vector<CUevent> &free = S.pools[currentDevice()].timingEvents;
+  CUevent event;
+  if (free.empty()) {
+    FN_CHECK(cuEventCreate(&event, CU_EVENT_DEFAULT), nullptr);
+  } else {
+    event = free.back();
+    free.pop_back();
+  }
+  return event;
+}
+
+void giveBackTimingEvent(CUevent event) {
+  S.pools[currentDevice()].timingEvents.push_back(event);
+}
+
+CUevent recordTimingEvent(CUstream stream, const char *what) {
+  CUevent event = takeTimingEvent();
+  FN_CHECK(cuEventRecord(event, stream), stream);
+  FN_TRACE("timing event %p (%s) on stream %p", static_cast<void *>(event),
+           what, static_cast<void *>(stream));
+  return event;
+}
+
+float elapsedMs(CUevent from, CUevent to) {
+  float ms;
+  FN_CHECK(cuEventElapsedTime(&ms, from, to), nullptr);
+  return ms;
 }
 
 // Returns a live pooled handle; anything else (a second destroy, a foreign
@@ -261,6 +310,8 @@ void endEpisode() {
   }
   CUgraph graph;
   FN_CHECK(cuStreamEndCapture(e.origin, &graph), e.origin);
+  // With timing on, the graph's execution is timed: capturing is host work.
+  CUevent launchStart = nullptr, launchEnd = nullptr;
   size_t nodes = 0;
   FN_CHECK(cuGraphGetNodes(graph, nullptr, &nodes), e.origin);
   if (nodes) {
@@ -281,10 +332,23 @@ void endEpisode() {
              "%s, launch on stream %p",
              static_cast<unsigned long long>(e.id), e.operations, nodes,
              e.members.size(), how, static_cast<void *>(e.origin));
+    if (S.timing)
+      launchStart = recordTimingEvent(e.origin, "graph launch start");
     FN_CHECK(cuGraphLaunch(exec, e.origin), e.origin);
+    if (S.timing)
+      launchEnd = recordTimingEvent(e.origin, "graph launch end");
   }
   FN_CHECK(cuGraphDestroy(graph), e.origin);
   FN_CHECK(cuStreamSynchronize(e.origin), e.origin);
+  if (launchStart) {
+    S.lastEpisodeMs = elapsedMs(launchStart, launchEnd);
+    giveBackTimingEvent(launchStart);
+    giveBackTimingEvent(launchEnd);
+    FN_TRACE("graph episode %llu: %.3f ms",
+             static_cast<unsigned long long>(e.id), S.lastEpisodeMs);
+  } else if (S.timing) {
+    S.lastEpisodeMs = 0; // Nothing was launched.
+  }
   for (const CopyOut &copy : e.copiesOut)
     std::memcpy(copy.dst, copy.pinned, copy.bytes);
   for (auto &[bytes, buffer] : e.pinned)
@@ -343,13 +407,78 @@ void waitEvent(CUstream stream, CUevent event, uint64_t recordedIn) {
   // and synchronized: nothing to wait for.
 }
 
+//===----------------------------------------------------------------------===//
+// Timing of eager episodes
+//===----------------------------------------------------------------------===//
+
+// Adds a new stream to the timed episode, beginning one if none is running.
+void timeNewStream(CUstream stream) {
+  EagerTiming &t = S.eager;
+  if (!t.start)
+    t.start = recordTimingEvent(stream, "episode start");
+  for (auto &[member, synchronized] : t.members)
+    if (member == stream) { // Given back and taken again.
+      synchronized = false;
+      return;
+    }
+  t.members.emplace_back(stream, false);
+}
+
+void dropEagerTiming() {
+  EagerTiming &t = S.eager;
+  if (t.start)
+    giveBackTimingEvent(t.start);
+  for (CUevent end : t.ends)
+    giveBackTimingEvent(end);
+  t = EagerTiming();
+}
+
+// The member `stream` of the timed episode is about to be synchronized.
+void timeSynchronize(CUstream stream) {
+  S.eager.ends.push_back(recordTimingEvent(stream, "stream sync"));
+}
+
+// `stream` has been synchronized: once every member has, the episode's time
+// is from its start to the latest of the synchronized points.
+void timeSynchronized(CUstream stream) {
+  EagerTiming &t = S.eager;
+  bool done = true;
+  for (auto &[member, synchronized] : t.members) {
+    if (member == stream)
+      synchronized = true;
+    done &= synchronized;
+  }
+  if (!done)
+    return;
+  float ms = 0;
+  for (CUevent end : t.ends)
+    ms = std::max(ms, elapsedMs(t.start, end));
+  S.lastEpisodeMs = ms;
+  FN_TRACE("timed episode: %zu streams, %.3f ms", t.members.size(),
+           S.lastEpisodeMs);
+  dropEagerTiming();
+}
+
+bool isTimed(CUstream stream) {
+  const EagerTiming &t = S.eager;
+  return t.start && std::any_of(t.members.begin(), t.members.end(),
+                                [&](const auto &member) {
+                                  return member.first == stream;
+                                });
+}
+
 void synchronizeStream(CUstream stream) {
   FN_TRACE("stream sync %p%s", static_cast<void *>(stream),
            isMember(stream) ? " (ends graph episode)" : "");
-  if (isMember(stream))
+  if (isMember(stream)) {
     endEpisode();
-  else
+  } else if (isTimed(stream)) {
+    timeSynchronize(stream);
     FN_CHECK(cuStreamSynchronize(stream), stream);
+    timeSynchronized(stream);
+  } else {
+    FN_CHECK(cuStreamSynchronize(stream), stream);
+  }
 }
 
 void destroyStream(CUstream stream) {
@@ -515,6 +644,8 @@ CUstream mgpuStreamCreate() {
   CUstream stream = takeStream();
   if (S.graphs)
     joinEpisode(stream);
+  else if (S.timing)
+    timeNewStream(stream);
   FN_TRACE("stream create %p", static_cast<void *>(stream));
   return stream;
 }
@@ -730,6 +861,36 @@ void mgpuMemHostUnregisterMemRef(int64_t rank, MemRefDescriptor *descriptor,
   FN_TRACE("host unregister %p", static_cast<void *>(ptr));
   if (bytes)
     FN_CHECK(cuMemHostUnregister(ptr), nullptr);
+}
+
+void mgpuFlashNormSetTiming(bool on) {
+  Entry entry;
+  if (!on)
+    dropEagerTiming();
+  S.timing = on;
+  S.lastEpisodeMs = -1;
+  FN_TRACE("episode timing %s", on ? "on" : "off");
+}
+
+double mgpuFlashNormLastEpisodeMs() {
+  std::lock_guard<std::mutex> lock(runtimeMutex());
+  double ms = S.lastEpisodeMs;
+  S.lastEpisodeMs = -1;
+  return ms;
+}
+
+bool mgpuFlashNormSetGraphs(bool on) {
+  Entry entry;
+  bool was = S.graphs;
+  // A capture in progress runs as captured.
+  if (!on && capturing())
+    endEpisode();
+  // An eagerly timed episode would mix with the captured ones.
+  if (on)
+    dropEagerTiming();
+  S.graphs = on;
+  FN_TRACE("graph mode %s", on ? "on" : "off");
+  return was;
 }
 
 } // extern "C"
