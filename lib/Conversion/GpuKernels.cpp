@@ -90,6 +90,13 @@ SmallVector<Value> inlineBody(OpBuilder &b, linalg::GenericOp op,
                              [&](Value v) { return map.lookupOrDefault(v); });
 }
 
+/// The trip count of each loop of `op`, as index values at `b`.
+SmallVector<Value> loopSizes(OpBuilder &b, Location loc, linalg::LinalgOp op) {
+  return llvm::map_to_vector(op.createLoopRanges(b, loc), [&](Range r) {
+    return getValueOrCreateConstantIndexOp(b, loc, r.size);
+  });
+}
+
 /// Whether `op` reduces its last loop into an output indexed by the other
 /// loops, as `out = out + f(ins)`.
 bool isRowReduction(linalg::GenericOp op) {
@@ -124,11 +131,7 @@ public:
     // memory effects stand between it and the reduction.
     OpBuilder b(epilogue ? epilogue.getOperation() : op.getOperation());
     Location loc = op.getLoc();
-    SmallVector<Range> ranges =
-        cast<linalg::LinalgOp>(op.getOperation()).createLoopRanges(b, loc);
-    SmallVector<Value> sizes = llvm::map_to_vector(ranges, [&](Range r) {
-      return getValueOrCreateConstantIndexOp(b, loc, r.size);
-    });
+    SmallVector<Value> sizes = loopSizes(b, loc, op);
     Value one = arith::ConstantIndexOp::create(b, loc, 1);
     Value rows = one;
     for (Value size : ArrayRef(sizes).drop_back())
@@ -807,11 +810,7 @@ struct GpuKernelsPass : flashnorm::impl::GpuKernelsBase<GpuKernelsPass> {
 
     OpBuilder b(post);
     Location loc = proj.getLoc();
-    SmallVector<Range> ranges =
-        cast<linalg::LinalgOp>(proj.getOperation()).createLoopRanges(b, loc);
-    SmallVector<Value> ubs = llvm::map_to_vector(ranges, [&](Range r) {
-      return getValueOrCreateConstantIndexOp(b, loc, r.size);
-    });
+    SmallVector<Value> ubs = loopSizes(b, loc, proj);
     Value zero = arith::ConstantIndexOp::create(b, loc, 0);
     Value one = arith::ConstantIndexOp::create(b, loc, 1);
     SmallVector<Value> lbs(n - 1, zero), steps(n - 1, one);
