@@ -26,10 +26,24 @@ Value HappensBefore::getRoot(Value buffer) {
   return buffer;
 }
 
-/// Calls `fn` for each memory effect on a memref of the ops nested in `root`
-/// (root included). Ops whose effects are unknown read and write every memref
-/// operand.
-static void forEachEffect(Operation *root, function_ref<void(Value, Kind)> fn) {
+bool flashnorm::isKnownRoot(Value root) {
+  return isa<BlockArgument>(root) ||
+         isa_and_nonnull<gpu::AllocOp, memref::AllocOp, memref::AllocaOp,
+                         memref::GetGlobalOp>(root.getDefiningOp());
+}
+
+bool flashnorm::mayWrite(Operation *op, Value root) {
+  bool writes = false;
+  forEachMemoryEffect(op, [&](Value value, Kind kind) {
+    Value other = HappensBefore::getRoot(value);
+    writes |= kind != Kind::Read &&
+              (other == root || !isKnownRoot(other) || !isKnownRoot(root));
+  });
+  return writes;
+}
+
+void flashnorm::forEachMemoryEffect(Operation *root,
+                                    function_ref<void(Value, Kind)> fn) {
   root->walk([&](Operation *op) {
     if (auto iface = dyn_cast<MemoryEffectOpInterface>(op)) {
       SmallVector<MemoryEffects::EffectInstance> effects;
@@ -68,12 +82,20 @@ static SmallVector<std::pair<bool, bool>> getArgumentEffects(Operation *kernel,
   if (!fn || fn.getNumArguments() != n)
     return SmallVector<std::pair<bool, bool>>(n, {true, true});
   SmallVector<std::pair<bool, bool>> result(n, {false, false});
-  forEachEffect(fn, [&](Value value, Kind kind) {
-    auto arg = dyn_cast<BlockArgument>(HappensBefore::getRoot(value));
-    if (!arg || arg.getOwner() != &fn.getBody().front())
+  forEachMemoryEffect(fn, [&](Value value, Kind kind) {
+    Value root = HappensBefore::getRoot(value);
+    auto arg = dyn_cast<BlockArgument>(root);
+    if (arg && arg.getOwner() == &fn.getBody().front()) {
+      auto &[reads, writes] = result[arg.getArgNumber()];
+      (kind == Kind::Read ? reads : writes) = true;
       return;
-    auto &[reads, writes] = result[arg.getArgNumber()];
-    (kind == Kind::Read ? reads : writes) = true;
+    }
+    // Memory the kernel allocates is its own; anything else may be any of
+    // its arguments.
+    if (isKnownRoot(root))
+      return;
+    for (auto &[reads, writes] : result)
+      (kind == Kind::Read ? reads : writes) = true;
   });
   return result;
 }
@@ -165,7 +187,7 @@ void HappensBefore::collectAccesses(Operation *op) {
   }
   if (auto launch = dyn_cast<gpu::LaunchOp>(op)) {
     // Only buffers from outside the launch are shared with other work.
-    forEachEffect(op, [&](Value value, Kind kind) {
+    forEachMemoryEffect(op, [&](Value value, Kind kind) {
       Value root = getRoot(value);
       if (!launch->isAncestor(root.getParentRegion()->getParentOp()))
         add(value, kind);
@@ -175,7 +197,7 @@ void HappensBefore::collectAccesses(Operation *op) {
   // Views name memory without touching it.
   if (isa<ViewLikeOpInterface, memref::CastOp>(op))
     return;
-  forEachEffect(op, add);
+  forEachMemoryEffect(op, add);
 }
 
 bool HappensBefore::happensBefore(Operation *a, Operation *b) const {

@@ -9,6 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "flashnorm/Analysis/HappensBefore.h"
 #include "flashnorm/Conversion/Passes.h"
 #include "flashnorm/Dialect/FlashNorm/IR/FlashNormOps.h"
 #include "flashnorm/Utils/Remarks.h"
@@ -126,6 +127,36 @@ struct AsyncSchedulePass
     return exec.getToken();
   }
 
+  /// Whether an op after `task` (in its block) and before `until` conflicts
+  /// with it: one of the two writes a buffer the other uses.
+  static bool racesWithTask(ArrayRef<Operation *> task, Operation *until) {
+    SmallVector<std::pair<Value, bool>> uses; // root, written
+    for (Operation *op : task)
+      forEachMemoryEffect(op, [&](Value v, BufferAccess::Kind kind) {
+        uses.push_back(
+            {HappensBefore::getRoot(v), kind != BufferAccess::Kind::Read});
+      });
+    auto alias = [](Value a, Value b) {
+      return a == b || !isKnownRoot(a) || !isKnownRoot(b);
+    };
+    for (Operation *op = task.back()->getNextNode(); op && op != until;
+         op = op->getNextNode()) {
+      if (llvm::is_contained(task, op))
+        continue;
+      bool conflict = false;
+      forEachMemoryEffect(op, [&](Value v, BufferAccess::Kind kind) {
+        Value root = HappensBefore::getRoot(v);
+        bool writes = kind != BufferAccess::Kind::Read;
+        for (auto [taskRoot, taskWrites] : uses)
+          conflict |= (writes || taskWrites) && alias(root, taskRoot) &&
+                      kind != BufferAccess::Kind::Alloc;
+      });
+      if (conflict)
+        return true;
+    }
+    return false;
+  }
+
   void schedule(Group &g, PassReporter &reporter) const {
     Operation *anchor = g.stat.empty() ? nullptr : g.stat.front();
     if (g.stat.empty() || g.post.empty())
@@ -153,6 +184,21 @@ struct AsyncSchedulePass
         llvm::any_of(g.proj, [&](Operation *p) { return usedOutside(p); })) {
       reporter.refused(anchor, "kept serial: an op of the group has results "
                                "used elsewhere (not bufferized?)");
+      return;
+    }
+    // A task runs until its first await: what happens in between must not
+    // write what it reads or touch what it writes (an in-place update of the
+    // statistic's input would race with it).
+    Operation *firstPost = g.post.front();
+    if (racesWithTask(g.stat, firstPost) ||
+        (projectionTasks && llvm::any_of(g.proj, [&](Operation *proj) {
+           auto post = llvm::find_if(
+               g.post, [&](Operation *p) { return pairOf(p) == pairOf(proj); });
+           return racesWithTask(proj, post == g.post.end() ? firstPost : *post);
+         }))) {
+      reporter.refused(anchor, "kept serial: an op before the post-scale "
+                               "writes a buffer the statistic or a "
+                               "projection uses");
       return;
     }
     // The statistic's task starts where its last op stood: its ops only move

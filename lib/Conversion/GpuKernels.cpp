@@ -90,6 +90,12 @@ SmallVector<Value> inlineBody(OpBuilder &b, linalg::GenericOp op,
                              [&](Value v) { return map.lookupOrDefault(v); });
 }
 
+/// Whether `buffer` is one contiguous row-major block (a memcpy copies it).
+bool isContiguous(Value buffer) {
+  auto type = dyn_cast<MemRefType>(buffer.getType());
+  return type && type.getLayout().isIdentity();
+}
+
 /// The trip count of each loop of `op`, as index values at `b`.
 SmallVector<Value> loopSizes(OpBuilder &b, Location loc, linalg::LinalgOp op) {
   return llvm::map_to_vector(op.createLoopRanges(b, loc), [&](Range r) {
@@ -198,6 +204,17 @@ public:
   /// Parallel loops onto blocks and threads (sequential loops for
   /// reductions inside each thread).
   LogicalResult buildParallel(linalg::LinalgOp op, StringRef role) {
+    // Without a parallel loop (a full reduction, a 0-d op) one thread runs
+    // the whole nest: lower it inside a 1 x 1 launch.
+    if (op.getNumParallelLoops() == 0) {
+      OpBuilder b(op);
+      Location loc = op.getLoc();
+      Value one = arith::ConstantIndexOp::create(b, loc, 1);
+      auto launch = gpu::LaunchOp::create(b, loc, one, one, one, one, one, one);
+      b.setInsertionPointToStart(&launch.getBody().front());
+      op->moveBefore(gpu::TerminatorOp::create(b, loc));
+      name(launch, role);
+    }
     IRRewriter rewriter(op);
     FailureOr<linalg::LinalgLoops> loops =
         linalg::linalgOpToParallelLoops(rewriter, op);
@@ -205,20 +222,10 @@ public:
       return op->emitError("flashnorm-gpu-kernels: cannot lower this op to "
                            "loops");
     rewriter.eraseOp(op);
-    if (loops->empty())
-      return success();
-    Operation *outer = loops->front();
-    if (auto parallel = dyn_cast<scf::ParallelOp>(outer))
-      return launchParallel(parallel, role);
-    // No parallel loop (a full reduction): one thread runs the nest.
-    OpBuilder b(outer);
-    Location loc = outer->getLoc();
-    Value one = arith::ConstantIndexOp::create(b, loc, 1);
-    auto launch = gpu::LaunchOp::create(b, loc, one, one, one, one, one, one);
-    b.setInsertionPointToStart(&launch.getBody().front());
-    auto terminator = gpu::TerminatorOp::create(b, loc);
-    outer->moveBefore(terminator);
-    name(launch, role);
+    if (auto parallel = dyn_cast_or_null<scf::ParallelOp>(
+            loops->empty() ? nullptr : loops->front()))
+      if (!parallel->getParentOfType<gpu::LaunchOp>())
+        return launchParallel(parallel, role);
     return success();
   }
 
@@ -344,6 +351,20 @@ struct GpuKernelsPass : flashnorm::impl::GpuKernelsBase<GpuKernelsPass> {
       return;
     PassReporter reporter(fn, kPass);
     KernelBuilder builder(fn, threads, reporter);
+    // Copies between contiguous buffers are plain device copies
+    // (flashnorm-gpu-streams); others (views into a concatenation) need a
+    // kernel.
+    SmallVector<memref::CopyOp> strided;
+    fn.walk([&](memref::CopyOp copy) {
+      if (!isContiguous(copy.getSource()) || !isContiguous(copy.getTarget()))
+        strided.push_back(copy);
+    });
+    for (memref::CopyOp copy : strided) {
+      OpBuilder b(copy);
+      linalg::CopyOp::create(b, copy.getLoc(), copy.getSource(),
+                             copy.getTarget());
+      copy->erase();
+    }
     if (fused)
       fuseGroups(fn, builder, reporter);
     fusePostScales(fn, reporter);
@@ -561,26 +582,18 @@ struct GpuKernelsPass : flashnorm::impl::GpuKernelsBase<GpuKernelsPass> {
   /// block is a zero fill, or a copy from a buffer that holds zeros.
   static bool startsAtZero(Value buffer, Operation *user) {
     Value root = HappensBefore::getRoot(buffer);
-    auto isRoot = [&](Value v) {
-      return isa<BaseMemRefType>(v.getType()) &&
-             HappensBefore::getRoot(v) == root;
+    // A fill or copy counts only if it covers the whole buffer.
+    auto isWhole = [&](Value v) {
+      return HappensBefore::getRoot(v) == root && v.getType() == root.getType();
     };
     for (Operation *op = user->getPrevNode(); op; op = op->getPrevNode()) {
-      if (auto fill = dyn_cast<linalg::FillOp>(op))
-        if (isRoot(fill.getOutputs()[0]))
-          return isZeroFill(fill);
-      if (auto copy = dyn_cast<memref::CopyOp>(op)) {
-        if (isRoot(copy.getTarget()))
-          return startsAtZero(copy.getSource(), copy);
-        continue; // Reading the source changes nothing.
-      }
-      if (auto dps = dyn_cast<DestinationStyleOpInterface>(op)) {
-        if (llvm::any_of(dps.getDpsInits(), isRoot))
-          return false;
-        continue;
-      }
-      if (!isa<ViewLikeOpInterface>(op) &&
-          llvm::any_of(op->getOperands(), isRoot))
+      if (auto fill = dyn_cast<linalg::FillOp>(op);
+          fill && isWhole(fill.getOutputs()[0]))
+        return isZeroFill(fill);
+      if (auto copy = dyn_cast<memref::CopyOp>(op);
+          copy && isWhole(copy.getTarget()))
+        return startsAtZero(copy.getSource(), copy);
+      if (mayWrite(op, root))
         return false;
     }
     return false;
@@ -807,6 +820,27 @@ struct GpuKernelsPass : flashnorm::impl::GpuKernelsBase<GpuKernelsPass> {
           return !isa<linalg::FillOp>(user) || !user->isBeforeInBlock(proj);
         }))
       return "the raw product has other readers";
+
+    // The kernel runs at the post-scale: what the statistic and the
+    // projection read must still be there then (nothing updates it in place
+    // after they read it).
+    if (reduce->getBlock() != post->getBlock() ||
+        proj->getBlock() != post->getBlock())
+      return "the statistic, projection and post-scale are not in one block";
+    auto writtenBefore = [&](Value buffer, Operation *from) {
+      Value root = HappensBefore::getRoot(buffer);
+      for (Operation *op = from->getNextNode(); op && op != post.getOperation();
+           op = op->getNextNode())
+        if (op != proj.getOperation() && mayWrite(op, root))
+          return true;
+      return false;
+    };
+    Operation *firstRead = reduce->isBeforeInBlock(proj) ? reduce.getOperation()
+                                                         : proj.getOperation();
+    for (OpOperand *in : proj.getDpsInputOperands())
+      if (writtenBefore(in->get(),
+                        in == activation ? firstRead : proj.getOperation()))
+        return "the projection's inputs are written before its post-scale";
 
     OpBuilder b(post);
     Location loc = proj.getLoc();

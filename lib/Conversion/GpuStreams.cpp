@@ -140,6 +140,11 @@ private:
       return success();
     }
     if (auto copy = dyn_cast<memref::CopyOp>(op)) {
+      for (Value side : {copy.getSource(), copy.getTarget()})
+        if (!cast<MemRefType>(side.getType()).getLayout().isIdentity())
+          return op->emitError("flashnorm-gpu-streams: a copy of a strided "
+                               "buffer is not a plain device copy (run "
+                               "flashnorm-gpu-kernels first)");
       tails[stream] =
           gpu::MemcpyOp::create(b, loc, tokenType, ValueRange{tails[stream]},
                                 copy.getTarget(), copy.getSource())
@@ -170,6 +175,13 @@ private:
       return success();
     }
     if (auto exec = dyn_cast<async::ExecuteOp>(op)) {
+      // The schedule's tasks take nothing and yield nothing; their order
+      // comes from the awaits.
+      if (!exec.getDependencies().empty() || !exec.getBodyOperands().empty() ||
+          !exec.getBodyResults().empty())
+        return op->emitError("flashnorm-gpu-streams: only async.execute "
+                             "without dependencies, operands or results is "
+                             "supported");
       // A task: its own stream, forked from the main one here.
       unsigned task = fork(b, loc, tails[mainStream]);
       Block &body = exec.getBodyRegion().front();

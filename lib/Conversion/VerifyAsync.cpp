@@ -43,9 +43,10 @@ public:
 private:
   /// Views of one root alias; distinct roots do not, except two globals of
   /// one symbol. Distinct function arguments are assumed not to alias (the
-  /// contract of a bufferized function boundary, like C's restrict).
+  /// contract of a bufferized function boundary, like C's restrict); a
+  /// buffer of unknown origin (a select of two) may alias anything.
   static bool mayAlias(Value a, Value b) {
-    if (a == b)
+    if (a == b || !isKnownRoot(a) || !isKnownRoot(b))
       return true;
     auto globalA = a.getDefiningOp<memref::GetGlobalOp>();
     auto globalB = b.getDefiningOp<memref::GetGlobalOp>();

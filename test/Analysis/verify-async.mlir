@@ -221,3 +221,62 @@ module attributes {gpu.container_module} {
     return
   }
 }
+
+// -----
+
+// A buffer chosen at run time (select) may be either: it aliases both, on
+// the host and inside a kernel.
+module attributes {gpu.container_module} {
+  gpu.module @k {
+    gpu.func @w(%s: memref<4xf32>) kernel {
+      %i = gpu.thread_id x
+      %c = arith.constant 1.0 : f32
+      memref.store %c, %s[%i] : memref<4xf32>
+      gpu.return
+    }
+    gpu.func @r(%s: memref<4xf32>, %o: memref<4xf32>) kernel {
+      %i = gpu.thread_id x
+      %v = memref.load %s[%i] : memref<4xf32>
+      memref.store %v, %o[%i] : memref<4xf32>
+      gpu.return
+    }
+    gpu.func @write_one_of(%a: memref<4xf32>, %b: memref<4xf32>, %c: i1) kernel {
+      %i = gpu.thread_id x
+      %v = arith.constant 1.0 : f32
+      %m = arith.select %c, %a, %b : memref<4xf32>
+      memref.store %v, %m[%i] : memref<4xf32>
+      gpu.return
+    }
+  }
+  func.func @host_select(%c: i1, %o: memref<4xf32>) {
+    %c1 = arith.constant 1 : index
+    %t0 = gpu.wait async
+    %a, %t1 = gpu.alloc async [%t0] () : memref<4xf32>
+    %b, %t2 = gpu.alloc async [%t1] () : memref<4xf32>
+    // expected-note @below {{the buffer (%1) is defined here}}
+    %m = arith.select %c, %a, %b : memref<4xf32>
+    %f1 = gpu.wait async [%t2]
+    %f2 = gpu.wait async [%t2]
+    // expected-note @below {{the other access: 'gpu.launch_func @k::@w' writes %1}}
+    %tw = gpu.launch_func async [%f1] @k::@w blocks in (%c1, %c1, %c1) threads in (%c1, %c1, %c1) args(%m : memref<4xf32>)
+    // expected-error @below {{'gpu.launch_func @k::@r' reads %memref while 'gpu.launch_func @k::@w' writes it, with no happens-before order between them}}
+    %tr = gpu.launch_func async [%f2] @k::@r blocks in (%c1, %c1, %c1) threads in (%c1, %c1, %c1) args(%a : memref<4xf32>, %o : memref<4xf32>)
+    gpu.wait [%tw, %tr, %t2]
+    return
+  }
+  func.func @kernel_select(%c: i1, %o: memref<4xf32>) {
+    %c1 = arith.constant 1 : index
+    %t0 = gpu.wait async
+    // expected-note @below {{the buffer (%memref) is defined here}}
+    %a, %t1 = gpu.alloc async [%t0] () : memref<4xf32>
+    %b, %t2 = gpu.alloc async [%t1] () : memref<4xf32>
+    %f1 = gpu.wait async [%t2]
+    %f2 = gpu.wait async [%t2]
+    // expected-note @below {{the other access: 'gpu.launch_func @k::@write_one_of' writes %memref}}
+    %tw = gpu.launch_func async [%f1] @k::@write_one_of blocks in (%c1, %c1, %c1) threads in (%c1, %c1, %c1) args(%a : memref<4xf32>, %b : memref<4xf32>, %c : i1)
+    // expected-error @below {{'gpu.launch_func @k::@r' reads %memref while 'gpu.launch_func @k::@write_one_of' writes it, with no happens-before order between them}}
+    %tr = gpu.launch_func async [%f2] @k::@r blocks in (%c1, %c1, %c1) threads in (%c1, %c1, %c1) args(%a : memref<4xf32>, %o : memref<4xf32>)
+    gpu.wait [%tw, %tr, %t2]
+    return
+  }
+}

@@ -1,6 +1,10 @@
 // The CPU schedule of deferred norms: each statistic and each projection in
 // an async.execute, both awaited before every post-scale; also when the
 // statistic comes after the projection in the input.
+// An in-place update of the statistic's input before the post-scale keeps the
+// group serial (the task would race with it).
+// RUN: flashnorm-opt %S/../Integration/Inputs/inplace-update.mlir --flashnorm-cpu-to-buffers --remarks-filter=flashnorm --remark-format=emitRemark -o /dev/null 2>&1 | FileCheck %s --check-prefix=INPLACE
+// INPLACE: kept serial: an op before the post-scale writes a buffer the statistic or a projection uses
 // RUN: flashnorm-opt %s --flashnorm-cpu-to-buffers | FileCheck %s
 // RUN: flashnorm-opt %s --flashnorm-cpu-to-buffers --remarks-filter=flashnorm \
 // RUN:   --remark-format=emitRemark 2>&1 >/dev/null | FileCheck %s --check-prefix=REMARK

@@ -35,6 +35,21 @@ struct BufferAccess {
   bool isWrite() const { return kind != Kind::Read; }
 };
 
+/// Calls `fn` for each memory effect on a memref of the ops nested in
+/// `root` (root included). Ops whose effects are unknown read and write
+/// every memref operand; a returned buffer is read.
+void forEachMemoryEffect(Operation *root,
+                         function_ref<void(Value, BufferAccess::Kind)> fn);
+
+/// Whether `root` (from HappensBefore::getRoot) is memory we can name: a
+/// block argument, an allocation or a global. Anything else (a select of two
+/// buffers, a call's result) may be any buffer.
+bool isKnownRoot(Value root);
+
+/// Whether the ops nested in `op` may write (or free) the buffer `root` or
+/// one aliasing it.
+bool mayWrite(Operation *op, Value root);
+
 class HappensBefore {
 public:
   /// Analyzes the body of `function` (a single-block function-like op).

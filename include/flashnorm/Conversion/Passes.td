@@ -111,6 +111,7 @@ def GpuKernels : Pass<"flashnorm-gpu-kernels", "func::FuncOp"> {
     projection that was not fused, with the reason.
   }];
   let dependentDialects = [
+    "::mlir::flashnorm::FlashNormDialect",
     "::mlir::gpu::GPUDialect",
     "::mlir::scf::SCFDialect",
     "::mlir::memref::MemRefDialect",

@@ -1,0 +1,19 @@
+// flashnorm-gpu-kernels decisions, through remarks.
+// RUN: flashnorm-opt %S/Inputs/accumulators.mlir --flashnorm-gpu-kernels=gemm=cublaslt --remarks-filter=flashnorm --remark-format=emitRemark -o /dev/null 2>&1 | FileCheck %s --check-prefix=ZERO
+// cuBLASLt overwrites the accumulator: a zero fill of part of it, or one a
+// loop then overwrites, does not make it zero.
+// ZERO: remark: [Missed] flashnorm-gpu-kernels {{.*}} Function=partial {{.*}}projection kept as a generated kernel: the accumulator does not start at zero
+// ZERO: remark: [Missed] flashnorm-gpu-kernels {{.*}} Function=loop {{.*}}projection kept as a generated kernel: the accumulator does not start at zero
+// A plain projection (no flashnorm op in the input) through cuBLASLt.
+// RUN: flashnorm-opt %s --flashnorm-gpu-kernels=gemm=cublaslt | FileCheck %s --check-prefix=PLAIN
+// PLAIN: flashnorm.gemm_lt %{{.*}}, %{{.*}}, %{{.*}} : memref<4x16xf32>, memref<16x32xf32>, memref<4x32xf32>
+// The statistic's input updated in place before the post-scale: no fusion.
+// RUN: flashnorm-opt %S/../Integration/Inputs/inplace-update.mlir --flashnorm-gpu-pipeline="defer-mode=fused format=isa" --remarks-filter=flashnorm --remark-format=emitRemark -o /dev/null 2>&1 | FileCheck %s --check-prefix=INPLACE
+// INPLACE: not fused: the projection's inputs are written before its post-scale
+func.func @f(%x: memref<4x16xf32>, %w: memref<16x32xf32>) -> memref<4x32xf32> {
+  %z = arith.constant 0.0 : f32
+  %c = memref.alloc() : memref<4x32xf32>
+  linalg.fill ins(%z : f32) outs(%c : memref<4x32xf32>)
+  linalg.matmul ins(%x, %w : memref<4x16xf32>, memref<16x32xf32>) outs(%c : memref<4x32xf32>)
+  return %c : memref<4x32xf32>
+}
