@@ -156,8 +156,9 @@ void HappensBefore::visit(Operation *op) {
       addDependency(token, mine);
   if (async && async.getAsyncToken())
     return; // Runs asynchronously: completes when its token says.
-  // A host wait completes its tokens; any other op completes before the host
-  // goes on.
+  // Anything else, a GPU op without a token included, completes before the
+  // host goes on (upstream lowers such a launch with a synchronize); a host
+  // wait also completes the work of its tokens.
   if (auto wait = dyn_cast<gpu::WaitOp>(op))
     for (Value token : wait.getAsyncDependencies())
       addDependency(token, done);

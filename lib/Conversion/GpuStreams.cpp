@@ -120,6 +120,7 @@ private:
     Location loc = op->getLoc();
     if (isa<async::ExecuteOp>(op) ||
         (!isa<async::AwaitOp>(op) && !isMemoryEffectFree(op))) {
+      // A join replaces the main stream; work meant for it follows.
       bool onMain = stream == mainStream;
       flushJoins(b, loc);
       if (onMain)

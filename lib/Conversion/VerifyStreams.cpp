@@ -4,7 +4,9 @@
 // waiting twice on tokens of one stream destroys it twice (FLASHNORM.md §5).
 // This pass checks the lowered host code: a forward data flow over the CFG
 // tracks, per stream, how often each path has destroyed it (0, 1, more) and
-// per event whether a path may have destroyed it.
+// per event whether a path may have destroyed it. Leaked events are not
+// reported (the lowering destroys each right after its waits are enqueued);
+// handles passed through block arguments are not tracked.
 //
 //===----------------------------------------------------------------------===//
 
