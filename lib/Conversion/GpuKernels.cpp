@@ -21,6 +21,7 @@
 #include "flashnorm/Utils/Remarks.h"
 
 #include "mlir/Conversion/SCFToGPU/SCFToGPU.h"
+#include "mlir/Conversion/VectorToGPU/VectorToGPU.h"
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -28,12 +29,15 @@
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/Transforms/Transforms.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/Interfaces/ViewLikeInterface.h"
 #include "mlir/Transforms/DialectConversion.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
 namespace mlir::flashnorm {
 #define GEN_PASS_DEF_GPUKERNELS
+#define GEN_PASS_DEF_GPUMMA
 #include "flashnorm/Conversion/Passes.h.inc"
 } // namespace mlir::flashnorm
 
@@ -386,6 +390,21 @@ struct GpuKernelsPass : flashnorm::impl::GpuKernelsBase<GpuKernelsPass> {
           reporter.refused(op, "projection kept as a generated kernel: " + why);
       }
     }
+    if (tensorCores) {
+      SmallVector<linalg::LinalgOp> projections;
+      fn.walk([&](linalg::LinalgOp op) {
+        if (linalg::isaContractionOpInterface(op))
+          projections.push_back(op);
+      });
+      for (linalg::LinalgOp op : projections) {
+        bool f16 =
+            getElementTypeOrSelf(op.getDpsInputOperand(0)->get().getType())
+                .isF16();
+        std::string why = toTensorCoreKernel(op, builder, "proj_mma");
+        if (!why.empty() && f16)
+          reporter.refused(op, "projection not on tensor cores: " + why);
+      }
+    }
     // Row reductions first, with the zero fill before and the element-wise
     // epilogue after them (a statistic: fill, sum of squares, rsqrt) in the
     // same kernel.
@@ -600,7 +619,17 @@ struct GpuKernelsPass : flashnorm::impl::GpuKernelsBase<GpuKernelsPass> {
   }
 
   /// Replaces a projection by flashnorm.gemm_lt; returns why not, or "".
-  static std::string toGemmLt(linalg::LinalgOp op) {
+  /// A projection over row-major 2-D buffers (unit batch dimensions
+  /// aside): C[M, N] (f32) += A[M, K] * B with B K x N or N x K.
+  struct RowMajorProjection {
+    Value a, b, c;
+    bool transposeB;
+  };
+
+  /// Matches `op` as a RowMajorProjection with f32, f16 or bf16 inputs;
+  /// returns why not, or "".
+  static std::string matchRowMajor(linalg::LinalgOp op,
+                                   RowMajorProjection &result) {
     FailureOr<linalg::ContractionDimensions> dims =
         linalg::inferContractionDims(op);
     if (failed(dims) || dims->m.size() != 1 || dims->n.size() != 1 ||
@@ -611,9 +640,6 @@ struct GpuKernelsPass : flashnorm::impl::GpuKernelsBase<GpuKernelsPass> {
       if (ranges[b] != 1)
         return "a batch dimension is not 1";
     unsigned m = dims->m[0], n = dims->n[0], k = dims->k[0];
-    Value a = op.getDpsInputOperand(0)->get(),
-          b = op.getDpsInputOperand(1)->get();
-    Value c = op.getDpsInitOperand(0)->get();
     auto results = [&](OpOperand *operand) {
       SmallVector<unsigned> positions;
       for (AffineExpr e : op.getMatchingIndexingMap(operand).getResults())
@@ -626,37 +652,136 @@ struct GpuKernelsPass : flashnorm::impl::GpuKernelsBase<GpuKernelsPass> {
     V aDims = results(op.getDpsInputOperand(0));
     V bDims = results(op.getDpsInputOperand(1));
     V cDims = results(op.getDpsInitOperand(0));
-    bool transposeB = bDims == V{n, k};
-    if (aDims != V{m, k} || (bDims != V{k, n} && !transposeB) ||
+    result = {op.getDpsInputOperand(0)->get(), op.getDpsInputOperand(1)->get(),
+              op.getDpsInitOperand(0)->get(), bDims == V{n, k}};
+    if (aDims != V{m, k} || (bDims != V{k, n} && !result.transposeB) ||
         cDims != V{m, n})
       return "operands are not row-major M x K, K x N (or N x K), M x N";
     auto type = [](Value v) { return cast<MemRefType>(v.getType()); };
-    Type element = type(a).getElementType();
-    if (element != type(b).getElementType() ||
+    Type element = type(result.a).getElementType();
+    if (element != type(result.b).getElementType() ||
         !isa<Float32Type, Float16Type, BFloat16Type>(element) ||
-        !type(c).getElementType().isF32())
+        !type(result.c).getElementType().isF32())
       return "element types are not f32/f16/bf16 with an f32 result";
-    if (!type(a).getLayout().isIdentity() ||
-        !type(b).getLayout().isIdentity() || !type(c).getLayout().isIdentity())
-      return "a buffer is strided";
+    for (Value v : {result.a, result.b, result.c})
+      if (!type(v).getLayout().isIdentity())
+        return "a buffer is strided";
+    return "";
+  }
+
+  /// `buffer` without its unit batch dimensions (they lead).
+  static Value to2d(OpBuilder &b, Location loc, Value buffer) {
+    auto type = cast<MemRefType>(buffer.getType());
+    if (type.getRank() == 2)
+      return buffer;
+    SmallVector<ReassociationIndices> groups{{}, {type.getRank() - 1}};
+    for (int64_t d = 0; d < type.getRank() - 1; ++d)
+      groups[0].push_back(d);
+    return memref::CollapseShapeOp::create(b, loc, buffer, groups);
+  }
+
+  /// Replaces a projection by flashnorm.gemm_lt; returns why not, or "".
+  static std::string toGemmLt(linalg::LinalgOp op) {
+    RowMajorProjection p;
+    if (std::string why = matchRowMajor(op, p); !why.empty())
+      return why;
     // cuBLASLt overwrites c: it must hold zeros.
-    if (!startsAtZero(c, op))
+    if (!startsAtZero(p.c, op))
       return "the accumulator does not start at zero";
-    OpBuilder builder(op);
+    OpBuilder b(op);
     Location loc = op.getLoc();
-    // Unit batch dimensions go away: cuBLASLt sees 2-D row-major buffers.
-    auto to2d = [&](Value v) -> Value {
-      auto t = type(v);
-      if (t.getRank() == 2)
-        return v;
-      SmallVector<ReassociationIndices> groups{{}, {t.getRank() - 1}};
-      for (int64_t d = 0; d < t.getRank() - 1; ++d)
-        groups[0].push_back(d);
-      return memref::CollapseShapeOp::create(builder, loc, v, groups);
+    GemmLtOp::create(b, loc, gpu::AsyncTokenType::get(b.getContext()),
+                     ValueRange{}, to2d(b, loc, p.a), to2d(b, loc, p.b),
+                     to2d(b, loc, p.c), p.transposeB);
+    op->erase();
+    return "";
+  }
+
+  /// Tensor cores for f16 projections whose sizes are multiples of the
+  /// m16n8k16 MMA tile: one warp per 16 x 8 output tile, the k loop as a
+  /// vector.contract of 16 x 16 by 8 x 16 fragments, which
+  /// convert-vector-to-gpu turns into nvgpu.mma.sync (upstream does not
+  /// convert bf16). No shared memory: each warp loads its fragments from
+  /// global memory. Returns why not, or "".
+  static std::string toTensorCoreKernel(linalg::LinalgOp op,
+                                        KernelBuilder &builder,
+                                        StringRef role) {
+    RowMajorProjection p;
+    if (std::string why = matchRowMajor(op, p); !why.empty())
+      return why;
+    if (!cast<MemRefType>(p.a.getType()).getElementType().isF16())
+      return "only f16 runs on tensor cores here";
+    // Each warp writes its tile once, from zero: the accumulator must start
+    // at zero (deferred projections do).
+    if (!startsAtZero(p.c, op))
+      return "the accumulator does not start at zero";
+    OpBuilder b(op);
+    Location loc = op.getLoc();
+    Value a = to2d(b, loc, p.a), w = to2d(b, loc, p.b), c = to2d(b, loc, p.c);
+    ArrayRef<int64_t> shapeA = cast<MemRefType>(a.getType()).getShape();
+    ArrayRef<int64_t> shapeC = cast<MemRefType>(c.getType()).getShape();
+    int64_t m = shapeA[0], k = shapeA[1], n = shapeC[1];
+    if (ShapedType::isDynamic(m) || ShapedType::isDynamic(n) ||
+        ShapedType::isDynamic(k) || m % 16 || n % 8 || k % 16)
+      return "sizes are not static multiples of the 16 x 8 x 16 tile";
+    auto index = [&](int64_t v) -> Value {
+      return arith::ConstantIndexOp::create(b, loc, v);
     };
-    GemmLtOp::create(builder, loc,
-                     gpu::AsyncTokenType::get(builder.getContext()),
-                     ValueRange{}, to2d(a), to2d(b), to2d(c), transposeB);
+    Value one = index(1);
+    auto launch = gpu::LaunchOp::create(b, loc, index(m / 16), index(n / 8),
+                                        one, index(32), one, one);
+    b.setInsertionPointToStart(&launch.getBody().front());
+    MLIRContext *ctx = b.getContext();
+    auto scaled = [&](Value id, int64_t factor) -> Value {
+      AffineExpr d0 = getAffineDimExpr(0, ctx);
+      return affine::AffineApplyOp::create(
+          b, loc, AffineMap::get(1, 0, d0 * factor), ValueRange{id});
+    };
+    Value m0 = scaled(launch.getBlockIds().x, 16);
+    Value n0 = scaled(launch.getBlockIds().y, 8);
+    Type f16 = b.getF16Type(), f32 = b.getF32Type();
+    Value pad = arith::ConstantOp::create(b, loc, b.getZeroAttr(f16));
+    SmallVector<bool> inBounds{true, true};
+    auto fragment = [&](OpBuilder &fb, Value buffer, ValueRange at,
+                        VectorType type, AffineMap map) -> Value {
+      return vector::TransferReadOp::create(
+          fb, loc, type, buffer, at, AffineMapAttr::get(map), pad, Value(),
+          fb.getBoolArrayAttr(inBounds));
+    };
+    auto accType = VectorType::get({16, 8}, f32);
+    Value acc0 = arith::ConstantOp::create(
+        b, loc, accType, DenseElementsAttr::get(accType, b.getF32FloatAttr(0)));
+    AffineExpr dm, dn, dk;
+    bindDims(ctx, dm, dn, dk);
+    using Exprs = ArrayRef<AffineExpr>;
+    auto maps = b.getAffineMapArrayAttr(AffineMap::inferFromExprList(
+        ArrayRef<Exprs>{Exprs{dm, dk}, Exprs{dn, dk}, Exprs{dm, dn}}, ctx));
+    auto iterators = b.getArrayAttr(
+        {vector::IteratorTypeAttr::get(ctx, vector::IteratorType::parallel),
+         vector::IteratorTypeAttr::get(ctx, vector::IteratorType::parallel),
+         vector::IteratorTypeAttr::get(ctx, vector::IteratorType::reduction)});
+    auto loop = scf::ForOp::create(
+        b, loc, index(0), index(k), index(16), ValueRange{acc0},
+        [&](OpBuilder &lb, Location l, Value kk, ValueRange acc) {
+          AffineMap id2 = AffineMap::getMultiDimIdentityMap(2, ctx);
+          Value va =
+              fragment(lb, a, {m0, kk}, VectorType::get({16, 16}, f16), id2);
+          // B as n x k: read directly (N x K) or transposed (K x N).
+          Value vb =
+              p.transposeB
+                  ? fragment(lb, w, {n0, kk}, VectorType::get({8, 16}, f16),
+                             id2)
+                  : fragment(lb, w, {kk, n0}, VectorType::get({8, 16}, f16),
+                             AffineMap::getPermutationMap(
+                                 ArrayRef<unsigned>{1, 0}, ctx));
+          Value next = vector::ContractionOp::create(lb, l, va, vb, acc[0],
+                                                     maps, iterators);
+          scf::YieldOp::create(lb, l, next);
+        });
+    vector::TransferWriteOp::create(b, loc, loop.getResult(0), c,
+                                    ValueRange{m0, n0}, inBounds);
+    gpu::TerminatorOp::create(b, loc);
+    builder.name(launch, role);
     op->erase();
     return "";
   }
@@ -893,6 +1018,32 @@ struct GpuKernelsPass : flashnorm::impl::GpuKernelsBase<GpuKernelsPass> {
     if (failed(builder.launchParallel(loop, "fused_norm_proj")))
       return "the fused loop nest could not be mapped to a kernel";
     return "";
+  }
+};
+} // namespace
+
+namespace {
+struct GpuMmaPass : flashnorm::impl::GpuMmaBase<GpuMmaPass> {
+  void runOnOperation() override {
+    SmallVector<gpu::LaunchOp> launches;
+    getOperation()->walk([&](gpu::LaunchOp launch) {
+      if (launch
+              ->walk(
+                  [](vector::ContractionOp) { return WalkResult::interrupt(); })
+              .wasInterrupted())
+        launches.push_back(launch);
+    });
+    // One kernel at a time: the conversion follows use-def chains and must
+    // not wander into other kernels.
+    for (gpu::LaunchOp launch : launches) {
+      RewritePatternSet patterns(launch.getContext());
+      populatePrepareVectorToMMAPatterns(patterns, /*useNvGpu=*/true);
+      if (failed(applyPatternsGreedily(launch, std::move(patterns))))
+        return signalPassFailure();
+      IRRewriter rewriter(launch.getContext());
+      if (failed(convertVectorToNVVMCompatibleMMASync(rewriter, launch)))
+        return signalPassFailure();
+    }
   }
 };
 } // namespace

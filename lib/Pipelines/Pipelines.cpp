@@ -121,8 +121,9 @@ static std::string gpuTail(const GpuPipelineOptions &options) {
   text += "lower-affine,nvvm-attach-target{chip=" + options.chip +
           " features=" + options.features +
           " O=3},"
-          "gpu.module(convert-scf-to-cf,convert-gpu-to-nvvm,canonicalize,cse,"
-          "reconcile-unrealized-casts),"
+          "gpu.module(convert-vector-to-scf,convert-scf-to-cf,"
+          "convert-nvgpu-to-nvvm,convert-gpu-to-nvvm,convert-vector-to-llvm,"
+          "canonicalize,cse,reconcile-unrealized-casts),"
           // Host functions that stayed on the CPU (drivers) run loops.
           "convert-linalg-to-loops,expand-strided-metadata,lower-affine,"
           "convert-scf-to-cf,convert-math-to-llvm,gpu-to-llvm,convert-to-llvm,"
@@ -178,8 +179,12 @@ static LogicalResult buildGpuToStreams(OpPassManager &pm,
     pm.addNestedPass<func::FuncOp>(
         createAsyncSchedule({/*projectionTasks=*/false, /*keepMarks=*/true}));
   OpPassManager &fpm = pm.nest<func::FuncOp>();
-  fpm.addPass(createGpuKernels(
-      {mode == "fused", options.threads, options.reduceThreads, options.gemm}));
+  fpm.addPass(
+      createGpuKernels({mode == "fused", options.threads, options.reduceThreads,
+                        options.tensorCores, options.gemm}));
+  // Tensor-core kernels: vector.contract fragments to nvgpu.mma.sync.
+  if (options.tensorCores)
+    fpm.addPass(createGpuMma());
   fpm.addPass(createCanonicalizerPass());
   fpm.addPass(createCSEPass());
   fpm.addPass(createGpuStreams({options.hostBuffers}));

@@ -115,7 +115,8 @@ def GpuKernels : Pass<"flashnorm-gpu-kernels", "func::FuncOp"> {
     "::mlir::gpu::GPUDialect",
     "::mlir::scf::SCFDialect",
     "::mlir::memref::MemRefDialect",
-    "::mlir::affine::AffineDialect"
+    "::mlir::affine::AffineDialect",
+    "::mlir::vector::VectorDialect"
   ];
   let options = [
     Option<"fused", "fused", "bool", /*default=*/"false",
@@ -124,10 +125,31 @@ def GpuKernels : Pass<"flashnorm-gpu-kernels", "func::FuncOp"> {
            "Threads per block of the parallel kernels (innermost dimension)">,
     Option<"reduceThreads", "reduce-threads", "int64_t", /*default=*/"256",
            "Threads per block (one block per row) of the row reductions">,
+    Option<"tensorCores", "tensor-cores", "bool", /*default=*/"true",
+           "Generated f16 projections with sizes that are multiples of "
+           "16 x 8 x 16 use tensor-core MMA (vector.contract for "
+           "convert-vector-to-gpu{use-nvgpu})">,
     Option<"gemm", "gemm", "std::string", /*default=*/"\"codegen\"",
            "Projections as generated kernels (codegen) or through cuBLASLt "
            "(cublaslt: flashnorm.gemm_lt, where the operands fit)">,
   ];
+}
+
+def GpuMma : Pass<"flashnorm-gpu-mma", "func::FuncOp"> {
+  let summary = "Tensor-core MMA for the kernels' vector.contract fragments";
+  let description = [{
+    For each `gpu.launch` holding a `vector.contract` (the tensor-core
+    projections of flashnorm-gpu-kernels), runs upstream's
+    vector-to-nvgpu conversion on that kernel alone: fragments become
+    `nvgpu.mma.sync` (m16n8k16) with per-lane loads. Upstream's
+    convert-vector-to-gpu pass works on whole functions and fails on the
+    other kernels' scalar code.
+  }];
+  let dependentDialects = [
+    "::mlir::nvgpu::NVGPUDialect",
+    "::mlir::gpu::GPUDialect"
+  ];
+  let options = [];
 }
 
 def GpuStreams : Pass<"flashnorm-gpu-streams", "func::FuncOp"> {

@@ -100,6 +100,11 @@ struct GpuPipelineOptions : public PassPipelineOptions<GpuPipelineOptions> {
                      "in and out (false: device buffers, results owned by "
                      "the caller; for callers that keep weights on the GPU)"),
       llvm::cl::init(true)};
+  PassOptions::Option<bool> tensorCores{
+      *this, "tensor-cores",
+      llvm::cl::desc("f16 projections whose sizes are multiples of 16 x 8 x "
+                     "16 run on tensor cores (mma.sync)"),
+      llvm::cl::init(true)};
   PassOptions::Option<std::string> gemm{
       *this, "gemm",
       llvm::cl::desc("Projections as generated kernels (codegen) or through "

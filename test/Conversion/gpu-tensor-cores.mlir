@@ -1,0 +1,31 @@
+// f16 projections whose sizes are multiples of the 16 x 8 x 16 tile run on
+// tensor cores: one warp per 16 x 8 output tile, mma.sync in the PTX; for
+// K x N and N x K weights. Their numbers are checked on the CPU in
+// test/Integration/gpu-kernels-on-cpu.test (same input).
+// REQUIRES: cuda-toolkit
+// RUN: flashnorm-opt %S/../Integration/Inputs/f16-projection.mlir --flashnorm | flashnorm-opt --flashnorm-gpu-pipeline=format=isa | FileCheck %s
+// RUN: flashnorm-opt %S/../Integration/Inputs/f16-projection.mlir --flashnorm | flashnorm-opt --flashnorm-gpu-pipeline="format=isa tensor-cores=false" | FileCheck %s --check-prefix=OFF
+// The kernels before the binary: nvgpu.mma.sync became nvvm.mma.sync.
+// RUN: flashnorm-opt %S/../Integration/Inputs/f16-projection.mlir --flashnorm | flashnorm-opt --flashnorm-gpu-pipeline=format=isa --mlir-print-ir-before=gpu-module-to-binary -o /dev/null 2>&1 | FileCheck %s --check-prefix=NVVM
+// Sizes that are not multiples of the tile (here N = 96 is, M = 130 is not)
+// keep the generated SIMT kernels, and say why.
+// RUN: flashnorm-opt %s --flashnorm | flashnorm-opt --flashnorm-gpu-to-streams --remarks-filter=flashnorm --remark-format=emitRemark -o /dev/null 2>&1 | FileCheck %s --check-prefix=SIZES
+
+// CHECK: gpu.launch_func <%{{.*}} : !llvm.ptr> @f_kernels::@f_proj_mma_0 blocks in (%{{.*}}, %{{.*}}, %{{.*}}) threads in (%{{.*}}, %{{.*}}, %{{.*}})
+// CHECK: gpu.launch_func <%{{.*}} : !llvm.ptr> @f_kernels::@f_proj_mma_1
+// CHECK: mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32
+// OFF-NOT: mma.sync
+// OFF-NOT: proj_mma
+// NVVM: llvm.func @f_proj_mma_0(
+// NVVM-SAME: gpu.known_block_size = array<i32: 32, 1, 1>
+// NVVM: nvvm.mma.sync
+// NVVM: llvm.return
+// SIZES: remark: [Missed] flashnorm-gpu-kernels {{.*}}projection not on tensor cores: sizes are not static multiples of the 16 x 8 x 16 tile
+func.func @g(%x: tensor<130x64xf16>, %w: tensor<64x96xf16>) -> tensor<130x96xf16> {
+  %n = flashnorm.rms_norm %x eps(1.0e-5) : tensor<130x64xf16>
+  %z = arith.constant 0.0 : f16
+  %e = tensor.empty() : tensor<130x96xf16>
+  %f = linalg.fill ins(%z : f16) outs(%e : tensor<130x96xf16>) -> tensor<130x96xf16>
+  %y = linalg.matmul ins(%n, %w : tensor<130x64xf16>, tensor<64x96xf16>) outs(%f : tensor<130x96xf16>) -> tensor<130x96xf16>
+  return %y : tensor<130x96xf16>
+}
