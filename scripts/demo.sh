@@ -37,3 +37,17 @@ $opt "$tmp/rewritten.mlir" --flashnorm-cpu-pipeline |
     > "$tmp/concurrent.txt"
 python3 test/compare-outputs.py "$tmp/original.txt" "$tmp/concurrent.txt" \
   --rtol 1e-4 --atol 1e-5
+echo
+echo "== rewritten, lowered for the GPU (sm_90; streams mode, race-verified)"
+if [ -x /usr/local/cuda/bin/ptxas ]; then
+  $opt "$tmp/rewritten.mlir" --flashnorm-gpu-pipeline="defer-mode=streams" \
+    -o "$tmp/gpu.mlir"
+  echo "kernels: $(grep -c 'gpu.launch_func' "$tmp/gpu.mlir")," \
+    "streams: $(grep -c 'llvm.call @mgpuStreamCreate' "$tmp/gpu.mlir")," \
+    "event waits (forks and joins): $(grep -c 'llvm.call @mgpuStreamWaitEvent' "$tmp/gpu.mlir")"
+  grep -o '@[a-z0-9_]*_kernels::@[a-z0-9_]*' "$tmp/gpu.mlir" |
+    sed 's/.*::@//; s/_[0-9]*$//' | sort | uniq -c | sed 's/^/  /'
+  echo "(running it needs a GPU and build/lib/libflashnorm_cuda_runtime.so)"
+else
+  echo "skipped: no CUDA toolkit in /usr/local/cuda (ptxas)"
+fi
