@@ -6,6 +6,7 @@
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/IR/SymbolTable.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Interfaces/ViewLikeInterface.h"
 
@@ -27,17 +28,27 @@ Value HappensBefore::getRoot(Value buffer) {
 }
 
 bool flashnorm::isKnownRoot(Value root) {
-  return isa<BlockArgument>(root) ||
-         isa_and_nonnull<gpu::AllocOp, memref::AllocOp, memref::AllocaOp,
+  // Function arguments only: a loop's memref iter_arg is any of its values.
+  if (auto arg = dyn_cast<BlockArgument>(root))
+    return arg.getOwner()->isEntryBlock() &&
+           isa<FunctionOpInterface>(arg.getOwner()->getParentOp());
+  return isa_and_nonnull<gpu::AllocOp, memref::AllocOp, memref::AllocaOp,
                          memref::GetGlobalOp>(root.getDefiningOp());
+}
+
+bool flashnorm::mayAliasRoots(Value a, Value b) {
+  if (a == b || !isKnownRoot(a) || !isKnownRoot(b))
+    return true;
+  auto globalA = a.getDefiningOp<memref::GetGlobalOp>();
+  auto globalB = b.getDefiningOp<memref::GetGlobalOp>();
+  return globalA && globalB && globalA.getName() == globalB.getName();
 }
 
 bool flashnorm::mayWrite(Operation *op, Value root) {
   bool writes = false;
   forEachMemoryEffect(op, [&](Value value, Kind kind) {
-    Value other = HappensBefore::getRoot(value);
     writes |= kind != Kind::Read &&
-              (other == root || !isKnownRoot(other) || !isKnownRoot(root));
+              mayAliasRoots(HappensBefore::getRoot(value), root);
   });
   return writes;
 }

@@ -127,8 +127,9 @@ struct AsyncSchedulePass
     return exec.getToken();
   }
 
-  /// Whether an op after `task` (in its block) and before `until` conflicts
-  /// with it: one of the two writes a buffer the other uses.
+  /// Whether an op after the start of `task` (in its block, not in it) and
+  /// before `until` conflicts with it: one of the two writes a buffer the
+  /// other uses.
   static bool racesWithTask(ArrayRef<Operation *> task, Operation *until) {
     SmallVector<std::pair<Value, bool>> uses; // root, written
     for (Operation *op : task)
@@ -136,10 +137,8 @@ struct AsyncSchedulePass
         uses.push_back(
             {HappensBefore::getRoot(v), kind != BufferAccess::Kind::Read});
       });
-    auto alias = [](Value a, Value b) {
-      return a == b || !isKnownRoot(a) || !isKnownRoot(b);
-    };
-    for (Operation *op = task.back()->getNextNode(); op && op != until;
+    // From the task's first op: its ops move down to where the last stood.
+    for (Operation *op = task.front()->getNextNode(); op && op != until;
          op = op->getNextNode()) {
       if (llvm::is_contained(task, op))
         continue;
@@ -148,7 +147,7 @@ struct AsyncSchedulePass
         Value root = HappensBefore::getRoot(v);
         bool writes = kind != BufferAccess::Kind::Read;
         for (auto [taskRoot, taskWrites] : uses)
-          conflict |= (writes || taskWrites) && alias(root, taskRoot) &&
+          conflict |= (writes || taskWrites) && mayAliasRoots(root, taskRoot) &&
                       kind != BufferAccess::Kind::Alloc;
       });
       if (conflict)

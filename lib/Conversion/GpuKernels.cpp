@@ -107,12 +107,41 @@ SmallVector<Value> loopSizes(OpBuilder &b, Location loc, linalg::LinalgOp op) {
   });
 }
 
+/// Whether `op`'s body is `out + ext(a) * ext(b)`, the extensions optional
+/// (contraction interfaces also accept other unary ops on the inputs).
+bool isPlainProduct(linalg::LinalgOp op) {
+  Block &body = op->getRegion(0).front();
+  if (body.getNumArguments() != 3)
+    return false;
+  auto add = body.getTerminator()->getOperand(0).getDefiningOp<arith::AddFOp>();
+  if (!add)
+    return false;
+  Value out = body.getArgument(2);
+  Value product = add.getLhs() == out ? add.getRhs() : add.getLhs();
+  if (add.getLhs() != out && add.getRhs() != out)
+    return false;
+  auto mul = product.getDefiningOp<arith::MulFOp>();
+  if (!mul)
+    return false;
+  auto input = [&](Value v) -> Value {
+    if (auto ext = v.getDefiningOp<arith::ExtFOp>())
+      return ext.getIn();
+    return v;
+  };
+  Value a = body.getArgument(0), b = body.getArgument(1);
+  Value lhs = input(mul.getLhs()), rhs = input(mul.getRhs());
+  return (lhs == a && rhs == b) || (lhs == b && rhs == a);
+}
+
 /// Whether `op` reduces its last loop into an output indexed by the other
 /// loops, as `out = out + f(ins)`.
 bool isRowReduction(linalg::GenericOp op) {
   unsigned n = op.getNumLoops();
   if (n < 2 || op.getNumDpsInits() != 1 || op.getNumReductionLoops() != 1 ||
       !linalg::isReductionIterator(op.getIteratorTypesArray().back()))
+    return false;
+  // The block all-reduce shuffles 32-bit values.
+  if (!getElementTypeOrSelf(op.getDpsInitOperand(0)->get().getType()).isF32())
     return false;
   AffineMap outMap = op.getMatchingIndexingMap(op.getDpsInitOperand(0));
   if (outMap != AffineMap::getMultiDimIdentityMap(n, op.getContext())
@@ -649,6 +678,19 @@ struct GpuKernelsPass : flashnorm::impl::GpuKernelsBase<GpuKernelsPass> {
       return positions;
     };
     using V = SmallVector<unsigned>;
+    // Unit batch dimensions must lead (to2d drops the leading ones).
+    for (OpOperand &operand : op->getOpOperands()) {
+      ArrayRef<AffineExpr> exprs =
+          op.getMatchingIndexingMap(&operand).getResults();
+      for (auto [i, e] : llvm::enumerate(exprs)) {
+        auto d = dyn_cast<AffineDimExpr>(e);
+        if (!d || (llvm::is_contained(dims->batch, d.getPosition()) &&
+                   i >= dims->batch.size()))
+          return "batch dimensions do not lead";
+      }
+    }
+    if (!isPlainProduct(op))
+      return "the body is not out + a * b (with extensions)";
     V aDims = results(op.getDpsInputOperand(0));
     V bDims = results(op.getDpsInputOperand(1));
     V cDims = results(op.getDpsInitOperand(0));

@@ -41,18 +41,6 @@ public:
   }
 
 private:
-  /// Views of one root alias; distinct roots do not, except two globals of
-  /// one symbol. Distinct function arguments are assumed not to alias (the
-  /// contract of a bufferized function boundary, like C's restrict); a
-  /// buffer of unknown origin (a select of two) may alias anything.
-  static bool mayAlias(Value a, Value b) {
-    if (a == b || !isKnownRoot(a) || !isKnownRoot(b))
-      return true;
-    auto globalA = a.getDefiningOp<memref::GetGlobalOp>();
-    auto globalB = b.getDefiningOp<memref::GetGlobalOp>();
-    return globalA && globalB && globalA.getName() == globalB.getName();
-  }
-
   std::string name(Value value) {
     std::string s;
     llvm::raw_string_ostream os(s);
@@ -87,7 +75,7 @@ private:
   void check(const BufferAccess &first, const BufferAccess &second) {
     if (first.op == second.op || (!first.isWrite() && !second.isWrite()))
       return;
-    if (!mayAlias(first.root, second.root))
+    if (!mayAliasRoots(first.root, second.root))
       return;
     std::string problem;
     if (first.kind == Kind::Free) {

@@ -7,6 +7,11 @@
 // RUN: flashnorm-opt %S/../Integration/Inputs/f16-projection.mlir --flashnorm | flashnorm-opt --flashnorm-gpu-pipeline="format=isa tensor-cores=false" | FileCheck %s --check-prefix=OFF
 // The kernels before the binary: nvgpu.mma.sync became nvvm.mma.sync.
 // RUN: flashnorm-opt %S/../Integration/Inputs/f16-projection.mlir --flashnorm | flashnorm-opt --flashnorm-gpu-pipeline=format=isa --mlir-print-ir-before=gpu-module-to-binary -o /dev/null 2>&1 | FileCheck %s --check-prefix=NVVM
+// An f16 accumulator with an N x K weight: not a row reduction (the
+// all-reduce shuffles 32-bit values), not tensor cores (f32 accumulators
+// only); it compiles in every mode.
+// RUN: flashnorm-opt %s --flashnorm-gpu-pipeline="defer-mode=serial format=isa" -o /dev/null
+// RUN: flashnorm-opt %s --flashnorm-gpu-pipeline="defer-mode=streams format=isa" -o /dev/null
 // Sizes that are not multiples of the tile (here N = 96 is, M = 130 is not)
 // keep the generated SIMT kernels, and say why.
 // RUN: flashnorm-opt %s --flashnorm | flashnorm-opt --flashnorm-gpu-to-streams --remarks-filter=flashnorm --remark-format=emitRemark -o /dev/null 2>&1 | FileCheck %s --check-prefix=SIZES
@@ -28,4 +33,13 @@ func.func @g(%x: tensor<130x64xf16>, %w: tensor<64x96xf16>) -> tensor<130x96xf16
   %f = linalg.fill ins(%z : f16) outs(%e : tensor<130x96xf16>) -> tensor<130x96xf16>
   %y = linalg.matmul ins(%n, %w : tensor<130x64xf16>, tensor<64x96xf16>) outs(%f : tensor<130x96xf16>) -> tensor<130x96xf16>
   return %y : tensor<130x96xf16>
+}
+
+#nk = [affine_map<(m, n, k) -> (m, k)>, affine_map<(m, n, k) -> (n, k)>, affine_map<(m, n, k) -> (m, n)>]
+func.func @h(%x: tensor<32x64xf16>, %w: tensor<48x64xf16>) -> tensor<32x48xf16> {
+  %z = arith.constant 0.0 : f16
+  %e = tensor.empty() : tensor<32x48xf16>
+  %c0 = linalg.fill ins(%z : f16) outs(%e : tensor<32x48xf16>) -> tensor<32x48xf16>
+  %c1 = linalg.matmul indexing_maps = #nk ins(%x, %w : tensor<32x64xf16>, tensor<48x64xf16>) outs(%c0 : tensor<32x48xf16>) -> tensor<32x48xf16>
+  return %c1 : tensor<32x48xf16>
 }

@@ -46,6 +46,12 @@ void forEachMemoryEffect(Operation *root,
 /// buffers, a call's result) may be any buffer.
 bool isKnownRoot(Value root);
 
+/// Whether two roots may name overlapping memory: the same root, two globals
+/// of one symbol, or a root of unknown origin. Distinct function arguments
+/// are assumed not to alias (the contract of a bufferized function
+/// boundary, like C's restrict).
+bool mayAliasRoots(Value a, Value b);
+
 /// Whether the ops nested in `op` may write (or free) the buffer `root` or
 /// one aliasing it.
 bool mayWrite(Operation *op, Value root);
