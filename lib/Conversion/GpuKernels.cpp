@@ -647,7 +647,27 @@ struct GpuKernelsPass : flashnorm::impl::GpuKernelsBase<GpuKernelsPass> {
     return false;
   }
 
-  /// Replaces a projection by flashnorm.gemm_lt; returns why not, or "".
+  /// The zero fill that last wrote all of `buffer` before `user`, if nothing
+  /// touches the buffer in between: it can go when `user` overwrites it.
+  static linalg::FillOp deadZeroFill(Value buffer, Operation *user) {
+    Value root = HappensBefore::getRoot(buffer);
+    for (Operation *op = user->getPrevNode(); op; op = op->getPrevNode()) {
+      auto fill = dyn_cast<linalg::FillOp>(op);
+      if (fill && HappensBefore::getRoot(fill.getOutputs()[0]) == root)
+        return fill.getOutputs()[0].getType() == root.getType() &&
+                       isZeroFill(fill)
+                   ? fill
+                   : linalg::FillOp();
+      bool touches = false;
+      forEachMemoryEffect(op, [&](Value v, BufferAccess::Kind) {
+        touches |= mayAliasRoots(HappensBefore::getRoot(v), root);
+      });
+      if (touches)
+        return {};
+    }
+    return {};
+  }
+
   /// A projection over row-major 2-D buffers (unit batch dimensions
   /// aside): C[M, N] (f32) += A[M, K] * B with B K x N or N x K.
   struct RowMajorProjection {
@@ -730,11 +750,15 @@ struct GpuKernelsPass : flashnorm::impl::GpuKernelsBase<GpuKernelsPass> {
     // cuBLASLt overwrites c: it must hold zeros.
     if (!startsAtZero(p.c, op))
       return "the accumulator does not start at zero";
+    // cuBLASLt writes all of c: a zero fill just before is dead.
+    linalg::FillOp deadFill = deadZeroFill(p.c, op);
     OpBuilder b(op);
     Location loc = op.getLoc();
     GemmLtOp::create(b, loc, gpu::AsyncTokenType::get(b.getContext()),
                      ValueRange{}, to2d(b, loc, p.a), to2d(b, loc, p.b),
                      to2d(b, loc, p.c), p.transposeB);
+    if (deadFill)
+      deadFill->erase();
     op->erase();
     return "";
   }
@@ -757,6 +781,9 @@ struct GpuKernelsPass : flashnorm::impl::GpuKernelsBase<GpuKernelsPass> {
     // at zero (deferred projections do).
     if (!startsAtZero(p.c, op))
       return "the accumulator does not start at zero";
+    // The warps write every tile of c from zero: a zero fill just before is
+    // dead.
+    linalg::FillOp deadFill = deadZeroFill(p.c, op);
     OpBuilder b(op);
     Location loc = op.getLoc();
     Value a = to2d(b, loc, p.a), w = to2d(b, loc, p.b), c = to2d(b, loc, p.c);
@@ -824,6 +851,8 @@ struct GpuKernelsPass : flashnorm::impl::GpuKernelsBase<GpuKernelsPass> {
                                     ValueRange{m0, n0}, inBounds);
     gpu::TerminatorOp::create(b, loc);
     builder.name(launch, role);
+    if (deadFill)
+      deadFill->erase();
     op->erase();
     return "";
   }
