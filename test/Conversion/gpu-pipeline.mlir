@@ -105,11 +105,11 @@ func.func @f(%x: tensor<4x16xf32>, %w: tensor<16x32xf32>, %bias: tensor<4x32xf32
 // cuBLASLt: the projection is a runtime call on the main stream, between the
 // fork and the join (M=4, N=32, K=16, f32, K x N layout, no row scale).
 // CUBLAS-LABEL: llvm.func @f(
-// cuBLASLt overwrites the accumulator: its zero fill is gone.
-// CUBLAS-NOT: @f_kernels::@f_fill_
 // CUBLAS: %[[MAIN:.*]] = llvm.call @mgpuStreamCreate()
 // CUBLAS: %[[STAT:.*]] = llvm.call @mgpuStreamCreate()
 // CUBLAS: gpu.launch_func <%[[STAT]] : !llvm.ptr> @f_kernels::@f_norm_stat_0
+// cuBLASLt overwrites the accumulator: its zero fill is gone.
+// CUBLAS-NOT: @f_kernels::@f_fill_
 // CUBLAS: %[[M:.*]] = llvm.extractvalue %{{.*}}[3, 0]
 // CUBLAS: llvm.call @mgpuFlashNormGemmLt(%[[MAIN]], %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) : (!llvm.ptr, i64, i64, i64, !llvm.ptr, !llvm.ptr, !llvm.ptr, i32, i32, !llvm.ptr) -> ()
 // CUBLAS-NOT: @f_proj_
