@@ -52,11 +52,12 @@ def AsyncSchedule : Pass<"flashnorm-async-schedule", "func::FuncOp"> {
   let dependentDialects = ["::mlir::async::AsyncDialect"];
   let options = [
     Option<"projectionTasks", "projection-tasks", "bool", /*default=*/"true",
-           "Run each projection as a task of its own (false: in place, on "
-           "the caller's thread or stream; only the statistic forks)">,
+           "Run each projection as a task of its own (default true; false: in "
+           "place, on the caller's thread or stream, only the statistic "
+           "forks)">,
     Option<"keepMarks", "keep-marks", "bool", /*default=*/"false",
-           "Keep the group/role marks on the scheduled ops (the GPU "
-           "pipeline names its kernels after them)">,
+           "Keep the group/role marks on the scheduled ops (default false; "
+           "the GPU pipeline names its kernels after them)">,
   ];
 }
 
@@ -120,18 +121,21 @@ def GpuKernels : Pass<"flashnorm-gpu-kernels", "func::FuncOp"> {
   ];
   let options = [
     Option<"fused", "fused", "bool", /*default=*/"false",
-           "Fuse each RMS statistic into its projections' kernels">,
+           "Fuse each RMS statistic into its projections' kernels (default "
+           "false)">,
     Option<"threads", "threads", "int64_t", /*default=*/"128",
-           "Threads per block of the parallel kernels (innermost dimension)">,
+           "Threads per block of the parallel kernels, on the innermost "
+           "dimension (default 128)">,
     Option<"reduceThreads", "reduce-threads", "int64_t", /*default=*/"256",
-           "Threads per block (one block per row) of the row reductions">,
+           "Threads per block (one block per row) of the row reductions "
+           "(default 256)">,
     Option<"tensorCores", "tensor-cores", "bool", /*default=*/"true",
            "Generated f16 projections with sizes that are multiples of "
-           "16 x 8 x 16 use tensor-core MMA (vector.contract for "
-           "convert-vector-to-gpu{use-nvgpu})">,
+           "16 x 8 x 16 use tensor-core MMA, as vector.contract fragments "
+           "for flashnorm-gpu-mma (default true)">,
     Option<"gemm", "gemm", "std::string", /*default=*/"\"codegen\"",
-           "Projections as generated kernels (codegen) or through cuBLASLt "
-           "(cublaslt: flashnorm.gemm_lt, where the operands fit)">,
+           "Projections as generated kernels (codegen, default) or through "
+           "cuBLASLt (cublaslt: flashnorm.gemm_lt, where the operands fit)">,
   ];
 }
 
@@ -173,8 +177,8 @@ def GpuStreams : Pass<"flashnorm-gpu-streams", "func::FuncOp"> {
   let options = [
     Option<"hostBuffers", "host-buffers", "bool", /*default=*/"true",
            "Memref arguments and results are host memory, copied in and "
-           "out (false: they are device buffers; results are device "
-           "allocations the caller frees)">,
+           "out (default true; false: they are device buffers, results are "
+           "device allocations the caller frees)">,
   ];
 }
 

@@ -71,52 +71,59 @@ LogicalResult buildLowerToLLVMPipeline(OpPassManager &pm,
 /// Options of flashnorm-gpu-pipeline.
 struct GpuPipelineOptions : public PassPipelineOptions<GpuPipelineOptions> {
   PassOptions::Option<std::string> chip{
-      *this, "chip", llvm::cl::desc("NVIDIA target: sm_80 or sm_90"),
+      *this, "chip",
+      llvm::cl::desc("NVIDIA target: sm_80 or sm_90 (default sm_90)"),
       llvm::cl::init("sm_90")};
   PassOptions::Option<std::string> features{
       *this, "features",
-      llvm::cl::desc("PTX features (CUDA 13's ptxas needs +ptx80 or newer)"),
+      llvm::cl::desc("PTX features (default +ptx80; CUDA 13's ptxas needs "
+                     "+ptx80 or newer)"),
       llvm::cl::init("+ptx80")};
   PassOptions::Option<std::string> format{
       *this, "format",
-      llvm::cl::desc("Kernel binaries: isa (PTX text, no toolkit needed), "
-                     "bin (cubin, runs ptxas) or fatbin"),
+      llvm::cl::desc("Kernel binaries: bin (default: cubin, runs ptxas), isa "
+                     "(PTX text) or fatbin"),
       llvm::cl::init("bin")};
   PassOptions::Option<std::string> deferMode{
       *this, "defer-mode",
-      llvm::cl::desc("streams: statistics on a forked stream, projection on "
-                     "the main one, an explicit join before the post-scale; "
-                     "fused: one kernel per projection with the statistic "
-                     "and post-scale in it; serial: one stream"),
+      llvm::cl::desc("streams (default): statistics on a forked stream, "
+                     "projection on the main one, an explicit join before "
+                     "the post-scale; fused: one kernel per projection with "
+                     "the statistic and post-scale in it; serial: one "
+                     "stream"),
       llvm::cl::init("streams")};
   PassOptions::Option<bool> verify{
       *this, "verify",
       llvm::cl::desc("Run flashnorm-verify-async on the host code and "
-                     "flashnorm-verify-streams on its lowering"),
+                     "flashnorm-verify-streams on its lowering (default "
+                     "true)"),
       llvm::cl::init(true)};
   PassOptions::Option<bool> hostBuffers{
       *this, "host-buffers",
       llvm::cl::desc("Device functions take and return host memory, copied "
-                     "in and out (false: device buffers, results owned by "
-                     "the caller; for callers that keep weights on the GPU)"),
+                     "in and out (default true; false: device buffers, "
+                     "results owned by the caller, for callers that keep "
+                     "weights on the GPU)"),
       llvm::cl::init(true)};
   PassOptions::Option<bool> tensorCores{
       *this, "tensor-cores",
       llvm::cl::desc("f16 projections whose sizes are multiples of 16 x 8 x "
-                     "16 run on tensor cores (mma.sync)"),
+                     "16 run on tensor cores, mma.sync (default true)"),
       llvm::cl::init(true)};
   PassOptions::Option<std::string> gemm{
       *this, "gemm",
-      llvm::cl::desc("Projections as generated kernels (codegen) or through "
-                     "cuBLASLt (cublaslt; link flashnorm_cublaslt)"),
+      llvm::cl::desc("Projections as generated kernels (codegen, default) or "
+                     "through cuBLASLt (cublaslt; link flashnorm_cublaslt)"),
       llvm::cl::init("codegen")};
   PassOptions::Option<int64_t> threads{
       *this, "threads",
-      llvm::cl::desc("Threads per block of the parallel kernels"),
+      llvm::cl::desc("Threads per block of the parallel kernels (default "
+                     "128)"),
       llvm::cl::init(128)};
   PassOptions::Option<int64_t> reduceThreads{
       *this, "reduce-threads",
-      llvm::cl::desc("Threads per block of the row reductions"),
+      llvm::cl::desc("Threads per block of the row reductions (default "
+                     "256)"),
       llvm::cl::init(256)};
 };
 
