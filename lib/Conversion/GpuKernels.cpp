@@ -21,7 +21,6 @@
 #include "flashnorm/Utils/Remarks.h"
 
 #include "mlir/Conversion/SCFToGPU/SCFToGPU.h"
-#include "mlir/Conversion/VectorToGPU/VectorToGPU.h"
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -33,11 +32,9 @@
 #include "mlir/IR/IRMapping.h"
 #include "mlir/Interfaces/ViewLikeInterface.h"
 #include "mlir/Transforms/DialectConversion.h"
-#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
 namespace mlir::flashnorm {
 #define GEN_PASS_DEF_GPUKERNELS
-#define GEN_PASS_DEF_GPUMMA
 #include "flashnorm/Conversion/Passes.h.inc"
 } // namespace mlir::flashnorm
 
@@ -1089,32 +1086,6 @@ struct GpuKernelsPass : flashnorm::impl::GpuKernelsBase<GpuKernelsPass> {
     if (failed(builder.launchParallel(loop, "fused_norm_proj")))
       return "the fused loop nest could not be mapped to a kernel";
     return "";
-  }
-};
-} // namespace
-
-namespace {
-struct GpuMmaPass : flashnorm::impl::GpuMmaBase<GpuMmaPass> {
-  void runOnOperation() override {
-    SmallVector<gpu::LaunchOp> launches;
-    getOperation()->walk([&](gpu::LaunchOp launch) {
-      if (launch
-              ->walk(
-                  [](vector::ContractionOp) { return WalkResult::interrupt(); })
-              .wasInterrupted())
-        launches.push_back(launch);
-    });
-    // One kernel at a time: the conversion follows use-def chains and must
-    // not wander into other kernels.
-    for (gpu::LaunchOp launch : launches) {
-      RewritePatternSet patterns(launch.getContext());
-      populatePrepareVectorToMMAPatterns(patterns, /*useNvGpu=*/true);
-      if (failed(applyPatternsGreedily(launch, std::move(patterns))))
-        return signalPassFailure();
-      IRRewriter rewriter(launch.getContext());
-      if (failed(convertVectorToNVVMCompatibleMMASync(rewriter, launch)))
-        return signalPassFailure();
-    }
   }
 };
 } // namespace
