@@ -761,7 +761,8 @@ struct GpuKernelsPass : flashnorm::impl::GpuKernelsBase<GpuKernelsPass> {
   }
 
   /// Tensor cores for f16 projections whose sizes are multiples of the
-  /// m16n8k16 MMA tile: one warp per 16 x 8 output tile, the k loop as a
+  /// m16n8k16 MMA tile: one warp per 16 x 8 output tile (up to four warps
+  /// per block), the k loop as a
   /// vector.contract of 16 x 16 by 8 x 16 fragments, which
   /// convert-vector-to-gpu turns into nvgpu.mma.sync (upstream does not
   /// convert bf16). No shared memory: each warp loads its fragments from
@@ -794,17 +795,21 @@ struct GpuKernelsPass : flashnorm::impl::GpuKernelsBase<GpuKernelsPass> {
       return arith::ConstantIndexOp::create(b, loc, v);
     };
     Value one = index(1);
-    auto launch = gpu::LaunchOp::create(b, loc, index(m / 16), index(n / 8),
-                                        one, index(32), one, one);
+    // Up to four warps per block, side by side along n (warp = thread y).
+    int64_t warps = (n / 8) % 4 == 0 ? 4 : (n / 8) % 2 == 0 ? 2 : 1;
+    auto launch =
+        gpu::LaunchOp::create(b, loc, index(m / 16), index(n / 8 / warps), one,
+                              index(32), index(warps), one);
     b.setInsertionPointToStart(&launch.getBody().front());
     MLIRContext *ctx = b.getContext();
-    auto scaled = [&](Value id, int64_t factor) -> Value {
-      AffineExpr d0 = getAffineDimExpr(0, ctx);
-      return affine::AffineApplyOp::create(
-          b, loc, AffineMap::get(1, 0, d0 * factor), ValueRange{id});
-    };
-    Value m0 = scaled(launch.getBlockIds().x, 16);
-    Value n0 = scaled(launch.getBlockIds().y, 8);
+    AffineExpr d0, d1;
+    bindDims(ctx, d0, d1);
+    Value m0 =
+        affine::AffineApplyOp::create(b, loc, AffineMap::get(1, 0, d0 * 16),
+                                      ValueRange{launch.getBlockIds().x});
+    Value n0 = affine::AffineApplyOp::create(
+        b, loc, AffineMap::get(2, 0, (d0 * warps + d1) * 8),
+        ValueRange{launch.getBlockIds().y, launch.getThreadIds().y});
     Type f16 = b.getF16Type(), f32 = b.getF32Type();
     Value pad = arith::ConstantOp::create(b, loc, b.getZeroAttr(f16));
     SmallVector<bool> inBounds{true, true};

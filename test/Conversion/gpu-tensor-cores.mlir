@@ -22,7 +22,11 @@
 // OFF-NOT: mma.sync
 // OFF-NOT: proj_mma
 // NVVM: llvm.func @f_proj_mma_0(
-// NVVM-SAME: gpu.known_block_size = array<i32: 32, 1, 1>
+// Two warps per block here (N / 8 = 6 tiles): the lane id comes from the
+// hardware, the warp from thread y.
+// NVVM-SAME: gpu.known_block_size = array<i32: 32, 2, 1>
+// NVVM: nvvm.read.ptx.sreg.tid.y
+// NVVM: nvvm.read.ptx.sreg.laneid
 // NVVM: nvvm.mma.sync
 // NVVM: llvm.return
 // SIZES: remark: [Missed] flashnorm-gpu-kernels {{.*}}projection not on tensor cores: sizes are not static multiples of the 16 x 8 x 16 tile
