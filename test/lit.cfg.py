@@ -59,10 +59,11 @@ config.substitutions.append(
 )
 config.substitutions.append(
     ("%check-gpu-kernels-on-cpu",
-     os.path.join(config.test_source_root, "check-gpu-kernels-on-cpu.sh"))
+     os.path.join(config.test_source_root, "check-gpu-modes.sh") + " cpu")
 )
 config.substitutions.append(
-    ("%check-gpu-run", os.path.join(config.test_source_root, "check-gpu-run.sh"))
+    ("%check-gpu-run",
+     os.path.join(config.test_source_root, "check-gpu-modes.sh") + " gpu")
 )
 config.substitutions.append(
     ("%check-gpu-model",

@@ -91,13 +91,22 @@ static LogicalResult buildCpuToBuffers(OpPassManager &pm,
   return success();
 }
 
+/// The second half of flashnorm-cpu-pipeline: tiles and vectors, loops,
+/// async runtime, LLVM.
+static LogicalResult buildCpuBuffersToLLVM(OpPassManager &pm,
+                                           const CpuPipelineOptions &options,
+                                           raw_ostream &errors) {
+  if (failed(buildCpuCodegen(pm, options, errors)))
+    return failure();
+  return parsePassPipeline(kBuffersToLLVM, pm, errors);
+}
+
 LogicalResult flashnorm::buildCpuPipeline(OpPassManager &pm,
                                           const CpuPipelineOptions &options,
                                           raw_ostream &errors) {
-  if (failed(buildCpuToBuffers(pm, options, errors)) ||
-      failed(buildCpuCodegen(pm, options, errors)))
+  if (failed(buildCpuToBuffers(pm, options, errors)))
     return failure();
-  return parsePassPipeline(kBuffersToLLVM, pm, errors);
+  return buildCpuBuffersToLLVM(pm, options, errors);
 }
 
 LogicalResult flashnorm::buildLowerToLLVMPipeline(OpPassManager &pm,
@@ -161,7 +170,10 @@ static LogicalResult checkGpuOptions(const GpuPipelineOptions &options,
 
 /// The first half of flashnorm-gpu-pipeline: kernels as gpu.launch and the
 /// host code's token graph, in the gpu dialect.
-static LogicalResult buildGpuToStreams(OpPassManager &pm,
+/// The GPU pipeline up to its kernels: each linalg op a `gpu.launch`, the
+/// tensor-core ones still as vector fragments (what the CPU emulation of
+/// the kernels in the tests runs).
+static LogicalResult buildGpuToKernels(OpPassManager &pm,
                                        const GpuPipelineOptions &options,
                                        raw_ostream &errors) {
   if (failed(checkGpuOptions(options, errors)))
@@ -182,13 +194,35 @@ static LogicalResult buildGpuToStreams(OpPassManager &pm,
   fpm.addPass(
       createGpuKernels({mode == "fused", options.threads, options.reduceThreads,
                         options.tensorCores, options.gemm}));
-  // Tensor-core kernels: vector.contract fragments to nvgpu.mma.sync.
-  if (options.tensorCores)
-    fpm.addPass(createGpuMma());
   fpm.addPass(createCanonicalizerPass());
   fpm.addPass(createCSEPass());
+  return success();
+}
+
+/// The first half of flashnorm-gpu-pipeline: kernels as gpu.launch and the
+/// host code's token graph, in the gpu dialect.
+static LogicalResult buildGpuToStreams(OpPassManager &pm,
+                                       const GpuPipelineOptions &options,
+                                       raw_ostream &errors) {
+  if (failed(buildGpuToKernels(pm, options, errors)))
+    return failure();
+  OpPassManager &fpm = pm.nest<func::FuncOp>();
+  // Tensor-core kernels: vector.contract fragments to nvgpu.mma.sync.
+  if (options.tensorCores) {
+    fpm.addPass(createGpuMma());
+    fpm.addPass(createCanonicalizerPass());
+  }
   fpm.addPass(createGpuStreams({options.hostBuffers}));
   return success();
+}
+
+/// The second half: outlining, verification, NVVM, binaries, LLVM.
+static LogicalResult buildGpuStreamsToLLVM(OpPassManager &pm,
+                                           const GpuPipelineOptions &options,
+                                           raw_ostream &errors) {
+  if (failed(checkGpuOptions(options, errors)))
+    return failure();
+  return parsePassPipeline(gpuTail(options), pm, errors);
 }
 
 LogicalResult flashnorm::buildGpuPipeline(OpPassManager &pm,
@@ -196,7 +230,7 @@ LogicalResult flashnorm::buildGpuPipeline(OpPassManager &pm,
                                           raw_ostream &errors) {
   if (failed(buildGpuToStreams(pm, options, errors)))
     return failure();
-  return parsePassPipeline(gpuTail(options), pm, errors);
+  return buildGpuStreamsToLLVM(pm, options, errors);
 }
 
 namespace {
@@ -258,20 +292,21 @@ void flashnorm::registerPipelines() {
       "flashnorm-cpu-buffers-to-llvm",
       "Second half of flashnorm-cpu-pipeline: tiles and vectors, loops, "
       "async runtime, LLVM",
-      orReportError<CpuPipelineOptions>([](OpPassManager &pm,
-                                           const CpuPipelineOptions &options,
-                                           raw_ostream &errors) {
-        if (failed(buildCpuCodegen(pm, options, errors)))
-          return failure();
-        return parsePassPipeline(kBuffersToLLVM, pm, errors);
-      }));
+      orReportError<CpuPipelineOptions>(buildCpuBuffersToLLVM));
   PassPipelineRegistration<GpuPipelineOptions>(
       "flashnorm-gpu-pipeline",
       "Lower to GPU kernels (NVVM, PTX or cubin) and host code whose async "
       "tokens fork each deferred norm's statistic onto its own stream and "
       "join it before the post-scale (link flashnorm_cuda_runtime)",
       orReportError<GpuPipelineOptions>(buildGpuPipeline));
-  // The two halves, so that tests can edit the token graph in between.
+  // The two halves, so that tests can edit the token graph in between, and
+  // the kernels alone, so that tests can run them on the CPU.
+  PassPipelineRegistration<GpuPipelineOptions>(
+      "flashnorm-gpu-to-kernels",
+      "flashnorm-gpu-pipeline up to its kernels: every linalg op of a device "
+      "function a gpu.launch (tensor-core kernels still as vector "
+      "fragments), host code not yet on streams",
+      orReportError<GpuPipelineOptions>(buildGpuToKernels));
   PassPipelineRegistration<GpuPipelineOptions>(
       "flashnorm-gpu-to-streams",
       "First half of flashnorm-gpu-pipeline: kernels as gpu.launch and the "
@@ -281,13 +316,7 @@ void flashnorm::registerPipelines() {
       "flashnorm-gpu-streams-to-llvm",
       "Second half of flashnorm-gpu-pipeline: outlining, the race verifier, "
       "NVVM and binaries for the kernels, LLVM for the host",
-      orReportError<GpuPipelineOptions>([](OpPassManager &pm,
-                                           const GpuPipelineOptions &options,
-                                           raw_ostream &errors) {
-        if (failed(checkGpuOptions(options, errors)))
-          return failure();
-        return parsePassPipeline(gpuTail(options), pm, errors);
-      }));
+      orReportError<GpuPipelineOptions>(buildGpuStreamsToLLVM));
   PassPipelineRegistration<>(
       "flashnorm-lower-to-llvm",
       "Lower flashnorm, TOSA and linalg on tensors to the LLVM dialect as "

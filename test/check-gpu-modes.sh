@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Runs a model through --flashnorm and then the GPU pipeline in each defer
+# mode, and compares each output with a reference:
+#   cpu: the kernels flashnorm-gpu-kernels builds, run on the CPU (a machine
+#        without a GPU checks their numbers): flashnorm-gpu-to-kernels, every
+#        gpu.launch turned into loops (flashnorm-test-gpu-launch-to-loops),
+#        the CPU lowering; the async tasks of streams mode run on the MLIR
+#        async runtime. Reference: the original, unrewritten program.
+#   gpu: the whole pipeline on a GPU with the project's CUDA runtime.
+#        Reference: the rewritten program on the CPU pipeline.
+#   check-gpu-modes.sh cpu|gpu OUT_PREFIX RTOL ATOL MODEL.mlir
+#   check-gpu-modes.sh cpu|gpu OUT_PREFIX RTOL ATOL -- [flashnorm-gen options]
+set -euo pipefail
+target=$1 out=$2 rtol=$3 atol=$4
+shift 4
+here=$(dirname "$0")
+if [ "$1" = "--" ]; then
+  shift
+  flashnorm-gen "$@" -o "$out.mlir"
+  model=$out.mlir
+else
+  model=$1
+fi
+utils="$MLIR_LIB_DIR/libmlir_runner_utils.so,$MLIR_LIB_DIR/libmlir_c_runner_utils.so"
+run() { mlir-runner -O2 -e main -entry-point-result=void -shared-libs="$utils,$1"; }
+async=$MLIR_LIB_DIR/libmlir_async_runtime.so
+flashnorm-opt "$model" --flashnorm -o "$out.rewritten.mlir"
+case $target in
+  cpu) flashnorm-opt "$model" --flashnorm-lower-to-llvm | run "$async" ;;
+  gpu) flashnorm-opt "$out.rewritten.mlir" --flashnorm-cpu-pipeline |
+         run "$async" ;;
+  *) echo "check-gpu-modes.sh: target must be cpu or gpu" >&2; exit 2 ;;
+esac > "$out.ref"
+for mode in streams fused serial; do
+  if [ "$target" = cpu ]; then
+    flashnorm-opt "$out.rewritten.mlir" \
+      --flashnorm-gpu-to-kernels="defer-mode=$mode" |
+      flashnorm-opt --pass-pipeline='builtin.module(func.func(flashnorm-test-gpu-launch-to-loops))' |
+      flashnorm-opt --flashnorm-cpu-buffers-to-llvm=vectorize=false |
+      run "$async" > "$out.$mode"
+  else
+    flashnorm-opt "$out.rewritten.mlir" \
+      --flashnorm-gpu-pipeline="defer-mode=$mode" |
+      run "$FLASHNORM_LIB_DIR/libflashnorm_cuda_runtime.so" > "$out.$mode"
+  fi
+  echo -n "$mode: "
+  python3 "$here/compare-outputs.py" "$out.ref" "$out.$mode" \
+    --rtol "$rtol" --atol "$atol"
+done
