@@ -125,48 +125,46 @@ const char *kernelName(CUfunction function) {
 // Pools
 //===----------------------------------------------------------------------===//
 
+// The last handle of `free`, or a new one from `create` when it is empty.
+template <typename Handle, typename Create>
+Handle takeFrom(std::vector<Handle> &free, Create create) {
+  if (free.empty())
+    return create();
+  Handle handle = free.back();
+  free.pop_back();
+  return handle;
+}
+
 CUstream takeStream() {
   int device = currentDevice();
-  std::vector<CUstream> &free = S.pools[device].streams;
-  CUstream stream;
-  if (free.empty()) {
-    FN_CHECK(cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING), nullptr);
-    S.streams[stream] = {device, true};
-  } else {
-    stream = free.back();
-    free.pop_back();
-    S.streams[stream].live = true;
-  }
+  CUstream stream = takeFrom(S.pools[device].streams, [] {
+    CUstream created;
+    FN_CHECK(cuStreamCreate(&created, CU_STREAM_NON_BLOCKING), nullptr);
+    return created;
+  });
+  S.streams[stream] = {device, true};
   return stream;
 }
 
 CUevent takeEvent() {
   int device = currentDevice();
-  std::vector<CUevent> &free = S.pools[device].events;
-  CUevent event;
-  if (free.empty()) {
-    FN_CHECK(cuEventCreate(&event, CU_EVENT_DISABLE_TIMING), nullptr);
-    S.events[event] = {device, true};
-  } else {
-    event = free.back();
-    free.pop_back();
-    S.events[event].live = true;
-  }
+  CUevent event = takeFrom(S.pools[device].events, [] {
+    CUevent created;
+    FN_CHECK(cuEventCreate(&created, CU_EVENT_DISABLE_TIMING), nullptr);
+    return created;
+  });
+  S.events[event] = {device, true};
   return event;
 }
 
 // Timing events are internal: never handed to generated code, so no
 // liveness tracking.
 CUevent takeTimingEvent() {
-  std::vector<CUevent> &free = S.pools[currentDevice()].timingEvents;
-  CUevent event;
-  if (free.empty()) {
-    FN_CHECK(cuEventCreate(&event, CU_EVENT_DEFAULT), nullptr);
-  } else {
-    event = free.back();
-    free.pop_back();
-  }
-  return event;
+  return takeFrom(S.pools[currentDevice()].timingEvents, [] {
+    CUevent created;
+    FN_CHECK(cuEventCreate(&created, CU_EVENT_DEFAULT), nullptr);
+    return created;
+  });
 }
 
 void giveBackTimingEvent(CUevent event) {
