@@ -104,6 +104,18 @@ SmallVector<Value> loopSizes(OpBuilder &b, Location loc, linalg::LinalgOp op) {
   });
 }
 
+/// Whether an op after `from` and before `to` (in one block) other than
+/// `skip` may write `buffer`.
+bool writtenBetween(Value buffer, Operation *from, Operation *to,
+                    Operation *skip = nullptr) {
+  Value root = HappensBefore::getRoot(buffer);
+  for (Operation *op = from->getNextNode(); op && op != to;
+       op = op->getNextNode())
+    if (op != skip && mayWrite(op, root))
+      return true;
+  return false;
+}
+
 /// Whether `op`'s body is `out + ext(a) * ext(b)`, the extensions optional
 /// (contraction interfaces also accept other unary ops on the inputs).
 bool isPlainProduct(linalg::LinalgOp op) {
@@ -534,25 +546,9 @@ struct GpuKernelsPass : flashnorm::impl::GpuKernelsBase<GpuKernelsPass> {
         !consumer.getMatchingIndexingMap(use).isIdentity())
       return "its consumer is not element-wise over the same rows";
     // The post-scale's inputs must hold the same values at the consumer.
-    SmallVector<Value> inputs = llvm::map_to_vector(
-        post.getDpsInputs(), [](Value v) { return HappensBefore::getRoot(v); });
-    for (Operation *op = post->getNextNode(); op != consumer;
-         op = op->getNextNode()) {
-      bool writes = false;
-      op->walk([&](Operation *inner) {
-        auto dps = dyn_cast<DestinationStyleOpInterface>(inner);
-        if (auto copy = dyn_cast<memref::CopyOp>(inner))
-          writes |= llvm::is_contained(
-              inputs, HappensBefore::getRoot(copy.getTarget()));
-        else if (dps)
-          for (Value init : dps.getDpsInits())
-            writes |= llvm::is_contained(inputs, HappensBefore::getRoot(init));
-        else if (isa<CallOpInterface>(inner))
-          writes = true;
-      });
-      if (writes)
+    for (Value input : post.getDpsInputs())
+      if (writtenBetween(input, post, consumer))
         return "its inputs are written before its consumer runs";
-    }
     // ins: the post-scale's, then the consumer's but the fused one.
     SmallVector<Value> ins(post.getDpsInputs());
     SmallVector<AffineMap> maps;
@@ -1025,19 +1021,12 @@ struct GpuKernelsPass : flashnorm::impl::GpuKernelsBase<GpuKernelsPass> {
     if (reduce->getBlock() != post->getBlock() ||
         proj->getBlock() != post->getBlock())
       return "the statistic, projection and post-scale are not in one block";
-    auto writtenBefore = [&](Value buffer, Operation *from) {
-      Value root = HappensBefore::getRoot(buffer);
-      for (Operation *op = from->getNextNode(); op && op != post.getOperation();
-           op = op->getNextNode())
-        if (op != proj.getOperation() && mayWrite(op, root))
-          return true;
-      return false;
-    };
     Operation *firstRead = reduce->isBeforeInBlock(proj) ? reduce.getOperation()
                                                          : proj.getOperation();
     for (OpOperand *in : proj.getDpsInputOperands())
-      if (writtenBefore(in->get(),
-                        in == activation ? firstRead : proj.getOperation()))
+      if (writtenBetween(in->get(),
+                         in == activation ? firstRead : proj.getOperation(),
+                         post, /*skip=*/proj))
         return "the projection's inputs are written before its post-scale";
 
     OpBuilder b(post);
