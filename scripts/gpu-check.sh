@@ -1,16 +1,12 @@
 #!/usr/bin/env bash
-# Everything that needs a GPU, in one go, on a fresh GPU machine with this
-# repository: build (./setup.sh), the GPU tests (lit feature `gpu`: every
-# example and family in each defer mode against the CPU, the 1000-step join
-# stress test and its mutant, the runtime's pools, trace and graph tests),
-# then the benchmark (bench/gpu/run.sh; table in bench/gpu/results.md).
-#   scripts/gpu-check.sh [flashnorm-gpu-bench options]
-set -uo pipefail
+# Everything that needs a GPU, in one go, on a GPU machine that can also
+# build the project: ./setup.sh, the GPU kit (scripts/gpu-kit.sh: every GPU
+# execution check and benchmark build compiled ahead of time), then the kit's
+# run.sh (checks, stress, runtime tests, benchmark, ncu; docs/GPU.md).
+# A GPU machine without LLVM/MLIR runs a kit built elsewhere instead.
+#   scripts/gpu-check.sh
+set -euo pipefail
 cd "$(dirname "$0")/.."
-./setup.sh || exit 1
-status=0
-/usr/lib/llvm-22/bin/lit -sv build/test/Integration/gpu-run.test \
-  build/test/Integration/gpu-stress-join.mlir build/test/Runtime \
-  build/test/Bench || status=1
-bench/gpu/run.sh "$@" || status=1
-exit $status
+./setup.sh
+scripts/gpu-kit.sh build/gpu-kit
+exec build/gpu-kit/run.sh

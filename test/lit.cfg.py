@@ -51,6 +51,9 @@ config.substitutions.append(
         ),
     )
 )
+config.substitutions.append(("%flashnorm-obj-root", config.flashnorm_obj_root))
+config.substitutions.append(
+    ("%flashnorm-src-root", os.path.dirname(config.test_source_root)))
 config.environment["MLIR_LIB_DIR"] = lib
 config.substitutions.append(("%mlir-lib-dir", lib))
 config.environment["FLASHNORM_LIB_DIR"] = config.flashnorm_lib_dir

@@ -98,7 +98,23 @@ int flashnorm::cuda::currentDevice() {
 
 void flashnorm::cuda::makeContextCurrent() {
   static const bool initialized = [] {
-    FN_CHECK(cuInit(0), nullptr);
+    // No usable driver (none installed, the toolkit's stub, no device) is
+    // the one failure a program meets before doing anything: say so and
+    // exit, instead of aborting as for a failed call mid-run.
+    if (CUresult result = cuInit(0); result != CUDA_SUCCESS) {
+      const char *name = nullptr;
+      if (cuGetErrorName(result, &name) != CUDA_SUCCESS || !name)
+        name = result == CUDA_ERROR_STUB_LIBRARY ? "CUDA_ERROR_STUB_LIBRARY"
+                                                 : "unknown CUresult";
+      std::fprintf(stderr,
+                   "flashnorm-cuda: no usable CUDA driver: cuInit failed: "
+                   "%s (%d)\n",
+                   name, static_cast<int>(result));
+      // _Exit: the global destructors would unload modules, which calls
+      // back in here while this initialization is still running.
+      std::fflush(nullptr);
+      std::_Exit(1);
+    }
     return true;
   }();
   (void)initialized;

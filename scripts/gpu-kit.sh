@@ -1,0 +1,188 @@
+#!/usr/bin/env bash
+# Compiles, ahead of time and on this machine, everything the GPU checks and
+# the GPU benchmark run, into one folder that a GPU machine without LLVM/MLIR
+# runs with one command (DIR/run.sh; docs/GPU.md):
+#   checks/   the examples and every model family, an executable per defer
+#             mode (streams, fused, serial), each with its CPU reference
+#             output (the rewritten program on the CPU pipeline)
+#   stress/   the 1000-step recurrent join stress test (streams, fused; graph
+#             mode runs the streams build) and its mutant without the join
+#   runtime/  the runtime's pool, trace and graph tests with their check lines
+#   bench/    one shared object per benchmark build (bench/gpu/configs.py)
+#   lib/      the CUDA runtime, its cuBLASLt entry point and the runner
+#             helpers: all the programs need besides libcuda and libcublasLt
+#   tools/    bench.py, compare-outputs.py, filecheck.py
+# Every program is flashnorm-opt -> mlir-translate -> llc -> cc, linked
+# against the driver stub; the real driver is loaded where it runs.
+#   scripts/gpu-kit.sh [DIR]      (default build/gpu-kit; needs ./setup.sh)
+# Prints the kit's size and fails over 32 MiB.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+kit=${1:-$root/build/gpu-kit}
+build=${FLASHNORM_BUILD_DIR:-$root/build}
+llvm=/usr/lib/llvm-22/bin
+cuda=${CUDA_ROOT:-/usr/local/cuda}
+jobs=${FLASHNORM_KIT_JOBS:-$(nproc)}
+limit_mib=32
+
+for f in "$build/bin/flashnorm-opt" "$build/bin/flashnorm-gen" \
+  "$build/lib/libflashnorm_cuda_runtime.so" \
+  "$build/lib/libflashnorm_kit_runner_utils.so"; do
+  [ -e "$f" ] || { echo "gpu-kit: $f is missing: run ./setup.sh" >&2; exit 1; }
+done
+[ -x "$cuda/bin/ptxas" ] ||
+  { echo "gpu-kit: no CUDA toolkit at $cuda (ptxas)" >&2; exit 1; }
+stub=$cuda/lib64/stubs/libcuda.so
+[ -e "$stub" ] || stub=$cuda/targets/x86_64-linux/lib/stubs/libcuda.so
+
+start=$SECONDS
+rm -rf "$kit"
+mkdir -p "$kit"/{checks,stress,runtime,bench,lib,tools,obj}
+kit=$(cd "$kit" && pwd)
+cp "$build"/lib/libflashnorm_cuda_runtime.so "$build"/lib/libflashnorm_kit_runner_utils.so "$kit/lib/"
+[ -e "$build/lib/libflashnorm_cublaslt.so" ] &&
+  cp "$build/lib/libflashnorm_cublaslt.so" "$kit/lib/"
+cp "$root/bench/gpu/bench.py" "$root/bench/gpu/configs.py" \
+  "$root/test/compare-outputs.py" "$root/scripts/kit/filecheck.py" \
+  "$kit/tools/"
+cp "$root/scripts/kit/run.sh" "$kit/run.sh"
+# The entry point every check executable calls: the module's main is renamed
+# (void main would leave the exit status undefined).
+printf '%s\n' 'void flashnorm_kit_main(void);' \
+  'int main(void) { flashnorm_kit_main(); return 0; }' > "$kit/obj/main.c"
+cc -O2 -c "$kit/obj/main.c" -o "$kit/obj/main.o"
+
+export PATH="$build/bin:$llvm:$PATH" CUDA_ROOT=$cuda kit stub
+
+# LLVM-dialect module on stdin -> DIR-relative program $1 ("exe" or "so").
+link() {
+  local kind=$1 out=$2 obj
+  obj=$kit/obj/$(echo "$out" | tr / _)
+  mlir-translate --mlir-to-llvmir -o "$obj.ll"
+  llc -O2 -filetype=obj -relocation-model=pic "$obj.ll" -o "$obj.o"
+  # lib/ relative to the program: one ../ per folder in its kit path.
+  local up=${out//[^\/]/} rpath
+  rpath=\$ORIGIN/${up//\//../}lib
+  local libs=(-L"$kit/lib" -lflashnorm_cuda_runtime -Wl,-rpath,"$rpath")
+  grep -q mgpuFlashNormGemmLt "$obj.ll" && libs+=(-lflashnorm_cublaslt)
+  if [ "$kind" = exe ]; then
+    objcopy --redefine-sym main=flashnorm_kit_main "$obj.o"
+    cc "$obj.o" "$kit/obj/main.o" -o "$kit/$out" "${libs[@]}" \
+      -lflashnorm_kit_runner_utils "$stub" -lm
+  else
+    cc -shared -Wl,--no-undefined "$obj.o" -o "$kit/$out" "${libs[@]}" "$stub"
+  fi
+  rm -f "$obj.ll" "$obj.o"
+}
+export -f link
+
+runner_libs=$llvm/../lib/libmlir_runner_utils.so,$llvm/../lib/libmlir_c_runner_utils.so,$llvm/../lib/libmlir_async_runtime.so
+cpu_run() {
+  mlir-runner -O2 -e main -entry-point-result=void -shared-libs="$runner_libs"
+}
+export runner_libs
+export -f cpu_run
+
+# One correctness check: NAME then a model file or "-- flashnorm-gen options".
+check() {
+  local name=$1 dir=$kit/checks/$1 model
+  shift
+  mkdir -p "$dir"
+  if [ "$1" = "--" ]; then
+    shift
+    flashnorm-gen "$@" -o "$dir/model.mlir"
+    model=$dir/model.mlir
+  else
+    model=$1
+  fi
+  flashnorm-opt "$model" --flashnorm -o "$dir/rewritten.mlir"
+  flashnorm-opt "$dir/rewritten.mlir" --flashnorm-cpu-pipeline | cpu_run \
+    > "$dir/ref.txt"
+  for mode in streams fused serial; do
+    flashnorm-opt "$dir/rewritten.mlir" \
+      --flashnorm-gpu-pipeline="defer-mode=$mode chip=sm_90 format=bin" |
+      link exe "checks/$name/$mode"
+  done
+  rm -f "$dir/model.mlir" "$dir/rewritten.mlir"
+}
+export -f check
+
+# The stress test: reference from the unrewritten program (the lit test's).
+stress() {
+  local src=$root/test/Integration/gpu-stress-join.mlir dir=$kit/stress
+  flashnorm-opt "$src" --flashnorm-lower-to-llvm | cpu_run > "$dir/ref.txt"
+  flashnorm-opt "$src" --flashnorm -o "$dir/rewritten.mlir"
+  for mode in streams fused; do
+    flashnorm-opt "$dir/rewritten.mlir" \
+      --flashnorm-gpu-pipeline="defer-mode=$mode" | link exe "stress/$mode"
+  done
+  flashnorm-opt "$dir/rewritten.mlir" --flashnorm-gpu-to-streams |
+    flashnorm-opt --flashnorm-test-drop-join |
+    flashnorm-opt --flashnorm-gpu-streams-to-llvm=verify=false |
+    link exe stress/mutant
+  rm -f "$dir/rewritten.mlir"
+}
+export root
+export -f stress
+
+# A runtime test: the stock lowering of test/Runtime/lit.local.cfg's
+# %gpu-lower, the test file itself kept for its check lines.
+runtime_test() {
+  local name=$1 src=$root/test/Runtime/$1.mlir
+  mlir-opt "$src" --pass-pipeline='builtin.module(nvvm-attach-target{chip=sm_80 features=+ptx80},gpu.module(convert-gpu-to-nvvm),convert-scf-to-cf,gpu-to-llvm,gpu-module-to-binary{format=isa},convert-to-llvm,reconcile-unrealized-casts)' |
+    link exe "runtime/$name"
+  cp "$src" "$kit/runtime/$name.checks"
+}
+export -f runtime_test
+
+bench_build() {
+  local name=$1 options
+  options=$(python3 -c 'import json,sys; print(next(b["options"] for b in json.load(open(sys.argv[1]))["builds"] if b["name"] == sys.argv[2]))' \
+    "$kit/obj/programs/configs.json" "$name")
+  flashnorm-opt "$kit/obj/programs/$name.mlir" --flashnorm |
+    flashnorm-opt --flashnorm-gpu-pipeline="$options" | link so "bench/$name.so"
+}
+export -f bench_build
+
+python3 "$root/bench/gpu/configs.py" programs "$kit/obj/programs"
+cp "$kit/obj/programs/configs.json" "$kit/bench/"
+
+# Every job, one line each, run $jobs at a time; a failing job fails the kit.
+{
+  echo "stress"
+  echo "runtime_test pools"
+  echo "runtime_test trace-graphs"
+  for example in llama-block llama-2layers gpt2-tosa-2layers; do
+    echo "check $example $root/examples/$example.mlir"
+  done
+  echo "check llama -- --family=llama --flavor=linalg --layers=2"
+  echo "check llama-tosa -- --family=llama --flavor=tosa --layers=2"
+  echo "check qwen2 -- --family=qwen2 --flavor=tosa --layers=2"
+  echo "check gemma -- --family=gemma --flavor=linalg --layers=2"
+  echo "check gpt2-linalg -- --family=gpt2 --flavor=linalg --layers=2"
+  echo "check llama-bf16 -- --family=llama --flavor=linalg --dtype=bf16 --layers=2"
+  python3 -c 'import json,sys; [print("bench_build", b["name"]) for b in json.load(open(sys.argv[1]))["builds"]]' \
+    "$kit/obj/programs/configs.json"
+} > "$kit/obj/jobs"
+# Tolerances of each check (relative, absolute), read by run.sh.
+printf '%s\n' "llama-bf16 3e-2 3e-2" "* 1e-4 1e-4" > "$kit/checks/tolerances"
+
+# (A nested bash: set -e does not apply inside a command followed by ||.)
+if ! xargs -P "$jobs" -I{} bash -c \
+  'bash -euo pipefail -c "$1" || { echo "gpu-kit: failed: $1" >&2; exit 255; }' \
+  _ {} < "$kit/obj/jobs"; then
+  echo "gpu-kit: a job failed" >&2
+  exit 1
+fi
+rm -rf "$kit/obj"
+git -C "$root" describe --always --dirty > "$kit/VERSION" 2>/dev/null ||
+  echo unknown > "$kit/VERSION"
+
+bytes=$(du -sb "$kit" | cut -f1)
+mib=$(awk -v b="$bytes" 'BEGIN { printf "%.1f", b / 1048576 }')
+echo "gpu-kit: $kit: $(find "$kit" -type f | wc -l) files, $mib MiB," \
+  "built in $((SECONDS - start)) s"
+if [ "$bytes" -gt $((limit_mib << 20)) ]; then
+  echo "gpu-kit: over the $limit_mib MiB limit" >&2
+  exit 1
+fi

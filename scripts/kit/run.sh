@@ -1,0 +1,168 @@
+#!/usr/bin/env bash
+# Runs a GPU kit (built by scripts/gpu-kit.sh; docs/GPU.md) on a GPU machine:
+# needs the NVIDIA driver, python3 with PyTorch for the benchmark, ncu for
+# its profile section; no LLVM/MLIR.
+#   run.sh                 every check, the benchmark, the ncu section; the
+#                          results archive goes to $OUT (or ./results)
+#   run.sh --stub LIBCUDA  no GPU: every program must start and stop at cuInit
+#                          against this driver stub (what CI checks)
+# Prints a summary; the last lines are the benchmark's summary and
+# "kit: N passed, N failed". Exits 1 if any check failed.
+set -uo pipefail
+kit=$(cd "$(dirname "$0")" && pwd)
+start=$SECONDS
+passed=0 failed=0
+pass() { echo "PASS $*"; passed=$((passed + 1)); }
+fail() { echo "FAIL $*"; failed=$((failed + 1)); }
+
+programs() {
+  find "$kit/checks" "$kit/stress" "$kit/runtime" -type f -perm -u+x | sort
+}
+
+if [ "${1:-}" = "--stub" ]; then
+  # Each program must link and load (every library found, every symbol
+  # resolved), then stop at the driver's initialization with a clear message.
+  [ -e "${2:-}" ] || { echo "run.sh: --stub needs the stub libcuda.so" >&2; exit 2; }
+  stubdir=$(mktemp -d)
+  trap 'rm -rf "$stubdir"' EXIT
+  ln -s "$(cd "$(dirname "$2")" && pwd)/$(basename "$2")" "$stubdir/libcuda.so.1"
+  export LD_LIBRARY_PATH=$stubdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+  expect='flashnorm-cuda: no usable CUDA driver: cuInit failed: CUDA_ERROR_STUB_LIBRARY'
+  stopped() { # what the program printed, its status
+    if [ "$2" -ne 0 ] && grep -q "^$expect" <<< "$1" &&
+      [ "$(wc -l <<< "$1")" -eq 1 ]; then
+      return 0
+    fi
+    echo "  status $2, output: $1"
+    return 1
+  }
+  while read -r exe; do
+    out=$("$exe" 2>&1 < /dev/null); status=$?
+    if stopped "$out" "$status"; then pass "starts: ${exe#$kit/}"
+    else fail "starts: ${exe#$kit/}"; fi
+  done < <(programs)
+  for so in "$kit"/bench/*.so; do
+    out=$(python3 -c 'import ctypes, sys
+ctypes.CDLL(sys.argv[1] + "/lib/libflashnorm_cuda_runtime.so", mode=ctypes.RTLD_GLOBAL)
+lib = ctypes.CDLL(sys.argv[2])
+print("loaded without initializing CUDA")' "$kit" "$so" 2>&1); status=$?
+    if stopped "$out" "$status"; then pass "loads: ${so#$kit/}"
+    else fail "loads: ${so#$kit/}"; fi
+  done > "$stubdir/bench.log"
+  # (Counted in the loop; only what went wrong is printed.)
+  grep -v '^PASS' "$stubdir/bench.log"
+  echo "kit (stub driver): $passed passed, $failed failed"
+  [ "$failed" -eq 0 ]
+  exit
+fi
+
+results=$kit/results
+rm -rf "$results"
+mkdir -p "$results"/{checks,stress,runtime}
+archive=${OUT:-$kit}/gpu-kit-results.tar.gz
+# libcublasLt for the cuBLASLt builds: the toolkit's, else PyTorch's wheel.
+cublas=$(python3 -c 'import nvidia.cublas, os; print(os.path.join(list(nvidia.cublas.__path__)[0], "lib"))' 2>/dev/null)
+export LD_LIBRARY_PATH=/usr/local/cuda/lib64${cublas:+:$cublas}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+
+echo "== environment"
+{
+  echo "kit: $(cat "$kit/VERSION")"
+  nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm,clocks.max.mem --format=csv,noheader
+  python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda, torch.cuda.get_device_name(0))' 2>&1
+  command -v ncu > /dev/null && ncu --version | tail -1
+} | tee "$results/environment.txt"
+nvidia-smi > "$results/nvidia-smi.txt" 2>&1
+
+echo "== correctness: each build against its CPU reference"
+for dir in "$kit"/checks/*/; do
+  name=$(basename "$dir")
+  read -r rtol atol < <(awk -v n="$name" '$1 == n || $1 == "*" { print $2, $3; exit }' "$kit/checks/tolerances")
+  for mode in streams fused serial; do
+    log=$results/checks/$name.$mode
+    timeout 120 "$dir/$mode" > "$log.out" 2> "$log.err"
+    status=$?
+    verdict=$(python3 "$kit/tools/compare-outputs.py" "$dir/ref.txt" "$log.out" --rtol "$rtol" --atol "$atol")
+    if [ $status -eq 0 ] && [[ $verdict == MATCH* ]]; then
+      pass "$name $mode: $verdict"
+    else
+      fail "$name $mode: status $status: $verdict $(tail -2 "$log.err" | tr '\n' ' ')"
+    fi
+  done
+done
+
+echo "== stress: 1000 recurrent steps, checksums against the CPU (rtol 1e-4, atol 1e-4)"
+stress() { # label, expectation (MATCH or MISMATCH), program, env...
+  local label=$1 want=$2 exe=$3 log=$results/stress/$1
+  shift 3
+  env "$@" timeout 180 "$kit/stress/$exe" > "$log.out" 2> "$log.err"
+  local status=$? verdict
+  verdict=$(python3 "$kit/tools/compare-outputs.py" "$kit/stress/ref.txt" "$log.out" --rtol 1e-4 --atol 1e-4)
+  if [ $status -eq 0 ] && [[ $verdict == "$want"* ]]; then
+    pass "stress $label: $verdict (expected $want)"
+  else
+    fail "stress $label: status $status: $verdict (expected $want) $(tail -2 "$log.err" | tr '\n' ' ')"
+  fi
+}
+stress streams MATCH streams
+stress fused MATCH fused
+stress graphs MATCH streams FLASHNORM_CUDA_GRAPHS=1 FLASHNORM_CUDA_TRACE=1 \
+  FLASHNORM_CUDA_TRACE_FILE="$results/stress/graphs.trace"
+stress mutant MISMATCH mutant
+trace=$results/stress/graphs.trace
+if [ -f "$trace" ]; then
+  echo "graph mode over 1000 steps: episodes=$(grep -c 'begins on stream' "$trace")" \
+    "instantiated=$(grep -c 'instantiated' "$trace")" \
+    "updated=$(grep -c 'updated' "$trace")" \
+    "fallbacks=$(grep -c 'warning' "$results/stress/graphs.err")"
+  gzip -f "$trace"
+fi
+
+echo "== runtime: pools, trace, graphs (the lit tests' check lines)"
+filecheck() { # label, prefix, input file
+  if python3 "$kit/tools/filecheck.py" "$kit/runtime/$4.checks" --check-prefix "$2" < "$3" > "$3.check" 2>&1; then
+    pass "runtime $1"
+  else
+    fail "runtime $1: $(cat "$3.check")"
+  fi
+}
+r=$results/runtime
+FLASHNORM_CUDA_TRACE=1 timeout 60 "$kit/runtime/pools" > "$r/pools.out" 2>&1
+filecheck "pools" CHECK "$r/pools.out" pools
+for m in eager graphs; do
+  graphs=0
+  [ $m = graphs ] && graphs=1
+  FLASHNORM_CUDA_GRAPHS=$graphs FLASHNORM_CUDA_TRACE=1 FLASHNORM_CUDA_TRACE_FILE="$r/$m.trace" \
+    timeout 60 "$kit/runtime/trace-graphs" > "$r/$m.out" 2> "$r/$m.err"
+  filecheck "trace-graphs $m (results)" CHECK "$r/$m.out" trace-graphs
+  filecheck "trace-graphs $m (trace)" "$(tr a-z A-Z <<< $m)" "$r/$m.trace" trace-graphs
+done
+
+echo "== benchmark (bench.py; table in results/bench.md)"
+python3 "$kit/tools/bench.py" --kit "$kit" --out "$results/bench.md" \
+  --json "$results/bench.json" --budget-s "${FLASHNORM_BENCH_BUDGET_S:-170}" \
+  > "$results/bench.log" 2>&1
+status=$?
+grep -v '^|' "$results/bench.log" | grep -v '^$' | tail -6 | grep -v '^gpu:'
+if [ $status -eq 0 ]; then pass "benchmark: every output within its tolerance"
+else fail "benchmark: status $status (results/bench.md: MISMATCH or ERROR rows)"; fi
+
+echo "== ncu: decode and prefill projections, the fused kernel (Llama-3-8B 4096x4096 bf16)"
+if command -v ncu > /dev/null; then
+  timeout 120 ncu --clock-control none --section SpeedOfLight \
+    --section MemoryWorkloadAnalysis --section Occupancy \
+    --kernel-name 'regex:(proj|fused|gemm|Kernel|kernel)' --launch-count 12 \
+    python3 "$kit/tools/bench.py" --kit "$kit" --runs 1 --warmup 0 \
+    --only 4096x4096_m1_bf16_streams --only 4096x4096_m512_bf16_streams \
+    --only 4096x4096_m1_bf16_fused > "$results/ncu.txt" 2>&1
+  echo "ncu status $? (results/ncu.txt)"
+  grep -E '^  [a-z_0-9]+.*\(|Duration|Memory Throughput|DRAM Throughput|Achieved Occupancy|Registers Per Thread' \
+    "$results/ncu.txt" | head -60
+else
+  echo "ncu: not found"
+fi
+
+tar -C "$kit" -czf "$archive" results
+echo "results: $archive ($(du -h "$archive" | cut -f1)), $((SECONDS - start)) s"
+grep '^gpu:' "$results/bench.log"
+echo "kit: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]
