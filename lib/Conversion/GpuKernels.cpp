@@ -74,10 +74,10 @@ SmallVector<Value> applyMap(OpBuilder &b, Location loc, AffineMap map,
 
 /// Clones the body of `op` (all but the yield) at `b` with its block
 /// arguments bound to `args` and `linalg.index d` to `ivs[d]`; returns the
-/// yielded values.
-SmallVector<Value> inlineBody(OpBuilder &b, linalg::GenericOp op,
+/// yielded values. Named ops carry their body too: nothing is generalized.
+SmallVector<Value> inlineBody(OpBuilder &b, linalg::LinalgOp op,
                               ValueRange args, ValueRange ivs) {
-  Block &body = op.getRegion().front();
+  Block &body = *op.getBlock();
   IRMapping map;
   map.map(body.getArguments(), args);
   for (Operation &inner : body.without_terminator()) {
@@ -144,7 +144,7 @@ bool isPlainProduct(linalg::LinalgOp op) {
 
 /// Whether `op` reduces its last loop into an output indexed by the other
 /// loops, as `out = out + f(ins)`.
-bool isRowReduction(linalg::GenericOp op) {
+bool isRowReduction(linalg::LinalgOp op) {
   unsigned n = op.getNumLoops();
   if (n < 2 || op.getNumDpsInits() != 1 || op.getNumReductionLoops() != 1 ||
       !linalg::isReductionIterator(op.getIteratorTypesArray().back()))
@@ -156,7 +156,7 @@ bool isRowReduction(linalg::GenericOp op) {
   if (outMap != AffineMap::getMultiDimIdentityMap(n, op.getContext())
                     .getMajorSubMap(n - 1))
     return false;
-  Block &body = op.getRegion().front();
+  Block &body = *op.getBlock();
   BlockArgument out = body.getArguments().back();
   auto add = body.getTerminator()->getOperand(0).getDefiningOp<arith::AddFOp>();
   return add && out.hasOneUse() && (add.getLhs() == out || add.getRhs() == out);
@@ -172,7 +172,7 @@ public:
   /// `epilogue` (an element-wise op of the rows just after, reading the sums
   /// only), all three are one kernel: thread 0 applies the epilogue to the
   /// block's total.
-  void buildRowReduction(linalg::GenericOp op, StringRef role,
+  void buildRowReduction(linalg::LinalgOp op, StringRef role,
                          int64_t blockThreads, linalg::FillOp zeroFill = {},
                          linalg::GenericOp epilogue = {}) {
     // At the epilogue: what it uses is defined there, and only ops without
@@ -278,7 +278,9 @@ public:
     SmallVector<int64_t> tile(rank, 1);
     std::optional<int64_t> inner =
         getConstantIntValue(loop.getUpperBound()[rank - 1]);
-    tile.back() = inner ? std::min(*inner, threads) : threads;
+    // (A 0-sized dimension still takes one thread: its grid is empty, and
+    // the runtime launches nothing.)
+    tile.back() = inner ? std::clamp<int64_t>(*inner, 1, threads) : threads;
     auto [outerLoop, innerLoop] =
         scf::tileParallelLoop(loop, tile, /*noMinMaxBounds=*/true);
     setMapping(outerLoop, gpu::Processor::BlockX);
@@ -366,19 +368,6 @@ struct Group {
   SmallVector<Operation *> unpairedPost;
 };
 
-/// The generic form of `op` (named contractions included), or null.
-linalg::GenericOp asGeneric(Operation *op) {
-  if (auto generic = dyn_cast<linalg::GenericOp>(op))
-    return generic;
-  auto linalgOp = dyn_cast<linalg::LinalgOp>(op);
-  if (!linalgOp)
-    return nullptr;
-  IRRewriter rewriter(op);
-  FailureOr<linalg::GenericOp> generic =
-      linalg::generalizeNamedOp(rewriter, linalgOp);
-  return succeeded(generic) ? *generic : nullptr;
-}
-
 /// Whether `value` is used by `op`'s body (beyond being passed in).
 bool usesOutput(linalg::GenericOp op) {
   return !op.getRegion().front().getArguments().back().use_empty();
@@ -452,18 +441,15 @@ struct GpuKernelsPass : flashnorm::impl::GpuKernelsBase<GpuKernelsPass> {
     // per output, threads along n, reads it contiguously instead.
     SmallVector<linalg::LinalgOp> candidates;
     fn.walk([&](linalg::LinalgOp op) { candidates.push_back(op); });
-    SmallVector<linalg::GenericOp> reductions;
+    SmallVector<linalg::LinalgOp> reductions;
     for (linalg::LinalgOp op : candidates) {
       bool projection = linalg::isaContractionOpInterface(op);
-      if (projection && !weightContiguousInK(op))
-        continue;
-      auto generic = projection
-                         ? asGeneric(op)
-                         : dyn_cast<linalg::GenericOp>(op.getOperation());
-      if (generic && isRowReduction(generic))
-        reductions.push_back(generic);
+      if (projection ? weightContiguousInK(op)
+                     : isa<linalg::GenericOp>(op.getOperation()))
+        if (isRowReduction(op))
+          reductions.push_back(op);
     }
-    for (linalg::GenericOp op : reductions) {
+    for (linalg::LinalgOp op : reductions) {
       StringRef role = roleOf(op);
       bool projection = linalg::isaContractionOpInterface(op);
       builder.buildRowReduction(op, role.empty() ? kindOf(op) : role,
@@ -493,7 +479,10 @@ struct GpuKernelsPass : flashnorm::impl::GpuKernelsBase<GpuKernelsPass> {
       if (roleOf(op) == "post_scale")
         posts.push_back(op);
     });
-    for (linalg::GenericOp post : posts) {
+    // Last first: fusing a post-scale erases its consumer, which may be a
+    // later post-scale (a LayerNorm's after an RMSNorm's); processed
+    // already, it is no longer in the list's future.
+    for (linalg::GenericOp post : llvm::reverse(posts)) {
       std::string why = fusePostScale(post);
       if (!why.empty())
         reporter.refused(post, "post-scale kept as its own kernel: " + why);
@@ -598,7 +587,7 @@ struct GpuKernelsPass : flashnorm::impl::GpuKernelsBase<GpuKernelsPass> {
   }
 
   /// The zero fill of `reduce`'s output, if it is the op just before.
-  static linalg::FillOp zeroFillBefore(linalg::GenericOp reduce) {
+  static linalg::FillOp zeroFillBefore(linalg::LinalgOp reduce) {
     auto fill = dyn_cast_or_null<linalg::FillOp>(neighbour(reduce, true));
     Value out = reduce.getDpsInitOperand(0)->get();
     return fill && isZeroFill(fill) && fill.getOutputs()[0] == out
@@ -608,7 +597,7 @@ struct GpuKernelsPass : flashnorm::impl::GpuKernelsBase<GpuKernelsPass> {
 
   /// The element-wise op of the rows just after `reduce` that reads its sums
   /// and nothing else, if there is one.
-  static linalg::GenericOp epilogueAfter(linalg::GenericOp reduce) {
+  static linalg::GenericOp epilogueAfter(linalg::LinalgOp reduce) {
     auto next = dyn_cast_or_null<linalg::GenericOp>(neighbour(reduce, false));
     Value out = reduce.getDpsInitOperand(0)->get();
     if (!next || !isElementwise(next) || usesOutput(next) ||
@@ -967,7 +956,7 @@ struct GpuKernelsPass : flashnorm::impl::GpuKernelsBase<GpuKernelsPass> {
     if (!post || post.getNumDpsInputs() != 2 || usesOutput(post) ||
         post.getNumReductionLoops() != 0)
       return "the post-scale is not an element-wise row scale";
-    linalg::GenericOp proj = asGeneric(projOp);
+    auto proj = dyn_cast<linalg::LinalgOp>(projOp);
     if (!proj)
       return "the projection is not a linalg op";
     unsigned n = proj.getNumLoops();
@@ -1007,7 +996,7 @@ struct GpuKernelsPass : flashnorm::impl::GpuKernelsBase<GpuKernelsPass> {
     // Besides the projection and the post-scale, only initializations of
     // the product (a fill or a copy into it, before both) may touch it.
     if (llvm::any_of(product.getUsers(), [&](Operation *user) {
-          if (user == proj || user == post)
+          if (user == proj.getOperation() || user == post)
             return false;
           if (auto copy = dyn_cast<memref::CopyOp>(user))
             return copy.getTarget() != product || !copy->isBeforeInBlock(proj);
@@ -1026,7 +1015,7 @@ struct GpuKernelsPass : flashnorm::impl::GpuKernelsBase<GpuKernelsPass> {
     for (OpOperand *in : proj.getDpsInputOperands())
       if (writtenBetween(in->get(),
                          in == activation ? firstRead : proj.getOperation(),
-                         post, /*skip=*/proj))
+                         post, /*skip=*/proj.getOperation()))
         return "the projection's inputs are written before its post-scale";
 
     OpBuilder b(post);

@@ -87,8 +87,11 @@ private:
     // allocation still come from the host one.
     host.replaceUsesWithIf(device, [&](OpOperand &use) {
       Operation *user = use.getOwner();
+      // (The size queries themselves keep the host buffer.)
       return user != device.getDefiningOp() &&
-             !llvm::is_contained(sizes, user->getResult(0));
+             !llvm::any_of(user->getResults(), [&](Value result) {
+               return llvm::is_contained(sizes, result);
+             });
     });
     auto copy = gpu::MemcpyOp::create(
         b, loc, tokenType, ValueRange{tails[mainStream]}, device, host);

@@ -6,7 +6,11 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Transforms/Passes.h"
+#include "llvm/MC/MCSubtargetInfo.h"
+#include "llvm/MC/TargetRegistry.h"
+#include "llvm/Support/TargetSelect.h"
 #include "llvm/Support/raw_ostream.h"
+#include "llvm/TargetParser/Triple.h"
 
 using namespace mlir;
 using namespace mlir::flashnorm;
@@ -143,6 +147,28 @@ static std::string gpuTail(const GpuPipelineOptions &options) {
   return text;
 }
 
+/// Whether LLVM's NVPTX backend accepts `chip` as a processor: an unknown
+/// one aborts instruction selection later ("Cannot select").
+static bool isNvptxChip(StringRef chip) {
+  static const bool initialized = [] {
+    LLVMInitializeNVPTXTargetInfo();
+    LLVMInitializeNVPTXTargetMC();
+    return true;
+  }();
+  (void)initialized;
+  llvm::Triple triple("nvptx64-nvidia-cuda");
+  std::string error;
+  const llvm::Target *target =
+      llvm::TargetRegistry::lookupTarget(triple, error);
+  if (!target || chip.empty())
+    return false;
+  // The default processor's table lists the valid ones (creating one for
+  // an unknown chip would print a warning).
+  std::unique_ptr<llvm::MCSubtargetInfo> info(
+      target->createMCSubtargetInfo(triple, "", ""));
+  return info && info->isCPUStringValid(chip);
+}
+
 /// Checks the options every half of the GPU pipeline takes.
 static LogicalResult checkGpuOptions(const GpuPipelineOptions &options,
                                      raw_ostream &errors) {
@@ -163,6 +189,21 @@ static LogicalResult checkGpuOptions(const GpuPipelineOptions &options,
     errors << "flashnorm-gpu-pipeline: format must be isa, bin or fatbin, "
               "not '"
            << options.format << "'\n";
+    return failure();
+  }
+  // CUDA's limit on threads per block.
+  for (auto [name, value] :
+       {std::pair<StringRef, int64_t>{"threads", options.threads},
+        {"reduce-threads", options.reduceThreads}})
+    if (value < 1 || value > 1024) {
+      errors << "flashnorm-gpu-pipeline: " << name
+             << " must be between 1 and 1024, not " << value << "\n";
+      return failure();
+    }
+  if (!isNvptxChip(options.chip)) {
+    errors << "flashnorm-gpu-pipeline: chip must be an NVIDIA target the "
+              "NVPTX backend knows (sm_80, sm_90, sm_90a, ...), not '"
+           << options.chip << "'\n";
     return failure();
   }
   return success();

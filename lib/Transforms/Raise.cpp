@@ -42,6 +42,9 @@ using namespace mlir::flashnorm;
 
 namespace {
 constexpr StringLiteral kPass = "flashnorm-raise";
+// Constants of 1/K rounded to bf16 are off by up to 2^-9 (0.2%); above 1%
+// a factor that is not 1/K could pass for it.
+constexpr double kMaxScaleTolerance = 1e-2;
 
 /// sq * sum_k Y^2 + lin * sum_k x + add, per row.
 struct Stat {
@@ -710,6 +713,13 @@ struct RaisePass : flashnorm::impl::RaiseBase<RaisePass> {
 
   void runOnOperation() override {
     func::FuncOp fn = getOperation();
+    // NaN and negative values would refuse everything, 0 even an exactly
+    // rounded 1/K, and a large one accepts factors of other functions.
+    if (!(scaleTolerance > 0 && scaleTolerance <= kMaxScaleTolerance)) {
+      fn.emitError() << kPass << ": scale-tolerance must be in (0, "
+                     << kMaxScaleTolerance << "], not " << scaleTolerance;
+      return signalPassFailure();
+    }
     if (fn.isExternal())
       return;
     PassReporter reporter(fn, kPass);

@@ -299,6 +299,8 @@ void flashnorm::scaleRawAlongAxis(FloatKind kind, const char *in, bool inSplat,
   int64_t numK = scale.size();
   int64_t rows = inner == 1 ? outer : outer * numK;
   int64_t rowLength = inner == 1 ? numK : inner;
+  if (rows == 0 || rowLength == 0)
+    return; // Nothing to write (and no chunk size to divide by).
   auto *rowKernel = hasAvx2() ? scaleRowsAvx2 : scaleRowsBaseline;
   auto kernel = [&](int64_t b, int64_t e) {
     rowKernel(kind, inSplat, in, out, scale, inner, b, e);
@@ -432,6 +434,9 @@ static FailureOr<ElementsAttr> foldAlongAxis(ElementsAttr weight, int64_t axis,
                                              ArrayRef<double> scale,
                                              bool center, std::string *whyNot) {
   ShapedType type = weight.getShapedType();
+  // An empty weight (a 0-sized dimension) folds to itself.
+  if (type.hasStaticShape() && type.getNumElements() == 0)
+    return weight;
   FailureOr<AxisView> axisView =
       getAxisView(weight, axis, scale.size(), whyNot);
   if (failed(axisView))

@@ -589,6 +589,10 @@ void mgpuLaunchKernel(CUfunction function, intptr_t gridX, intptr_t gridY,
            "stream=%p%s",
            name, gridX, gridY, gridZ, blockX, blockY, blockZ, smem,
            static_cast<void *>(stream), captured ? " captured" : "");
+  // A 0-sized tensor makes an empty grid, which the driver rejects; it has
+  // nothing to do.
+  if (gridX * gridY * gridZ == 0)
+    return;
   FN_CHECK_KERNEL(cuLaunchKernel(function, gridX, gridY, gridZ, blockX, blockY,
                                  blockZ, smem, stream, params, extra),
                   stream, name);

@@ -124,6 +124,22 @@ void flashnorm::cuda::makeContextCurrent() {
     FN_CHECK(cuDeviceGet(&dev, device), nullptr);
     FN_CHECK(cuDevicePrimaryCtxRetain(&context, dev), nullptr);
     FN_TRACE("context device=%d ctx=%p", device, static_cast<void *>(context));
+    // Stream-ordered allocations (gpu.alloc async) come from the device's
+    // default pool, which by default returns freed memory to the driver at
+    // every synchronization: each call of a host function would then map
+    // its buffers anew. Keep it, as the CUDA guide advises for such loops.
+    int pools = 0;
+    FN_CHECK(cuDeviceGetAttribute(
+                 &pools, CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED, dev),
+             nullptr);
+    if (pools) {
+      CUmemoryPool pool;
+      FN_CHECK(cuDeviceGetDefaultMemPool(&pool, dev), nullptr);
+      cuuint64_t keep = ~cuuint64_t(0);
+      FN_CHECK(
+          cuMemPoolSetAttribute(pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &keep),
+          nullptr);
+    }
   }
   FN_CHECK(cuCtxSetCurrent(context), nullptr);
 }

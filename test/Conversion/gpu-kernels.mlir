@@ -10,6 +10,16 @@
 // The statistic's input updated in place before the post-scale: no fusion.
 // RUN: flashnorm-opt %S/../Integration/Inputs/inplace-update.mlir --flashnorm-gpu-pipeline="defer-mode=fused format=isa" --remarks-filter=flashnorm --remark-format=emitRemark -o /dev/null 2>&1 | FileCheck %s --check-prefix=INPLACE
 // INPLACE: not fused: the projection's inputs are written before its post-scale
+// ...and reported on a live op: the checks read the named projection as it
+// is, nothing is generalized before the plan is accepted (a use-after-free
+// once).
+// Two post-scales in a chain (a LayerNorm after an RMSNorm): fusing the
+// earlier one erases the later one's kernel; the later is fused first.
+// RUN: flashnorm-opt %S/../Integration/Inputs/chained-post-scales.mlir --flashnorm | flashnorm-opt --flashnorm-gpu-to-kernels=defer-mode=serial | FileCheck %s --check-prefix=CHAIN
+// RUN: flashnorm-opt %S/../Integration/Inputs/chained-post-scales.mlir --flashnorm | flashnorm-opt --flashnorm-gpu-to-kernels=defer-mode=streams | FileCheck %s --check-prefix=CHAIN
+// CHAIN: gpu.launch {{.*}} function(@forward_proj_{{[0-9]+}})
+// CHAIN-NEXT: scf.for
+// CHAIN: gpu.launch {{.*}} function(@forward_post_scale_fused_{{[0-9]+}})
 func.func @f(%x: memref<4x16xf32>, %w: memref<16x32xf32>) -> memref<4x32xf32> {
   %z = arith.constant 0.0 : f32
   %c = memref.alloc() : memref<4x32xf32>

@@ -4,9 +4,31 @@
 // RUN: not flashnorm-opt %s --flashnorm-gpu-pipeline=gemm=magic 2>&1 | FileCheck %s --check-prefix=GEMM
 // RUN: not flashnorm-opt %s --flashnorm-gpu-streams-to-llvm=defer-mode=bogus 2>&1 | FileCheck %s --check-prefix=MODE
 // RUN: not flashnorm-opt %s --flashnorm-cpu-pipeline=tile-sizes=1,2 2>&1 | FileCheck %s --check-prefix=TILES
+// RUN: not flashnorm-opt %s --flashnorm-gpu-pipeline=threads=0 2>&1 | FileCheck %s --check-prefix=THREADS
+// RUN: not flashnorm-opt %s --flashnorm-gpu-pipeline=threads=100000 2>&1 | FileCheck %s --check-prefix=THREADS
+// RUN: not flashnorm-opt %s --flashnorm-gpu-pipeline=reduce-threads=-4 2>&1 | FileCheck %s --check-prefix=REDUCE
+// RUN: not flashnorm-opt %s --flashnorm-gpu-to-streams=threads=-1 2>&1 | FileCheck %s --check-prefix=THREADS-NEG
+// An unknown or empty chip: an error up front, not an LLVM abort in
+// instruction selection or a crash in target verification.
+// RUN: not flashnorm-opt %s --flashnorm-gpu-pipeline=chip=foo 2>&1 | FileCheck %s --check-prefix=CHIP
+// RUN: not flashnorm-opt %s --flashnorm-gpu-pipeline=chip= 2>&1 | FileCheck %s --check-prefix=NOCHIP
+// RUN: flashnorm-opt %s --flashnorm-gpu-pipeline="chip=sm_90a format=isa" -o /dev/null
+// The raise's tolerance: NaN, negative or 0 would refuse every norm
+// silently, inf would raise a plain sum as one.
+// RUN: not flashnorm-opt %s --flashnorm-raise=scale-tolerance=inf 2>&1 | FileCheck %s --check-prefix=TOL
+// RUN: not flashnorm-opt %s --flashnorm-raise=scale-tolerance=nan 2>&1 | FileCheck %s --check-prefix=TOL
+// RUN: not flashnorm-opt %s --flashnorm-raise=scale-tolerance=0 2>&1 | FileCheck %s --check-prefix=TOL
+// RUN: not flashnorm-opt %s --flashnorm-raise=scale-tolerance=-1 2>&1 | FileCheck %s --check-prefix=TOL
 // MODE: error: flashnorm-gpu-pipeline: defer-mode must be streams, fused or serial, not 'bogus'
 // FORMAT: error: flashnorm-gpu-pipeline: format must be isa, bin or fatbin, not 'elf'
 // GEMM: error: flashnorm-gpu-pipeline: gemm must be codegen or cublaslt, not 'magic'
+// THREADS: error: flashnorm-gpu-pipeline: threads must be between 1 and 1024
+// REDUCE: error: flashnorm-gpu-pipeline: reduce-threads must be between 1 and 1024, not -4
+// THREADS-NEG: error: flashnorm-gpu-pipeline: threads must be between 1 and 1024, not -1
+// CHIP-NOT: not a recognized processor
+// CHIP: error: flashnorm-gpu-pipeline: chip must be an NVIDIA target the NVPTX backend knows (sm_80, sm_90, sm_90a, ...), not 'foo'
+// NOCHIP: error: flashnorm-gpu-pipeline: chip must be {{.*}}, not ''
+// TOL: error: flashnorm-raise: scale-tolerance must be in (0, 1.000000e-02]
 // TILES: error: flashnorm-cpu-pipeline: tile-sizes needs 3 values (m, n, k), got 2
 func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {
   return %x : tensor<4xf32>
