@@ -137,6 +137,10 @@ template <typename NormOp> struct FoldGainsPattern : OpRewritePattern<NormOp> {
 
     SmallVector<FoldTarget> targets;
     SmallVector<ArgFold> newArgFolds;
+    // A LayerNorm's mean-centering goes into the weights too, unless one of
+    // them is too narrow to carry it (canCarryCentering): then it stays in
+    // the (weightless) norm, for every projection alike.
+    bool center = layer;
     for (OpOperand *use : getUsesThroughRowRegrouping(norm.getResult())) {
       Operation *user = use->getOwner();
       auto userRefusal = [&]() {
@@ -156,6 +160,9 @@ template <typename NormOp> struct FoldGainsPattern : OpRewritePattern<NormOp> {
                       /*allowArgument=*/argFolds != nullptr, &why);
       if (failed(source))
         return userRefusal();
+      center &= canCarryCentering(getElementTypeOrSelf(
+          source->argument ? source->argument.getType()
+                           : source->value.getShapedType()));
       // Ops between the weight and the projection, and the weight itself,
       // must have no other users: the fold changes what they hold.
       auto sharedVia = [&]() -> Operation * {
@@ -206,15 +213,17 @@ template <typename NormOp> struct FoldGainsPattern : OpRewritePattern<NormOp> {
       targets.push_back({*projection, *source});
     }
 
+    for (ArgFold &f : newArgFolds)
+      f.center = center;
     // Compute every folded weight and bias first: a failure leaves the IR
     // untouched.
     SmallVector<ElementsAttr> folded;
     SmallVector<SmallVector<double>> biases;
     for (const FoldTarget &t : targets) {
       FailureOr<ElementsAttr> attr =
-          layer ? scaleAndCenterAlongAxis(t.source.value, t.source.axis, gain,
-                                          &why)
-                : scaleAlongAxis(t.source.value, t.source.axis, gain, &why);
+          center ? scaleAndCenterAlongAxis(t.source.value, t.source.axis, gain,
+                                           &why)
+                 : scaleAlongAxis(t.source.value, t.source.axis, gain, &why);
       if (failed(attr))
         return refuse("weight of '" +
                       t.projection.op->getName().getStringRef() + "': " + why);
@@ -238,7 +247,7 @@ template <typename NormOp> struct FoldGainsPattern : OpRewritePattern<NormOp> {
         addOutputBias(rewriter, t.projection.op, biases[i]);
     }
     // Every projection's weight is now centered for a LayerNorm.
-    if (layer)
+    if (center)
       for (OpOperand *use : getUsesThroughRowRegrouping(norm.getResult()))
         rewriter.modifyOpInPlace(use->getOwner(), [&] {
           use->getOwner()->setAttr(kCenteredWeightsAttr,
@@ -252,8 +261,11 @@ template <typename NormOp> struct FoldGainsPattern : OpRewritePattern<NormOp> {
         weightless,
         Twine("folded the ") +
             (gainValue ? (biasValue ? "gain and bias" : "gain") : "bias") +
-            (layer ? " (and the mean-centering)" : "") + " into " +
-            Twine(targets.size() + newArgFolds.size()) +
+            (center  ? " (and the mean-centering)"
+             : layer ? " (not the mean-centering: f16/bf16 weights cannot "
+                       "carry it exactly)"
+                     : "") +
+            " into " + Twine(targets.size() + newArgFolds.size()) +
             " projection weight(s)" +
             (newArgFolds.empty()
                  ? ""

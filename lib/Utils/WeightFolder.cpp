@@ -400,6 +400,22 @@ static void scaleAndCenter(const char *in, bool splat, char *outBytes,
   }
 }
 
+/// How many of the `n` elements are finite in `in` but not in `out`: folded
+/// products that overflowed the type (f16 tops out at 65504).
+template <FloatKind Kind>
+static int64_t countOverflows(const char *in, bool splat, const char *out,
+                              int64_t n) {
+  using S = typename Codec<Kind>::Storage;
+  const S *before = reinterpret_cast<const S *>(in);
+  const S *after = reinterpret_cast<const S *>(out);
+  Codec<Kind> codec;
+  int64_t count = 0;
+  for (int64_t j = 0; j < n; ++j)
+    count += std::isfinite(codec.load(before[splat ? 0 : j])) &&
+             !std::isfinite(codec.load(after[j]));
+  return count;
+}
+
 namespace {
 /// A weight's raw bytes seen as [outer, K, inner] around the axis K.
 struct AxisView {
@@ -445,20 +461,40 @@ static FailureOr<ElementsAttr> foldAlongAxis(ElementsAttr weight, int64_t axis,
   int64_t outer = axisView->outer, inner = axisView->inner;
   size_t bytes = byteWidth(view->kind) * type.getNumElements();
   MLIRContext *ctx = type.getContext();
-  auto fill = [&](char *out) {
+  // Products grow past the inputs only through a factor over 1 or the
+  // centering (up to twice the largest): only then can they overflow.
+  bool mayOverflow = center || llvm::any_of(scale, [](double g) {
+                       return !(std::fabs(g) <= 1.0);
+                     });
+  auto fill = [&](char *out) -> LogicalResult {
     if (!center)
-      return scaleRawAlongAxis(view->kind, view->data.data(), view->splat, out,
-                               outer, scale, inner, ctx);
+      scaleRawAlongAxis(view->kind, view->data.data(), view->splat, out, outer,
+                        scale, inner, ctx);
+    else
+      dispatchKind(view->kind, [&](auto k) {
+        scaleAndCenter<k.value>(view->data.data(), view->splat, out, outer,
+                                scale, inner);
+      });
+    if (!mayOverflow)
+      return success();
+    int64_t overflows = 0;
     dispatchKind(view->kind, [&](auto k) {
-      scaleAndCenter<k.value>(view->data.data(), view->splat, out, outer, scale,
-                              inner);
+      overflows = countOverflows<k.value>(view->data.data(), view->splat, out,
+                                          type.getNumElements());
     });
+    if (!overflows)
+      return success();
+    std::string typeName;
+    llvm::raw_string_ostream(typeName) << type.getElementType();
+    return fail(whyNot, Twine(overflows) + " folded element(s) overflow " +
+                            typeName + " (the original stays finite)");
   };
 
   if (auto resource = dyn_cast<DenseResourceElementsAttr>(weight)) {
     AsmResourceBlob blob =
         HeapAsmResourceBlob::allocate(bytes, alignof(double));
-    fill(blob.getMutableData().data());
+    if (failed(fill(blob.getMutableData().data())))
+      return failure();
     std::string name = (resource.getRawHandle().getKey() + "_folded").str();
     return cast<ElementsAttr>(
         DenseResourceElementsAttr::get(type, name, std::move(blob)));
@@ -466,7 +502,8 @@ static FailureOr<ElementsAttr> foldAlongAxis(ElementsAttr weight, int64_t axis,
   // Uninitialized on purpose: the kernel writes every byte, and zero-filling
   // would cost as much as a copy.
   std::unique_ptr<char[]> buffer(new char[bytes]);
-  fill(buffer.get());
+  if (failed(fill(buffer.get())))
+    return failure();
   return cast<ElementsAttr>(DenseElementsAttr::getFromRawBuffer(
       type, ArrayRef<char>(buffer.get(), bytes)));
 }
@@ -478,10 +515,22 @@ FailureOr<ElementsAttr> flashnorm::scaleAlongAxis(ElementsAttr weight,
   return foldAlongAxis(weight, axis, scale, /*center=*/false, whyNot);
 }
 
+bool flashnorm::canCarryCentering(Type elementType) {
+  return elementType.isF32() || elementType.isF64();
+}
+
 FailureOr<ElementsAttr>
 flashnorm::scaleAndCenterAlongAxis(ElementsAttr weight, int64_t axis,
                                    ArrayRef<double> scale,
                                    std::string *whyNot) {
+  Type element = weight.getShapedType().getElementType();
+  if (!canCarryCentering(element)) {
+    std::string type;
+    llvm::raw_string_ostream(type) << element;
+    return fail(whyNot, "a " + type +
+                            " weight cannot carry the mean-centering exactly "
+                            "(its rounded columns do not sum to zero)");
+  }
   return foldAlongAxis(weight, axis, scale, /*center=*/true, whyNot);
 }
 
