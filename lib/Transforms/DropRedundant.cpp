@@ -17,6 +17,7 @@
 #include "llvm/Support/FormatVariadic.h"
 
 #include <cmath>
+#include <limits>
 
 namespace mlir::flashnorm {
 #define GEN_PASS_DEF_DROPREDUNDANT
@@ -130,6 +131,15 @@ struct MergeConsecutiveNorms : OpRewritePattern<RMSNormOp> {
     double e2 = outer.getEpsilon().convertToDouble();
     double denom = c * c + e2;
     double eps = e1 * e2 / denom;
+    // The statistic adds eps in f32 (flush-to-zero on GPUs): a merged eps
+    // below f32's normal range would vanish there, and a zero row the
+    // original maps to 0 would give 0/0.
+    if (e1 > 0 && e2 > 0 && !(eps >= std::numeric_limits<float>::min())) {
+      reporter.refused(outer, "not merged: the merged epsilon " +
+                                  formatNumber(eps) +
+                                  " is below f32's normal range");
+      return failure();
+    }
     double factor = c / std::sqrt(denom);
     rewriter.setInsertionPoint(outer);
     FailureOr<Value> gain = buildScaledGain(rewriter, outer, factor);

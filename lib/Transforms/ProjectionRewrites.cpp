@@ -39,6 +39,10 @@ void flashnorm::addOutputBias(RewriterBase &rewriter, Operation *projection,
   rewriter.setInsertionPointAfter(projection);
   Location loc = projection->getLoc();
   Value result = projection->getResult(0);
+  // Only the uses from before get the biased value: the new ops read the
+  // projection (its dynamic sizes too).
+  SmallVector<OpOperand *> uses =
+      llvm::map_to_vector(result.getUses(), [](OpOperand &u) { return &u; });
   auto type = cast<RankedTensorType>(result.getType());
   Type elt = type.getElementType();
   auto biasType = RankedTensorType::get({type.getShape().back()}, elt);
@@ -61,5 +65,7 @@ void flashnorm::addOutputBias(RewriterBase &rewriter, Operation *projection,
         linalg::YieldOp::create(
             b, l, Value(arith::AddFOp::create(b, l, args[0], args[1])));
       });
-  rewriter.replaceAllUsesExcept(result, add.getResult(0), add);
+  for (OpOperand *use : uses)
+    rewriter.modifyOpInPlace(use->getOwner(),
+                             [&] { use->set(add.getResult(0)); });
 }

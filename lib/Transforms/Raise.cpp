@@ -311,6 +311,19 @@ std::optional<NormForm> asNorm(const Term &t, int64_t k, double tol,
 // Interpretation
 //===----------------------------------------------------------------------===//
 
+/// Whether a float cast loses precision (truncf, or a tosa.cast to a
+/// narrower float or to an integer).
+bool isNarrowingCast(Operation *op) {
+  if (isa<arith::TruncFOp>(op))
+    return true;
+  if (!isa<tosa::CastOp>(op))
+    return false;
+  auto from = dyn_cast<FloatType>(getElementTypeOrSelf(op->getOperand(0)));
+  auto to = dyn_cast<FloatType>(getElementTypeOrSelf(op->getResult(0)));
+  return !from || !to || to.getFPMantissaWidth() < from.getFPMantissaWidth() ||
+         to.getWidth() < from.getWidth();
+}
+
 /// Interprets ops as Terms relative to one candidate input.
 class Interpreter {
 public:
@@ -418,8 +431,16 @@ private:
             [&](auto) { return mul(operand(0), recip(operand(1))); })
         .Case<arith::NegFOp, tosa::NegateOp>(
             [&](auto) { return scale(operand(0), -1.0); })
-        .Case<arith::ExtFOp, arith::TruncFOp, tosa::CastOp>(
-            [&](auto) { return operand(0); })
+        .Case<arith::ExtFOp, arith::TruncFOp, tosa::CastOp>([&](auto) {
+          // A rounding of values not yet normalized (the input, its
+          // square, its centered form) is part of what the norm reads: not
+          // an identity. Roundings after the scale are the norm's output
+          // type (the Llama and Gemma cast orders).
+          Term t = operand(0);
+          if (isNarrowingCast(op) && t.is(Kind::Elem) && !t.hasRow)
+            return Term::unknown();
+          return t;
+        })
         .Case<tosa::ReciprocalOp>([&](auto) { return recip(operand(0)); })
         .Case<math::RsqrtOp, tosa::RsqrtOp>(
             [&](auto) { return power(operand(0), -0.5); })
@@ -620,7 +641,10 @@ SmallVector<Value> stripToCandidates(Value v) {
     Value next =
         TypeSwitch<Operation *, Value>(def)
             .Case<arith::ExtFOp, arith::TruncFOp, tosa::CastOp>(
-                [](Operation *o) { return o->getOperand(0); })
+                [](Operation *o) {
+                  // Not back through a rounding: its result is the input.
+                  return isNarrowingCast(o) ? Value() : o->getOperand(0);
+                })
             .Case<arith::MulFOp, tosa::MulOp>([](Operation *o) {
               return o->getOperand(0) == o->getOperand(1) ? o->getOperand(0)
                                                           : Value();

@@ -73,6 +73,23 @@ func.func @zero_scale(%x: tensor<4x2xf32>) -> tensor<4x2xf32> {
 
 // -----
 
+// A merge whose epsilon e1 e2 / (c^2 + e2) falls below f32's normal range
+// (1e-20 * 1e-20 / (1e6^2)): the statistic adds eps in f32, where it would
+// vanish and a zero row would give 0/0. Refused; both norms stay.
+// CHECK-LABEL: func.func @eps_underflow
+// CHECK: flashnorm.rms_norm
+// CHECK: flashnorm.rms_norm
+// REMARK: Function=eps_underflow | Remark="not merged: the merged epsilon 1e-52 is below f32's normal range"
+func.func @eps_underflow(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  %c = arith.constant dense<1.0e+06> : tensor<4x8xf32>
+  %a = flashnorm.rms_norm %x eps(1.0e-20) : tensor<4x8xf32>
+  %s = arith.mulf %a, %c : tensor<4x8xf32>
+  %b = flashnorm.rms_norm %s eps(1.0e-20) : tensor<4x8xf32>
+  return %b : tensor<4x8xf32>
+}
+
+// -----
+
 // Cancellation (QK-norm shape): norm -> projection -> expand_shape -> norm
 // over each head. With eps = 0 it is exact and always done; the first norm
 // stays for V, which does not reach a second norm.

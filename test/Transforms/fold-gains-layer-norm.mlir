@@ -29,6 +29,31 @@ func.func @gain_bias_centering(%x: tensor<4x2xf32>) -> tensor<4x2xf32> {
 
 // -----
 
+// The same with a dynamic row count: the new bias add sizes its result from
+// the projection's (tensor.dim), which must read the projection itself, not
+// the biased value that replaces it (a dominance error once).
+// CHECK-LABEL: func.func @bias_dynamic_rows
+// CHECK: %[[P:.*]] = linalg.matmul
+// CHECK: %[[D:.*]] = tensor.dim %[[P]], %{{.*}} : tensor<?x2xf32>
+// CHECK: %[[E:.*]] = tensor.empty(%[[D]]) : tensor<?x2xf32>
+// CHECK: %[[Y:.*]] = linalg.generic {{.*}} ins(%[[P]], %{{.*}} : tensor<?x2xf32>, tensor<2xf32>) outs(%[[E]]
+// CHECK: return %[[Y]]
+func.func @bias_dynamic_rows(%x: tensor<?x2xf32>) -> tensor<?x2xf32> {
+  %g = arith.constant dense<[2.0, 1.0]> : tensor<2xf32>
+  %b = arith.constant dense<[1.0, -1.0]> : tensor<2xf32>
+  %w = arith.constant dense<[[1.0, 2.0], [3.0, 4.0]]> : tensor<2x2xf32>
+  %n = flashnorm.layer_norm %x gain(%g : tensor<2xf32>) bias(%b : tensor<2xf32>) eps(1.0e-05) : tensor<?x2xf32>
+  %c0 = arith.constant 0.0 : f32
+  %i0 = arith.constant 0 : index
+  %rows = tensor.dim %x, %i0 : tensor<?x2xf32>
+  %e = tensor.empty(%rows) : tensor<?x2xf32>
+  %z = linalg.fill ins(%c0 : f32) outs(%e : tensor<?x2xf32>) -> tensor<?x2xf32>
+  %y = linalg.matmul ins(%n, %w : tensor<?x2xf32>, tensor<2x2xf32>) outs(%z : tensor<?x2xf32>) -> tensor<?x2xf32>
+  return %y : tensor<?x2xf32>
+}
+
+// -----
+
 // W n^T: the result's rows are W's, not the norm's, so the bias b W would be
 // added along the wrong dimension. Refused.
 // CHECK-LABEL: func.func @bias_through_transposed_product
