@@ -18,6 +18,7 @@
 #include "flashnorm/Dialect/FlashNorm/IR/FlashNormOps.h"
 #include "flashnorm/Transforms/Passes.h"
 #include "flashnorm/Utils/Remarks.h"
+#include "flashnorm/Utils/WeightFolder.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -263,6 +264,9 @@ struct NormForm {
   double eps = 0;
   Value gain, bias;
   bool onePlus = false;
+  /// A uniform factor on the whole norm (a splat gain, a rounded 1/K
+  /// outside the tolerance, a constant multiply): it joins the gain.
+  double scale = 1.0;
 };
 
 /// The norm `t` is, or why it is not one (empty `why` when `t` does not even
@@ -275,10 +279,12 @@ std::optional<NormForm> asNorm(const Term &t, int64_t k, double tol,
     return std::nullopt;
   double gamma = t.c / std::sqrt(t.stat.sq * k);
   double eps = t.stat.add / (t.stat.sq * k);
-  if (!approxEqual(gamma, 1.0, tol)) {
+  if (!std::isfinite(gamma)) {
     why = "it is a normalization scaled by " + formatNumber(gamma);
     return std::nullopt;
   }
+  // Without eps a zero row divides by 0, and where the original multiplies
+  // that NaN away (TOSA folds x * 0 to 0) the norm would not.
   if (!(eps > 0)) {
     why = "it has no epsilon (eps = " + formatNumber(eps) + ")";
     return std::nullopt;
@@ -296,6 +302,14 @@ std::optional<NormForm> asNorm(const Term &t, int64_t k, double tol,
   form.layer = t.centered;
   form.eps = eps;
   form.bias = t.bias;
+  if (!approxEqual(gamma, 1.0, tol)) {
+    if (t.bias) {
+      why = "it is a normalization scaled by " + formatNumber(gamma) +
+            " before its bias";
+      return std::nullopt;
+    }
+    form.scale = gamma;
+  }
   if (!t.gains.empty()) {
     form.gain = t.gains[0].first;
     form.onePlus = t.gains[0].second == 1.0;
@@ -759,6 +773,37 @@ struct RaisePass : flashnorm::impl::RaiseBase<RaisePass> {
     (void)runRegionDCE(rewriter, fn->getRegions());
   }
 
+  /// The gain `scale * gain` (or `scale * (1 + gain)`), as an f32 [K]
+  /// tensor: a new constant when the gain is one (fold-gains folds
+  /// constants), else arith ops on the widened gain.
+  static Value scaledGain(OpBuilder &b, Location loc, Value gain, bool onePlus,
+                          double scale, int64_t k) {
+    auto type = RankedTensorType::get({k}, b.getF32Type());
+    std::string unused;
+    SmallVector<double> values(k, 1.0);
+    if (gain) {
+      FailureOr<SmallVector<double>> constant =
+          readConstantAsDoubles(gain, &unused);
+      if (failed(constant) || static_cast<int64_t>(constant->size()) != k) {
+        // A runtime gain: widened, 1 added, scaled, all in f32.
+        Value wide = castTensor(b, loc, gain, b.getF32Type());
+        auto splat = [&](double v) -> Value {
+          return arith::ConstantOp::create(
+              b, loc, DenseElementsAttr::get(type, static_cast<float>(v)));
+        };
+        if (onePlus)
+          wide = arith::AddFOp::create(b, loc, wide, splat(1.0));
+        return arith::MulFOp::create(b, loc, wide, splat(scale));
+      }
+      values = *constant;
+    }
+    SmallVector<float> scaled;
+    for (double v : values)
+      scaled.push_back(static_cast<float>((onePlus ? 1.0 + v : v) * scale));
+    return arith::ConstantOp::create(
+        b, loc, DenseElementsAttr::get(type, ArrayRef<float>(scaled)));
+  }
+
   void raiseFrom(Value x, PassReporter &reporter,
                  DenseMap<Value, Value> &replaced) {
     Interpreter interp(x, scaleTolerance);
@@ -819,14 +864,19 @@ struct RaisePass : flashnorm::impl::RaiseBase<RaisePass> {
       else if (outWidth == inWidth && inElt != outElt)
         input = castTensor(b, loc, x, b.getF32Type());
       Value gain = asVector(b, loc, form.gain);
+      bool onePlus = form.onePlus;
+      if (form.scale != 1.0) {
+        gain = scaledGain(b, loc, gain, onePlus, form.scale, k);
+        onePlus = false;
+      }
       Value raised;
       if (form.layer) {
         raised = LayerNormOp::create(b, loc, input, gain,
                                      asVector(b, loc, form.bias), form.eps);
       } else {
         raised = RMSNormOp::create(b, loc, input, gain, form.eps,
-                                   form.onePlus ? GainConvention::one_plus
-                                                : GainConvention::plain);
+                                   onePlus ? GainConvention::one_plus
+                                           : GainConvention::plain);
       }
       raised = castTensor(b, loc, raised, outType.getElementType());
       v.replaceAllUsesWith(raised);
@@ -836,6 +886,9 @@ struct RaisePass : flashnorm::impl::RaiseBase<RaisePass> {
           "raised a " + Twine(form.layer ? "LayerNorm" : "RMSNorm") + " (eps " +
               formatNumber(form.eps) +
               (form.gain ? (form.onePlus ? ", 1 + gain" : ", gain") : "") +
+              (form.scale != 1.0
+                   ? (form.gain ? " x " : ", gain ") + formatNumber(form.scale)
+                   : "") +
               (form.bias ? ", bias" : "") + ")");
       ++numRaised;
     }

@@ -294,10 +294,12 @@ func.func @no_eps(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
 
 // -----
 
-// A sum instead of a mean (missing 1/K): a norm scaled by 1/sqrt(K).
+// A sum instead of a mean (missing 1/K): a norm scaled by 1/sqrt(K), whose
+// scale becomes a uniform gain (and eps / K its epsilon).
 // CHECK-LABEL: func.func @sum_not_mean
-// CHECK-NOT: flashnorm
-// REMARK: Function=sum_not_mean | Remark="not raised: it is a normalization scaled by 0.353553"
+// CHECK: %[[G:.*]] = arith.constant dense<0.353553385> : tensor<8xf32>
+// CHECK: flashnorm.rms_norm %{{.*}} gain(%[[G]] : tensor<8xf32>) eps(1.2499999{{[0-9]*}}E-6)
+// REMARK: Function=sum_not_mean | Remark="raised a RMSNorm (eps 1.25e-06, gain 0.353553)"
 func.func @sum_not_mean(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
   %shift = "tosa.const"() <{values = dense<0> : tensor<1xi8>}> : () -> tensor<1xi8>
   %sq = tosa.mul %x, %x, %shift : (tensor<4x8xf32>, tensor<4x8xf32>, tensor<1xi8>) -> tensor<4x8xf32>
