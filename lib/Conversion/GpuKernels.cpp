@@ -376,8 +376,20 @@ bool usesOutput(linalg::GenericOp op) {
 struct GpuKernelsPass : flashnorm::impl::GpuKernelsBase<GpuKernelsPass> {
   using GpuKernelsBase::GpuKernelsBase;
 
+  /// Set when a fused kernel's loop nest could not be mapped (an error was
+  /// emitted): the pass fails.
+  bool mappingFailed = false;
+
   void runOnOperation() override {
     func::FuncOp fn = getOperation();
+    for (auto [name, value] :
+         {std::pair<StringRef, int64_t>{"threads", threads},
+          {"reduce-threads", reduceThreads}})
+      if (value < 1 || value > 1024) {
+        fn.emitError() << kPass << ": " << name
+                       << " must be between 1 and 1024, not " << value;
+        return signalPassFailure();
+      }
     if (!isGpuDeviceFunction(fn))
       return;
     PassReporter reporter(fn, kPass);
@@ -398,6 +410,8 @@ struct GpuKernelsPass : flashnorm::impl::GpuKernelsBase<GpuKernelsPass> {
     }
     if (fused)
       fuseGroups(fn, builder, reporter);
+    if (mappingFailed) // launchParallel said why
+      return signalPassFailure();
     fusePostScales(fn, reporter);
     if (gemm == "cublaslt") {
       // Before any kernel exists: the zero fill of each accumulator is
@@ -529,6 +543,11 @@ struct GpuKernelsPass : flashnorm::impl::GpuKernelsBase<GpuKernelsPass> {
       if (!writesInPlace() || reader->getBlock() != consumer->getBlock() ||
           !consumer->isBeforeInBlock(reader))
         return "its result has other users";
+    // On buffers an earlier op may read the same buffer (reused, or carried
+    // around a loop): only a consumer after the post-scale reads its value.
+    if (consumer->getBlock() != post->getBlock() ||
+        !post->isBeforeInBlock(consumer))
+      return "its consumer does not come after it";
     if (!isElementwise(consumer) || usesOutput(consumer) ||
         consumer->getBlock() != post->getBlock() ||
         consumer.getNumLoops() != post.getNumLoops() ||
@@ -1064,10 +1083,14 @@ struct GpuKernelsPass : flashnorm::impl::GpuKernelsBase<GpuKernelsPass> {
           Value y = inlineBody(nb, post, {acc, s, acc}, ivs)[0];
           memref::StoreOp::create(nb, l, y, out, ivs);
         });
+    // The projection and post-scale go only once their kernel exists (a
+    // refusal is reported on the projection).
+    if (failed(builder.launchParallel(loop, "fused_norm_proj"))) {
+      mappingFailed = true;
+      return "the fused loop nest could not be mapped to a kernel";
+    }
     proj->erase();
     post->erase();
-    if (failed(builder.launchParallel(loop, "fused_norm_proj")))
-      return "the fused loop nest could not be mapped to a kernel";
     return "";
   }
 };

@@ -325,8 +325,9 @@ std::optional<NormForm> asNorm(const Term &t, int64_t k, double tol,
 // Interpretation
 //===----------------------------------------------------------------------===//
 
-/// Whether a float cast loses precision (truncf, or a tosa.cast to a
-/// narrower float or to an integer).
+/// Whether a cast can change a value: truncf, or a tosa.cast to a type
+/// that does not hold every value of the source (bf16 -> f16 loses range
+/// though it gains precision; any integer).
 bool isNarrowingCast(Operation *op) {
   if (isa<arith::TruncFOp>(op))
     return true;
@@ -334,8 +335,9 @@ bool isNarrowingCast(Operation *op) {
     return false;
   auto from = dyn_cast<FloatType>(getElementTypeOrSelf(op->getOperand(0)));
   auto to = dyn_cast<FloatType>(getElementTypeOrSelf(op->getResult(0)));
-  return !from || !to || to.getFPMantissaWidth() < from.getFPMantissaWidth() ||
-         to.getWidth() < from.getWidth();
+  return !from || !to ||
+         !llvm::APFloatBase::isRepresentableBy(from.getFloatSemantics(),
+                                               to.getFloatSemantics());
 }
 
 /// Interprets ops as Terms relative to one candidate input.
@@ -559,8 +561,9 @@ private:
         return r != Reads::Other;
       switch (space) {
       case Space::Full:
-        return (r == Reads::All && !t.is(Kind::Row)) ||
-               (r == Reads::Rows && t.is(Kind::Row)) ||
+        // (A per-row or per-feature term read at full shape is one already
+        // broadcast, e.g. by linalg.broadcast before a linalg.mul.)
+        return r == Reads::All || (r == Reads::Rows && t.is(Kind::Row)) ||
                (r == Reads::Last && t.is(Kind::Feature));
       case Space::Rows:
         return (r == Reads::All || r == Reads::Rows) && t.is(Kind::Row);
@@ -672,8 +675,10 @@ SmallVector<Value> stripToCandidates(Value v) {
               for (OpOperand *in : l.getDpsInputOperands()) {
                 if (!l.getMatchingIndexingMap(in).isIdentity())
                   continue;
-                if (full)
-                  return Value(); // Two full inputs: e.g. a residual add.
+                // Two different full inputs: e.g. a residual add. The same
+                // one twice: a square (linalg.mul %x, %x).
+                if (full && full != in->get())
+                  return Value();
                 full = in->get();
               }
               return full;
@@ -774,11 +779,14 @@ struct RaisePass : flashnorm::impl::RaiseBase<RaisePass> {
   }
 
   /// The gain `scale * gain` (or `scale * (1 + gain)`), as an f32 [K]
-  /// tensor: a new constant when the gain is one (fold-gains folds
-  /// constants), else arith ops on the widened gain.
+  /// tensor (f64 for f64 norms or gains): a new constant when the gain is
+  /// one (fold-gains folds constants), else arith ops on the widened gain.
   static Value scaledGain(OpBuilder &b, Location loc, Value gain, bool onePlus,
-                          double scale, int64_t k) {
-    auto type = RankedTensorType::get({k}, b.getF32Type());
+                          double scale, int64_t k, Type normElement) {
+    bool wide = normElement.isF64() ||
+                (gain && getElementTypeOrSelf(gain.getType()).isF64());
+    Type element = wide ? Type(b.getF64Type()) : Type(b.getF32Type());
+    auto type = RankedTensorType::get({k}, element);
     std::string unused;
     SmallVector<double> values(k, 1.0);
     if (gain) {
@@ -786,22 +794,23 @@ struct RaisePass : flashnorm::impl::RaiseBase<RaisePass> {
           readConstantAsDoubles(gain, &unused);
       if (failed(constant) || static_cast<int64_t>(constant->size()) != k) {
         // A runtime gain: widened, 1 added, scaled, all in f32.
-        Value wide = castTensor(b, loc, gain, b.getF32Type());
+        Value widened = castTensor(b, loc, gain, element);
         auto splat = [&](double v) -> Value {
           return arith::ConstantOp::create(
-              b, loc, DenseElementsAttr::get(type, static_cast<float>(v)));
+              b, loc, DenseElementsAttr::get(type, b.getFloatAttr(element, v)));
         };
         if (onePlus)
-          wide = arith::AddFOp::create(b, loc, wide, splat(1.0));
-        return arith::MulFOp::create(b, loc, wide, splat(scale));
+          widened = arith::AddFOp::create(b, loc, widened, splat(1.0));
+        return arith::MulFOp::create(b, loc, widened, splat(scale));
       }
       values = *constant;
     }
-    SmallVector<float> scaled;
+    SmallVector<Attribute> scaled;
     for (double v : values)
-      scaled.push_back(static_cast<float>((onePlus ? 1.0 + v : v) * scale));
-    return arith::ConstantOp::create(
-        b, loc, DenseElementsAttr::get(type, ArrayRef<float>(scaled)));
+      scaled.push_back(
+          b.getFloatAttr(element, (onePlus ? 1.0 + v : v) * scale));
+    return arith::ConstantOp::create(b, loc,
+                                     DenseElementsAttr::get(type, scaled));
   }
 
   void raiseFrom(Value x, PassReporter &reporter,
@@ -866,7 +875,8 @@ struct RaisePass : flashnorm::impl::RaiseBase<RaisePass> {
       Value gain = asVector(b, loc, form.gain);
       bool onePlus = form.onePlus;
       if (form.scale != 1.0) {
-        gain = scaledGain(b, loc, gain, onePlus, form.scale, k);
+        gain = scaledGain(b, loc, gain, onePlus, form.scale, k,
+                          getElementTypeOrSelf(input.getType()));
         onePlus = false;
       }
       Value raised;

@@ -590,7 +590,7 @@ void mgpuLaunchKernel(CUfunction function, intptr_t gridX, intptr_t gridY,
            name, gridX, gridY, gridZ, blockX, blockY, blockZ, smem,
            static_cast<void *>(stream), captured ? " captured" : "");
   // A 0-sized tensor makes an empty grid, which the driver rejects; it has
-  // nothing to do.
+  // nothing to do (traced as launched: the launch's line comes first).
   if (gridX * gridY * gridZ == 0)
     return;
   FN_CHECK_KERNEL(cuLaunchKernel(function, gridX, gridY, gridZ, blockX, blockY,
@@ -608,6 +608,11 @@ void mgpuLaunchClusterKernel(CUfunction function, intptr_t clusterX,
   const char *name = kernelName(function);
   bool captured = route(stream, reinterpret_cast<uint64_t>(function));
   allowSharedMemory(function, smem, stream, name);
+  if (gridX * gridY * gridZ == 0) { // a 0-sized tensor: nothing to do
+    FN_TRACE("launch %s grid=(%zd,%zd,%zd): empty, skipped", name, gridX, gridY,
+             gridZ);
+    return;
+  }
   // Clusters above the portable size (8) need an opt-in, as upstream does.
   FN_CHECK_KERNEL(
       cuFuncSetAttribute(

@@ -432,3 +432,36 @@ func.func @bf16_in_f16_out(%xb: tensor<4x8xbf16>) -> tensor<4x8xf16> {
   %h = arith.truncf %n : tensor<4x8xf32> to tensor<4x8xf16>
   return %h : tensor<4x8xf16>
 }
+
+// -----
+
+// Named element-wise linalg ops for the square and the normalize step
+// (linalg.mul %x, %x: the same input twice is a square, not a residual).
+// CHECK-LABEL: func.func @named_elementwise
+// CHECK: flashnorm.rms_norm %arg0 eps(9.99999974{{[0-9]*}}E-6) : tensor<4x8xf32>
+// CHECK-NOT: linalg.mul
+// REMARK: Function=named_elementwise | Remark="raised a RMSNorm (eps 1e-05)"
+func.func @named_elementwise(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  %e1 = tensor.empty() : tensor<4x8xf32>
+  %sq = linalg.mul ins(%x, %x : tensor<4x8xf32>, tensor<4x8xf32>) outs(%e1 : tensor<4x8xf32>) -> tensor<4x8xf32>
+  %z = arith.constant 0.0 : f32
+  %e4 = tensor.empty() : tensor<4xf32>
+  %acc = linalg.fill ins(%z : f32) outs(%e4 : tensor<4xf32>) -> tensor<4xf32>
+  %sum = linalg.reduce ins(%sq : tensor<4x8xf32>) outs(%acc : tensor<4xf32>) dimensions = [1]
+    (%in: f32, %out: f32) {
+      %s0 = arith.addf %in, %out : f32
+      linalg.yield %s0 : f32
+    }
+  %e5 = tensor.empty() : tensor<4xf32>
+  %k = arith.constant dense<8.0> : tensor<4xf32>
+  %mean = linalg.div ins(%sum, %k : tensor<4xf32>, tensor<4xf32>) outs(%e5 : tensor<4xf32>) -> tensor<4xf32>
+  %eps = arith.constant dense<1.0e-05> : tensor<4xf32>
+  %e6 = tensor.empty() : tensor<4xf32>
+  %v = linalg.add ins(%mean, %eps : tensor<4xf32>, tensor<4xf32>) outs(%e6 : tensor<4xf32>) -> tensor<4xf32>
+  %r = math.rsqrt %v : tensor<4xf32>
+  %e2 = tensor.empty() : tensor<4x8xf32>
+  %b = linalg.broadcast ins(%r : tensor<4xf32>) outs(%e2 : tensor<4x8xf32>) dimensions = [1]
+  %e3 = tensor.empty() : tensor<4x8xf32>
+  %n = linalg.mul ins(%x, %b : tensor<4x8xf32>, tensor<4x8xf32>) outs(%e3 : tensor<4x8xf32>) -> tensor<4x8xf32>
+  return %n : tensor<4x8xf32>
+}

@@ -32,8 +32,8 @@ def Raise : Pass<"flashnorm-raise", "func::FuncOp"> {
   let options = [
     Option<"scaleTolerance", "scale-tolerance", "double", /*default=*/"1e-5",
            "Relative tolerance on constant factors (1/K written as a rounded "
-           "constant), in (0, 1e-2]; a norm scaled by more than this is not "
-           "raised">,
+           "constant), in (0, 1e-2]; a factor further from 1 than this "
+           "becomes part of the norm's gain">,
   ];
   let statistics = [
     Statistic<"numRaised", "raised-norms", "Norms raised">,
