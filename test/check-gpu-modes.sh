@@ -14,17 +14,21 @@ set -euo pipefail
 target=$1 out=$2 rtol=$3 atol=$4
 shift 4
 here=$(dirname "$0")
+pipeline=--flashnorm
 if [ "$1" = "--" ]; then
   shift
   flashnorm-gen "$@" -o "$out.mlir"
   model=$out.mlir
+  # Argument weights are folded through the prepare function, which then
+  # runs on the GPU too.
+  case " $* " in *" --weights=args "*) pipeline=--flashnorm=prepare-function=true ;; esac
 else
   model=$1
 fi
 utils="$MLIR_LIB_DIR/libmlir_runner_utils.so,$MLIR_LIB_DIR/libmlir_c_runner_utils.so"
 run() { mlir-runner -O2 -e main -entry-point-result=void -shared-libs="$utils,$1"; }
 async=$MLIR_LIB_DIR/libmlir_async_runtime.so
-flashnorm-opt "$model" --flashnorm -o "$out.rewritten.mlir"
+flashnorm-opt "$model" "$pipeline" -o "$out.rewritten.mlir"
 case $target in
   cpu) flashnorm-opt "$model" --flashnorm-lower-to-llvm | run "$async" ;;
   gpu) flashnorm-opt "$out.rewritten.mlir" --flashnorm-cpu-pipeline |

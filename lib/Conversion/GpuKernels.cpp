@@ -258,6 +258,27 @@ public:
       name(launch, role);
     }
     IRRewriter rewriter(op);
+    // A reduction outside a parallel loop (a column sum: iterators
+    // [reduction, parallel], as a LayerNorm's prepare function writes) would
+    // leave that loop on the host: move every reduction innermost, so each
+    // thread owns an output and loops over what it reduces.
+    if (auto generic = dyn_cast<linalg::GenericOp>(op.getOperation())) {
+      SmallVector<utils::IteratorType> iters = op.getIteratorTypesArray();
+      SmallVector<unsigned> order;
+      for (auto kind :
+           {utils::IteratorType::parallel, utils::IteratorType::reduction})
+        for (auto [i, it] : llvm::enumerate(iters))
+          if (it == kind)
+            order.push_back(i);
+      if (!llvm::equal(order, llvm::seq<unsigned>(0, iters.size()))) {
+        FailureOr<linalg::GenericOp> moved =
+            linalg::interchangeGenericOp(rewriter, generic, order);
+        if (failed(moved))
+          return op->emitError("flashnorm-gpu-kernels: cannot move this op's "
+                               "reductions innermost");
+        op = *moved;
+      }
+    }
     FailureOr<linalg::LinalgLoops> loops =
         linalg::linalgOpToParallelLoops(rewriter, op);
     if (failed(loops))

@@ -100,7 +100,12 @@ template <typename NormOp> struct FoldGainsPattern : OpRewritePattern<NormOp> {
                                 PatternRewriter &rewriter) const override {
     constexpr bool layer = std::is_same_v<NormOp, LayerNormOp>;
     Value gainValue = norm.getGain(), biasValue = NormTraits::getBias(norm);
-    if ((!gainValue && !biasValue) || norm.getResult().use_empty())
+    // A weightless LayerNorm still has its centering to fold; defer-scale
+    // does that for constant weights, only the prepare function can for
+    // argument ones.
+    bool centerOnly = layer && !gainValue && !biasValue && argFolds;
+    if ((!gainValue && !biasValue && !centerOnly) ||
+        norm.getResult().use_empty())
       return failure();
     std::string why;
     auto refuse = [&](const Twine &msg) {
@@ -215,6 +220,8 @@ template <typename NormOp> struct FoldGainsPattern : OpRewritePattern<NormOp> {
 
     for (ArgFold &f : newArgFolds)
       f.center = center;
+    if (centerOnly && (!center || newArgFolds.empty()))
+      return failure(); // Nothing for this pass (defer-scale says why).
     // Compute every folded weight and bias first: a failure leaves the IR
     // untouched.
     SmallVector<ElementsAttr> folded;
@@ -260,11 +267,14 @@ template <typename NormOp> struct FoldGainsPattern : OpRewritePattern<NormOp> {
     reporter.applied(
         weightless,
         Twine("folded the ") +
-            (gainValue ? (biasValue ? "gain and bias" : "gain") : "bias") +
-            (center  ? " (and the mean-centering)"
-             : layer ? " (not the mean-centering: f16/bf16 weights cannot "
-                       "carry it exactly)"
-                     : "") +
+            (centerOnly  ? "mean-centering"
+             : gainValue ? (biasValue ? "gain and bias" : "gain")
+                         : "bias") +
+            (centerOnly ? ""
+             : center   ? " (and the mean-centering)"
+             : layer    ? " (not the mean-centering: f16/bf16 weights cannot "
+                          "carry it exactly)"
+                        : "") +
             " into " + Twine(targets.size() + newArgFolds.size()) +
             " projection weight(s)" +
             (newArgFolds.empty()

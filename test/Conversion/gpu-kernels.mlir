@@ -20,6 +20,13 @@
 // CHAIN: gpu.launch {{.*}} function(@forward_proj_{{[0-9]+}})
 // CHAIN-NEXT: scf.for
 // CHAIN: gpu.launch {{.*}} function(@forward_post_scale_fused_{{[0-9]+}})
+// The prepare function of a LayerNorm with argument weights runs on the GPU:
+// its centering (a reduction over k outside the loop over n) becomes a
+// kernel with a thread per output, not a host loop over device memory.
+// RUN: flashnorm-opt %S/Inputs/layer-norm-args.mlir --flashnorm=prepare-function=true | flashnorm-opt --flashnorm-gpu-pipeline=format=isa | FileCheck %s --check-prefix=PREPARE
+// PREPARE-LABEL: llvm.func @f_flashnorm_prepare
+// PREPARE-NOT: llvm.func
+// PREPARE: gpu.launch_func
 func.func @f(%x: memref<4x16xf32>, %w: memref<16x32xf32>) -> memref<4x32xf32> {
   %z = arith.constant 0.0 : f32
   %c = memref.alloc() : memref<4x32xf32>
