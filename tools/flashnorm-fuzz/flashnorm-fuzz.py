@@ -374,22 +374,16 @@ def trunc(b, v, t):
     return r
 
 
-def add(b, x, y, t="f32"):
-    r = b.name("s")
-    b("%s = arith.addf %s, %s : %s" % (r, x, y, t))
-    return r
+def binary(op, hint):
+    """An emitter of one scalar arith op: `fn(b, x, y[, type])`."""
+    def emit(b, x, y, t="f32"):
+        r = b.name(hint)
+        b("%s = arith.%s %s, %s : %s" % (r, op, x, y, t))
+        return r
+    return emit
 
 
-def sub(b, x, y):
-    r = b.name("d")
-    b("%s = arith.subf %s, %s : f32" % (r, x, y))
-    return r
-
-
-def mul(b, x, y, t="f32"):
-    r = b.name("m")
-    b("%s = arith.mulf %s, %s : %s" % (r, x, y, t))
-    return r
+add, sub, mul = binary("addf", "s"), binary("subf", "d"), binary("mulf", "m")
 
 
 def inv_sqrt(b, v, how):
