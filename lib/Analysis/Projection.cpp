@@ -154,6 +154,18 @@ mapAxisThroughUnitReshape(ShapedType src, ShapedType dst, int64_t axis) {
   return s[llvm::find(d, axis) - d.begin()];
 }
 
+/// Whether `g` only moves elements: one input, one init, all loops
+/// parallel, a body that yields the input. Importers write transposes
+/// (`aten.t`), broadcasts and copies this way.
+static bool isLayoutGeneric(linalg::GenericOp g) {
+  if (!g.hasPureTensorSemantics() || g.getNumDpsInputs() != 1 ||
+      g.getNumDpsInits() != 1 || g.getNumParallelLoops() != g.getNumLoops())
+    return false;
+  Block &body = g.getRegion().front();
+  return body.getOperations().size() == 1 &&
+         body.getTerminator()->getOperand(0) == body.getArgument(0);
+}
+
 FailureOr<WeightSource> flashnorm::traceWeight(Value weight, int64_t axis,
                                                bool allowArgument,
                                                std::string *whyNot) {
@@ -187,6 +199,22 @@ FailureOr<WeightSource> flashnorm::traceWeight(Value weight, int64_t axis,
         return fail("its weight is broadcast along the contracted dimension");
       axis -= llvm::count_if(dims, [&](int64_t d) { return d < axis; });
       weight = broadcast.getInput();
+    } else if (auto generic = dyn_cast<linalg::GenericOp>(def);
+               generic && isLayoutGeneric(generic)) {
+      // out[outMap(i)] = in[inMap(i)]: the loop that writes dimension
+      // `axis` of the result, and where the input reads it.
+      AffineMap outMap = generic.getIndexingMapsArray()[1];
+      AffineMap inMap = generic.getIndexingMapsArray()[0];
+      if (!outMap.isPermutation() ||
+          !inMap.isProjectedPermutation(/*allowZeroInResults=*/true))
+        return fail("its weight is rearranged by a 'linalg.generic' that is "
+                    "not a transpose, broadcast or copy");
+      std::optional<unsigned> position =
+          inMap.getResultPosition(outMap.getResult(axis));
+      if (!position)
+        return fail("its weight is broadcast along the contracted dimension");
+      axis = *position;
+      weight = generic.getDpsInputOperand(0)->get();
     } else if (isa<tosa::ReshapeOp, tensor::ExpandShapeOp,
                    tensor::CollapseShapeOp>(def)) {
       // Only reshapes that add or drop unit dimensions keep the contracted

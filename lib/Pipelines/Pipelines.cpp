@@ -18,14 +18,21 @@ using namespace mlir::flashnorm;
 void flashnorm::buildFlashNormPipeline(
     OpPassManager &pm, const FlashNormPipelineOptions &options) {
   pm.addNestedPass<func::FuncOp>(createRaise());
+  // Consecutive norms merge before any gain is folded: the merged norm's
+  // gain (the outer gain times the merge's correction) is then folded like
+  // any other. Merged after the fold, it would keep a gain nobody folds.
+  pm.addNestedPass<func::FuncOp>(
+      createDropRedundant({options.allowApproximate}));
   // A module pass: with prepare-function it adds functions and edits calls.
   pm.addPass(
       createFoldGains({options.cloneSharedWeights, options.prepareFunction}));
   OpPassManager &fpm = pm.nest<func::FuncOp>();
+  // Again once the gains are folded: a norm whose scale a later
+  // scale-invariant norm cancels must be weightless first (QK-norm).
   fpm.addPass(createDropRedundant({options.allowApproximate}));
   fpm.addPass(createDeferScale({options.partial}));
-  fpm.addPass(createCanonicalizerPass());
-  fpm.addPass(createCSEPass());
+  // No canonicalize or CSE: each pass erases what it made dead and nothing
+  // else (RewriteCleanup); the rest of the module is the user's.
 }
 
 /// TOSA to linalg, first: the async marks then see TOSA projections as the
@@ -315,7 +322,7 @@ void flashnorm::registerPipelines() {
       "flashnorm",
       "The FlashNorm pipeline: raise norms from frontend IR, fold gains into "
       "weights, drop redundant norms, "
-      "defer 1/RMS past the projections, then canonicalize and CSE",
+      "defer 1/RMS past the projections; nothing else in the module changes",
       buildFlashNormPipeline);
   PassPipelineRegistration<CpuPipelineOptions>(
       "flashnorm-cpu-pipeline",

@@ -147,8 +147,12 @@ template <typename NormOp> struct DeferScalePattern : OpRewritePattern<NormOp> {
       if (succeeded(p) && !p->rowPreserving)
         why = "its result rows are not the norm's rows";
       else if (succeeded(p) && !p->zeroInit)
-        why = "it accumulates into a non-zero init (a fused bias would be "
-              "scaled too)";
+        why = isa_and_nonnull<tensor::EmptyOp>(
+                  p->op->getOperands().back().getDefiningOp())
+                  ? "it accumulates into an uninitialized 'tensor.empty' "
+                    "(its result is undefined; fill it with zero)"
+                  : "it accumulates into a non-zero init (a fused bias "
+                    "would be scaled too)";
       std::optional<Centering> centering;
       if (succeeded(p) && why.empty() && layer) {
         FailureOr<std::optional<Centering>> c = computeCentering(*p, why);
@@ -183,6 +187,16 @@ template <typename NormOp> struct DeferScalePattern : OpRewritePattern<NormOp> {
         return norm.getInput();
       Operation *reshape = view.getDefiningOp();
       Value source = rawView(reshape->getOperand(0));
+      // The same reshape of the raw input, made for another norm of it
+      // (before `reshape` it is valid here: its operands are the raw input
+      // and `reshape`'s own).
+      for (Operation *user : source.getUsers())
+        if (user->getBlock() == reshape->getBlock() &&
+            isSameReshapeOf(user, reshape)) {
+          if (!user->isBeforeInBlock(reshape))
+            rewriter.moveOpBefore(user, reshape);
+          return user->getResult(0);
+        }
       OpBuilder::InsertionGuard guard(rewriter);
       rewriter.setInsertionPoint(reshape);
       IRMapping mapping;
@@ -193,6 +207,17 @@ template <typename NormOp> struct DeferScalePattern : OpRewritePattern<NormOp> {
       auto [it, inserted] = raws.try_emplace(view);
       if (inserted) {
         Value x = rawView(view);
+        // The post-scales follow the projections, which follow `anchor`.
+        Operation *anchor = view == norm.getResult() ? norm.getOperation()
+                                                     : view.getDefiningOp();
+        // Another norm of x with the same epsilon (two LayerNorms of one
+        // residual stream): one statistic serves both.
+        if (Operation *same = findSameStatistic(x, eps, anchor)) {
+          if (!same->isBeforeInBlock(anchor))
+            rewriter.moveOpBefore(same, anchor);
+          it->second = {x, same->getResult(0)};
+          return it->second;
+        }
         OpBuilder::InsertionGuard guard(rewriter);
         rewriter.setInsertionPointAfterValue(x);
         if (view == norm.getResult())
@@ -233,6 +258,30 @@ template <typename NormOp> struct DeferScalePattern : OpRewritePattern<NormOp> {
             Twine(deferrable.size()) + " projection(s)" +
             (refusals.empty() ? "" : "; kept the norm for" + refusals));
     return success();
+  }
+
+  /// A statistic of this norm's kind on `x` with epsilon `eps` in the
+  /// block of `anchor` (moving it before `anchor` keeps it valid: x
+  /// dominates `anchor`).
+  static Operation *findSameStatistic(Value x, double eps, Operation *anchor) {
+    using StatOp = std::conditional_t<layer, LayerInvOp, RMSInvOp>;
+    for (Operation *user : x.getUsers()) {
+      auto stat = dyn_cast<StatOp>(user);
+      if (stat && stat->getBlock() == anchor->getBlock() &&
+          stat.getEpsilon().convertToDouble() == eps)
+        return stat;
+    }
+    return nullptr;
+  }
+
+  /// Whether `candidate` is `reshape` applied to another source: same op,
+  /// attributes, other operands and result type.
+  static bool isSameReshapeOf(Operation *candidate, Operation *reshape) {
+    return candidate->getName() == reshape->getName() &&
+           candidate->getAttrDictionary() == reshape->getAttrDictionary() &&
+           candidate->getResultTypes() == reshape->getResultTypes() &&
+           llvm::equal(candidate->getOperands().drop_front(),
+                       reshape->getOperands().drop_front());
   }
 
   static bool hasWeights(RMSNormOp op) { return bool(op.getGain()); }

@@ -92,9 +92,11 @@ std::optional<unsigned> getArgumentThroughReshapes(Value v) {
 /// prepare function instead (recorded there).
 template <typename NormOp> struct FoldGainsPattern : OpRewritePattern<NormOp> {
   FoldGainsPattern(MLIRContext *ctx, PassReporter &reporter, bool cloneShared,
-                   SmallVector<ArgFold> *argFolds)
+                   SmallVector<ArgFold> *argFolds,
+                   llvm::DenseSet<Operation *> &refusedForArguments)
       : OpRewritePattern<NormOp>(ctx), reporter(reporter),
-        cloneShared(cloneShared), argFolds(argFolds) {}
+        cloneShared(cloneShared), argFolds(argFolds),
+        refusedForArguments(refusedForArguments) {}
 
   LogicalResult matchAndRewrite(NormOp norm,
                                 PatternRewriter &rewriter) const override {
@@ -127,8 +129,14 @@ template <typename NormOp> struct FoldGainsPattern : OpRewritePattern<NormOp> {
         if (onePlus)
           for (double &v : gain)
             v += 1.0; // In f64, never in the gain's own type.
-      } else if (!argFolds ||
-                 !(gainArg = getArgumentThroughReshapes(gainValue))) {
+      } else if (!argFolds) {
+        if (getArgumentThroughReshapes(gainValue)) {
+          refusedForArguments.insert(norm);
+          why += " (prepare-function=true folds it through a prepare "
+                 "function)";
+        }
+        return refuse(why);
+      } else if (!(gainArg = getArgumentThroughReshapes(gainValue))) {
         return refuse(why);
       }
     }
@@ -163,8 +171,16 @@ template <typename NormOp> struct FoldGainsPattern : OpRewritePattern<NormOp> {
       FailureOr<WeightSource> source =
           traceWeight(projection->getWeight(), projection->weightAxis,
                       /*allowArgument=*/argFolds != nullptr, &why);
-      if (failed(source))
+      if (failed(source)) {
+        if (!argFolds && succeeded(traceWeight(projection->getWeight(),
+                                               projection->weightAxis,
+                                               /*allowArgument=*/true))) {
+          refusedForArguments.insert(norm);
+          why += " (prepare-function=true folds it through a prepare "
+                 "function)";
+        }
         return userRefusal();
+      }
       center &= canCarryCentering(getElementTypeOrSelf(
           source->argument ? source->argument.getType()
                            : source->value.getShapedType()));
@@ -287,6 +303,9 @@ template <typename NormOp> struct FoldGainsPattern : OpRewritePattern<NormOp> {
   PassReporter &reporter;
   bool cloneShared;
   SmallVector<ArgFold> *argFolds;
+  /// Norms refused because a gain or weight is a function argument, which
+  /// the prepare function would have folded.
+  llvm::DenseSet<Operation *> &refusedForArguments;
 };
 
 /// Builds `out = W * G` along `axis` (and, with `center`, minus the mean
@@ -432,17 +451,31 @@ struct FoldGainsPass : flashnorm::impl::FoldGainsBase<FoldGainsPass> {
       if (fn.isExternal())
         continue;
       SmallVector<ArgFold> argFolds;
+      llvm::DenseSet<Operation *> refusedForArguments;
       {
         PassReporter reporter(fn, kPass);
         RewritePatternSet patterns(&getContext());
         patterns
             .add<FoldGainsPattern<RMSNormOp>, FoldGainsPattern<LayerNormOp>>(
                 &getContext(), reporter, cloneSharedWeights,
-                prepareFunction ? &argFolds : nullptr);
+                prepareFunction ? &argFolds : nullptr, refusedForArguments);
         if (failed(applyFlashNormPatterns(fn, std::move(patterns))))
           return signalPassFailure();
         numFolded += reporter.getNumApplied();
       }
+      // Importers pass weights as arguments: without the prepare function
+      // nothing folds, and a user who asked for no remarks would see
+      // nothing at all. Said once per function, without flags.
+      if (!refusedForArguments.empty())
+        fn.emitWarning() << kPass << ": " << refusedForArguments.size()
+                         << " norm(s) of @" << fn.getName()
+                         << " not folded because their gains or projection "
+                            "weights are function arguments; "
+                            "--flashnorm=prepare-function=true folds them "
+                            "through a @"
+                         << fn.getName()
+                         << "_flashnorm_prepare function run once on the "
+                            "weights";
       if (!argFolds.empty())
         createPrepareFunction(module, fn, std::move(argFolds));
     }

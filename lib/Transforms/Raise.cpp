@@ -17,6 +17,7 @@
 
 #include "flashnorm/Dialect/FlashNorm/IR/FlashNormOps.h"
 #include "flashnorm/Transforms/Passes.h"
+#include "flashnorm/Utils/Cleanup.h"
 #include "flashnorm/Utils/Remarks.h"
 #include "flashnorm/Utils/WeightFolder.h"
 
@@ -340,6 +341,51 @@ bool isNarrowingCast(Operation *op) {
                                                to.getFloatSemantics());
 }
 
+/// `map` with each literal 0 result at position j replaced by d_j where loop
+/// j runs over one element: both read index 0 there, so it is the same
+/// access. torch-mlir writes batch-1 maps that way (`(0, d1, d2)`,
+/// `(0, d1, 0)` over a [1, rows, K] space).
+AffineMap withUnitDims(AffineMap map, ArrayRef<int64_t> ranges) {
+  SmallVector<AffineExpr> results;
+  for (auto [j, e] : llvm::enumerate(map.getResults())) {
+    auto c = dyn_cast<AffineConstantExpr>(e);
+    if (c && c.getValue() == 0 && j < map.getNumDims() && j < ranges.size() &&
+        ranges[j] == 1)
+      results.push_back(getAffineDimExpr(j, map.getContext()));
+    else
+      results.push_back(e);
+  }
+  return AffineMap::get(map.getNumDims(), map.getNumSymbols(), results,
+                        map.getContext());
+}
+
+/// Whether `l` reads `in` element for element along its iteration space.
+bool readsInOrder(linalg::LinalgOp l, OpOperand *in) {
+  return withUnitDims(l.getMatchingIndexingMap(in), l.getStaticLoopRanges())
+      .isIdentity();
+}
+
+/// The map through which a linalg body's `tensor.extract` of a value from
+/// above reads it, when every index is a loop index (`linalg.index`) or 0:
+/// the gather form of a broadcast (torch-mlir's expand of a row statistic).
+std::optional<AffineMap> getGatherMap(tensor::ExtractOp extract, Block &body,
+                                      unsigned loops) {
+  if (extract.getTensor().getParentBlock() == &body)
+    return std::nullopt;
+  SmallVector<AffineExpr> exprs;
+  MLIRContext *ctx = extract.getContext();
+  for (Value index : extract.getIndices()) {
+    if (auto loop = index.getDefiningOp<linalg::IndexOp>();
+        loop && loop->getBlock() == &body && loop.getDim() < loops)
+      exprs.push_back(getAffineDimExpr(loop.getDim(), ctx));
+    else if (matchPattern(index, m_Zero()))
+      exprs.push_back(getAffineConstantExpr(0, ctx));
+    else
+      return std::nullopt;
+  }
+  return AffineMap::get(loops, 0, exprs, ctx);
+}
+
 /// Interprets ops as Terms relative to one candidate input.
 class Interpreter {
 public:
@@ -357,8 +403,7 @@ public:
     if (Operation *def = x.getDefiningOp())
       it = std::next(def->getIterator());
     for (Operation &op : llvm::make_range(it, block->end())) {
-      if (llvm::none_of(op.getOperands(),
-                        [&](Value v) { return terms.count(v); }))
+      if (!readsATerm(op))
         continue;
       if (op.getNumResults() != 1)
         continue;
@@ -372,6 +417,19 @@ public:
   int64_t getFeatureSize() const { return k; }
 
 private:
+  /// Whether `op` reads a described value: as an operand, or from inside
+  /// its regions (a gather in a linalg body).
+  bool readsATerm(Operation &op) const {
+    if (llvm::any_of(op.getOperands(), [&](Value v) { return terms.count(v); }))
+      return true;
+    bool reads = false;
+    if (op.getNumRegions())
+      visitUsedValuesDefinedAbove(op.getRegions(), [&](OpOperand *use) {
+        reads |= terms.count(use->get()) != 0;
+      });
+    return reads;
+  }
+
   bool isFeatureShaped(Type t) const {
     auto rt = dyn_cast<RankedTensorType>(t);
     if (!rt || !rt.hasStaticShape() || rt.getRank() == 0 ||
@@ -455,6 +513,16 @@ private:
           Term t = operand(0);
           if (isNarrowingCast(op) && t.is(Kind::Elem) && !t.hasRow)
             return Term::unknown();
+          // A constant takes the value it has in the new type (an f64
+          // epsilon truncated to f32 in a body).
+          auto to = dyn_cast<FloatType>(getElementTypeOrSelf(op->getResult(0)));
+          if (t.is(Kind::Scalar) && to) {
+            APFloat v(t.c);
+            bool lost;
+            v.convert(to.getFloatSemantics(), APFloat::rmNearestTiesToEven,
+                      &lost);
+            return Term::scalar(v.convertToDouble());
+          }
           return t;
         })
         .Case<tosa::ReciprocalOp>([&](auto) { return recip(operand(0)); })
@@ -535,6 +603,7 @@ private:
     // results (kept unit dimensions) do not count.
     enum class Reads { All, Rows, Last, Nothing, Other };
     auto classify = [&](AffineMap map) {
+      map = withUnitDims(map, ranges);
       SmallVector<AffineExpr> dims;
       for (AffineExpr e : map.getResults()) {
         auto c = dyn_cast<AffineConstantExpr>(e);
@@ -614,6 +683,16 @@ private:
         return Term::unknown();
       if (reduces && llvm::is_contained(inner.getOperands(), acc))
         continue; // The accumulation itself, checked below.
+      // A gather from a value above reads it like an input through a map.
+      if (auto extract = dyn_cast<tensor::ExtractOp>(inner)) {
+        std::optional<AffineMap> map = getGatherMap(extract, body, loops);
+        Term t = map ? interpretOperand(extract.getTensor(), depth)
+                     : Term::unknown();
+        if (map && !fits(classify(*map), t))
+          return Term::unknown();
+        local[extract.getResult()] = t;
+        continue;
+      }
       // Scalar ops follow the same rules as their tensor forms.
       local[inner.getResult(0)] = isa<arith::ConstantOp>(inner)
                                       ? external(inner.getResult(0), depth + 1)
@@ -673,7 +752,7 @@ SmallVector<Value> stripToCandidates(Value v) {
                 return Value();
               Value full;
               for (OpOperand *in : l.getDpsInputOperands()) {
-                if (!l.getMatchingIndexingMap(in).isIdentity())
+                if (!readsInOrder(l, in))
                   continue;
                 // Two different full inputs: e.g. a residual add. The same
                 // one twice: a square (linalg.mul %x, %x).
@@ -705,8 +784,7 @@ SmallVector<Value> findCandidates(func::FuncOp fn) {
       SmallVector<utils::IteratorType> iters = l.getIteratorTypesArray();
       if (l.hasPureTensorSemantics() && !iters.empty() &&
           iters.back() == utils::IteratorType::reduction &&
-          l.getNumDpsInputs() >= 1 &&
-          l.getMatchingIndexingMap(l.getDpsInputOperand(0)).isIdentity())
+          l.getNumDpsInputs() >= 1 && readsInOrder(l, l.getDpsInputOperand(0)))
         in = l.getDpsInputOperand(0)->get();
     }
     if (!in)
@@ -766,16 +844,45 @@ struct RaisePass : flashnorm::impl::RaiseBase<RaisePass> {
     if (fn.isExternal())
       return;
     PassReporter reporter(fn, kPass);
+    RewriteCleanup cleanup(fn);
     // A raised value replaces the old one; later candidates may be it.
     DenseMap<Value, Value> replaced;
+    // The steps of a raised norm before its statistic (x - mean(x), its
+    // square): no candidates of their own. (x - mean(x)) * rsqrt(...) is
+    // also an RMSNorm of x - mean(x), and raising that would only feed the
+    // LayerNorm's dead remains.
+    DenseSet<Value> consumed;
     for (Value candidate : findCandidates(fn)) {
       while (replaced.count(candidate))
         candidate = replaced.lookup(candidate);
-      raiseFrom(candidate, reporter, replaced);
+      if (!consumed.contains(candidate))
+        raiseFrom(candidate, reporter, replaced, consumed);
     }
-    // Erase what the raised ops made dead.
-    IRRewriter rewriter(&getContext());
-    (void)runRegionDCE(rewriter, fn->getRegions());
+    // The old computations, now dead.
+    cleanup.eraseNewlyDead();
+    reportBufferReductions(fn, reporter);
+  }
+
+  /// Bufferized linalg is not read at all: says so once per function
+  /// that reduces rows of buffers, rather than staying silent.
+  static void reportBufferReductions(func::FuncOp fn, PassReporter &reporter) {
+    unsigned count = 0;
+    Operation *first = nullptr;
+    fn.walk([&](linalg::LinalgOp op) {
+      SmallVector<utils::IteratorType> iters = op.getIteratorTypesArray();
+      if (!op.hasPureBufferSemantics() || iters.empty() ||
+          iters.back() != utils::IteratorType::reduction)
+        return;
+      if (!first)
+        first = op;
+      ++count;
+    });
+    if (first)
+      reporter.refused(first, "not raised: " + Twine(count) +
+                                  " row reduction(s) in this function work "
+                                  "on buffers (memref); the flashnorm "
+                                  "passes read linalg on tensors, before "
+                                  "bufferization");
   }
 
   /// The gain `scale * gain` (or `scale * (1 + gain)`), as an f32 [K]
@@ -814,7 +921,7 @@ struct RaisePass : flashnorm::impl::RaiseBase<RaisePass> {
   }
 
   void raiseFrom(Value x, PassReporter &reporter,
-                 DenseMap<Value, Value> &replaced) {
+                 DenseMap<Value, Value> &replaced, DenseSet<Value> &consumed) {
     Interpreter interp(x, scaleTolerance);
     interp.run();
     int64_t k = interp.getFeatureSize();
@@ -855,6 +962,9 @@ struct RaisePass : flashnorm::impl::RaiseBase<RaisePass> {
                          "not raised: " + lastRefusal.second);
       return;
     }
+    for (const auto &[v, t] : terms)
+      if (v != x && t.isPureElem())
+        consumed.insert(v);
 
     for (auto &[v, form] : outputs) {
       Operation *def = v.getDefiningOp();

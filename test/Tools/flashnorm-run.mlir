@@ -13,10 +13,23 @@
 // RUN: %python -c "import struct; open('%t.bin', 'wb').write(struct.pack('<32f', *[0.1 * i for i in range(32)]))"
 // RUN: flashnorm-run %s -e block --inputs=%t.bin --print=values | FileCheck %s --check-prefix=FILE
 // RUN: not flashnorm-run %s -e block --inputs=%s 2>&1 | FileCheck %s --check-prefix=BADFILE
-// Unsupported signatures and missing functions are errors, not crashes:
-// RUN: not flashnorm-run %s -e scalar 2>&1 | FileCheck %s --check-prefix=SCALAR
+// Scalars, integers and index values: seeded (integers in [0, --int-max]) or
+// set with --arg N=VALUE; host values keep their element type.
+// RUN: flashnorm-run %s -e scalar --arg 0=2.5 --print=values | FileCheck %s --check-prefix=SCALAR
+// RUN: flashnorm-run %s -e lookup --arg 0=1 --arg 1=2 --print=values | FileCheck %s --check-prefix=LOOKUP
+// RUN: not flashnorm-run %s -e scalar --arg 0=x 2>&1 | FileCheck %s --check-prefix=BADARG
+// Bare pass names, function passes nested implicitly:
+// RUN: flashnorm-run %s -e block --pipeline=flashnorm-drop-redundant,flashnorm-defer-scale --compare | FileCheck %s --check-prefix=SAME
+// --prepare: the rewritten @f_flashnorm_prepare folds argument weights, then
+// @f runs on them, against the original @f.
+// RUN: flashnorm-run %s -e args --prepare | FileCheck %s --check-prefix=PREPARE
+// RUN: not flashnorm-run %s -e block --prepare 2>&1 | FileCheck %s --check-prefix=NOPREP
+// Unsupported signatures and missing functions are errors, not crashes; the
+// pipeline is checked before any input is read:
+// RUN: not flashnorm-run %s -e buffer 2>&1 | FileCheck %s --check-prefix=BUFFER
 // RUN: not flashnorm-run %s -e missing 2>&1 | FileCheck %s --check-prefix=MISSING
 // RUN: not flashnorm-run %s -e block --pipeline='builtin.module(no-such-pass)' 2>&1 | FileCheck %s --check-prefix=BADPIPE
+// RUN: not flashnorm-run %s -e block --pipeline=no-such-pass --inputs=%t.missing 2>&1 | FileCheck %s --check-prefix=BADPIPE
 
 // PLAIN-NOT: error
 // PLAIN: output #0 4x8xf32: sum {{.*}}, sum|x| {{.*}}
@@ -30,7 +43,14 @@
 // NAIVE: MISMATCH
 // FILE: output #0 4x8xf32: sum 39.7943, sum|x| 39.7943, values 0 0.478091 0.239046 1.07571
 // BADFILE: error: {{.*}}flashnorm-run.mlir holds {{[0-9]+}} bytes, expected 128 for tensor<4x8xf32>
-// SCALAR: error: @scalar argument #0 has type f32: it is not a ranked tensor
+// SCALAR: output #0 f32: sum 2.5, sum|x| 2.5, values 2.5
+// LOOKUP: output #0 2xf32: sum 8, sum|x| 8, values 4 4
+// LOOKUP: output #1 index: sum 2, sum|x| 2, values 2
+// BADARG: error: --arg 0=x: expected N=VALUE
+// PREPARE: reference output #0 4x6xf32
+// PREPARE: MATCH
+// NOPREP: error: the rewritten module has no function @block_flashnorm_prepare with a body
+// BUFFER: error: @buffer argument #0 has type memref<4xf32>: it is neither a ranked tensor nor a scalar
 // MISSING: error: {{.*}} has no function @missing with a body
 // BADPIPE: error: cannot parse --pipeline
 
@@ -49,4 +69,33 @@ func.func @block(%x: tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>) {
 
 func.func @scalar(%s: f32) -> f32 {
   return %s : f32
+}
+
+// table[ids[i]] * 2 and the position back: i64 ids, an index scalar.
+func.func @lookup(%ids: tensor<2xi64>, %pos: index) -> (tensor<2xf32>, index) {
+  %table = arith.constant dense<[1.0, 2.0, 3.0, 4.0]> : tensor<4xf32>
+  %e = tensor.empty() : tensor<2xf32>
+  %r = linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]} ins(%ids : tensor<2xi64>) outs(%e : tensor<2xf32>) {
+  ^bb0(%id: i64, %o: f32):
+    %i = arith.index_cast %id : i64 to index
+    %v = tensor.extract %table[%i] : tensor<4xf32>
+    %two = arith.constant 2.0 : f32
+    %d = arith.mulf %v, %two : f32
+    linalg.yield %d : f32
+  } -> tensor<2xf32>
+  return %r, %pos : tensor<2xf32>, index
+}
+
+// Gain and weight as arguments, as importers pass them.
+func.func @args(%x: tensor<4x8xf32>, %g: tensor<8xf32>, %w: tensor<8x6xf32>) -> tensor<4x6xf32> {
+  %n = flashnorm.rms_norm %x gain(%g : tensor<8xf32>) eps(1.0e-05) : tensor<4x8xf32>
+  %c0 = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<4x6xf32>
+  %z = linalg.fill ins(%c0 : f32) outs(%e : tensor<4x6xf32>) -> tensor<4x6xf32>
+  %y = linalg.matmul ins(%n, %w : tensor<4x8xf32>, tensor<8x6xf32>) outs(%z : tensor<4x6xf32>) -> tensor<4x6xf32>
+  return %y : tensor<4x6xf32>
+}
+
+func.func @buffer(%m: memref<4xf32>) {
+  return
 }

@@ -135,6 +135,20 @@ func.func @bias_in_init(%x: tensor<4x8xf32>, %w: tensor<8x16xf32>, %bias: tensor
 
 // -----
 
+// An accumulator straight from tensor.empty is undefined, not a bias: the
+// remark says what it is.
+// CHECK-LABEL: func.func @empty_init
+// CHECK-NOT: flashnorm.rms_inv
+// REMARK: Function=empty_init | Remark="not deferred; user 'linalg.matmul' at {{.*}}: it accumulates into an uninitialized 'tensor.empty' (its result is undefined; fill it with zero)"
+func.func @empty_init(%x: tensor<4x8xf32>, %w: tensor<8x16xf32>) -> tensor<4x16xf32> {
+  %n = flashnorm.rms_norm %x eps(1.0e-05) : tensor<4x8xf32>
+  %e = tensor.empty() : tensor<4x16xf32>
+  %y = linalg.matmul ins(%n, %w : tensor<4x8xf32>, tensor<8x16xf32>) outs(%e : tensor<4x16xf32>) -> tensor<4x16xf32>
+  return %y : tensor<4x16xf32>
+}
+
+// -----
+
 // A norm that also feeds a non-projection keeps the norm for that user; with
 // partial=false it is left alone.
 // RUN: flashnorm-opt %s --flashnorm-defer-scale=partial=false --split-input-file \

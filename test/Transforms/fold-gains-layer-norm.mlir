@@ -9,10 +9,10 @@
 // g = [2, 1], W = [[1, 2], [3, 4]]: diag(g) W = [[2, 4], [3, 4]], column
 // means [2.5, 4] -> [[-0.5, 0], [0.5, 0]]; b = [1, -1]: b W = [-2, -2].
 // CHECK-LABEL: func.func @gain_bias_centering
-// CHECK-DAG: %[[B:.*]] = arith.constant dense<-2.000000e+00> : tensor<2xf32>
 // CHECK-DAG: %[[W:.*]] = arith.constant dense<{{\[}}[-5.000000e-01, 0.000000e+00], [5.000000e-01, 0.000000e+00]]> : tensor<2x2xf32>
-// CHECK: %[[N:.*]] = flashnorm.layer_norm %arg0 eps(1.000000e-05) : tensor<4x2xf32>
+// CHECK-DAG: %[[N:.*]] = flashnorm.layer_norm %arg0 eps(1.000000e-05) : tensor<4x2xf32>
 // CHECK: %[[P:.*]] = linalg.matmul {flashnorm.centered_weights} ins(%[[N]], %[[W]] :
+// CHECK: %[[B:.*]] = arith.constant dense<-2.000000e+00> : tensor<2xf32>
 // CHECK: linalg.generic {{.*}} ins(%[[P]], %[[B]] : tensor<4x2xf32>, tensor<2xf32>)
 // REMARK: Function=gain_bias_centering | Remark="folded the gain and bias (and the mean-centering) into 1 projection weight(s)"
 func.func @gain_bias_centering(%x: tensor<4x2xf32>) -> tensor<4x2xf32> {

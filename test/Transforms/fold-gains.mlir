@@ -2,6 +2,8 @@
 // RUN: flashnorm-opt %s --flashnorm-fold-gains --split-input-file \
 // RUN:   --remarks-filter=flashnorm --remark-format=emitRemark 2>&1 >/dev/null \
 // RUN:   | FileCheck %s --check-prefix=REMARK
+// Argument weights are worth a warning without flags: it names the option.
+// RUN: flashnorm-opt %s --flashnorm-fold-gains --split-input-file 2>&1 >/dev/null | FileCheck %s --check-prefix=WARN
 
 // linalg.matmul with a K x N weight: row k of W is scaled by g[k].
 // CHECK-LABEL: func.func @matmul_kn
@@ -50,7 +52,6 @@ func.func @through_transposes(%x: tensor<4x2xf32>) -> (tensor<4x3xf32>, tensor<1
   %g = arith.constant dense<[2.0, 3.0]> : tensor<2xf32>
   %n = flashnorm.rms_norm %x gain(%g : tensor<2xf32>) eps(1.0e-05) : tensor<4x2xf32>
   // CHECK-DAG: %[[WT:.*]] = arith.constant dense<{{\[}}[2.000000e+00, 3.000000e+00], [4.000000e+00, 6.000000e+00], [6.000000e+00, 9.000000e+00]]> : tensor<3x2xf32>
-  // CHECK-DAG: %[[TT:.*]] = "tosa.const"() <{values = dense<{{\[}}[{{\[}}2.000000e+00, 6.000000e+00], [6.000000e+00, 1.200000e+01], [1.000000e+01, 1.800000e+01]]]> : tensor<1x3x2xf32>}>
   %w = arith.constant dense<[[1.0, 1.0], [2.0, 2.0], [3.0, 3.0]]> : tensor<3x2xf32>
   %e0 = tensor.empty() : tensor<2x3xf32>
   // CHECK: linalg.transpose ins(%[[WT]] : tensor<3x2xf32>)
@@ -61,6 +62,7 @@ func.func @through_transposes(%x: tensor<4x2xf32>) -> (tensor<4x3xf32>, tensor<1
   %y = linalg.matmul ins(%n, %wt : tensor<4x2xf32>, tensor<2x3xf32>) outs(%z : tensor<4x3xf32>) -> tensor<4x3xf32>
   %t = "tosa.const"() <{values = dense<[[[1.0, 3.0, 5.0], [2.0, 4.0, 6.0]]]> : tensor<1x2x3xf32>}> : () -> tensor<1x2x3xf32>
   %tt = "tosa.const"() <{values = dense<[[[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]]]> : tensor<1x3x2xf32>}> : () -> tensor<1x3x2xf32>
+  // CHECK: %[[TT:.*]] = "tosa.const"() <{values = dense<{{\[}}[{{\[}}2.000000e+00, 6.000000e+00], [6.000000e+00, 1.200000e+01], [1.000000e+01, 1.800000e+01]]]> : tensor<1x3x2xf32>}>
   // CHECK: tosa.transpose %[[TT]]
   // CHECK: %[[E:.*]] = tensor.expand_shape
   // CHECK: tosa.matmul %[[E]]
@@ -76,9 +78,9 @@ func.func @through_transposes(%x: tensor<4x2xf32>) -> (tensor<4x3xf32>, tensor<1
 // batch_matmul whose weight is broadcast over the batch, a contraction
 // linalg.generic, and dynamic row counts.
 // CHECK-LABEL: func.func @batch_and_generic
-// CHECK-DAG: %[[B:.*]] = arith.constant dense<{{\[}}[2.000000e+00], [3.000000e+00]]> : tensor<2x1xf32>
-// CHECK-DAG: %[[G:.*]] = arith.constant dense<{{\[}}[4.000000e+00, 2.000000e+00], [6.000000e+00, 3.000000e+00]]> : tensor<2x2xf32>
+// CHECK: %[[B:.*]] = arith.constant dense<{{\[}}[2.000000e+00], [3.000000e+00]]> : tensor<2x1xf32>
 // CHECK: linalg.broadcast ins(%[[B]]
+// CHECK: %[[G:.*]] = arith.constant dense<{{\[}}[4.000000e+00, 2.000000e+00], [6.000000e+00, 3.000000e+00]]> : tensor<2x2xf32>
 // CHECK: linalg.generic {{.*}} ins(%{{.*}}, %[[G]] :
 func.func @batch_and_generic(%x: tensor<3x?x2xf32>) -> (tensor<3x?x1xf32>, tensor<3x?x2xf32>) {
   %g = arith.constant dense<[2.0, 3.0]> : tensor<2xf32>
@@ -166,7 +168,7 @@ func.func @resource_weight(%x: tensor<4x2xf32>) -> tensor<4x2xf32> {
 // CHECK-LABEL: func.func @qkv_shared_norm
 // CHECK-DAG: %[[K:.*]] = arith.constant dense<1.000000e+00> : tensor<2x2xf32>
 // CHECK-DAG: %[[KF:.*]] = arith.constant dense<{{\[}}[2.000000e+00, 2.000000e+00], [4.000000e+00, 4.000000e+00]]> : tensor<2x2xf32>
-// CHECK: %[[N:.*]] = flashnorm.rms_norm %{{.*}} eps(1.000000e-05) : tensor<4x2xf32>
+// CHECK-DAG: %[[N:.*]] = flashnorm.rms_norm %{{.*}} eps(1.000000e-05) : tensor<4x2xf32>
 // CHECK: %[[Q:.*]] = linalg.matmul ins(%[[N]], %{{.*}} :
 // CHECK: arith.addf %[[Q]], %{{.*}} : tensor<4x2xf32>
 // CHECK: linalg.matmul ins(%[[N]], %[[KF]] :
@@ -215,7 +217,8 @@ func.func @tied(%x: tensor<4x2xf32>) -> (tensor<4x2xf32>, tensor<2x2xf32>) {
 // Refusals: nothing is folded and the remark names the user and the reason.
 // CHECK-LABEL: func.func @weight_is_argument
 // CHECK: flashnorm.rms_norm %{{.*}} gain(
-// REMARK: Function=weight_is_argument | Remark="not folded: user 'linalg.matmul' at {{.*}}: its weight is not a constant (block argument #1)"
+// REMARK: Function=weight_is_argument | Remark="not folded: user 'linalg.matmul' at {{.*}}: its weight is not a constant (block argument #1) (prepare-function=true folds it through a prepare function)"
+// WARN: warning: flashnorm-fold-gains: 1 norm(s) of @weight_is_argument not folded because their gains or projection weights are function arguments; --flashnorm=prepare-function=true folds them through a @weight_is_argument_flashnorm_prepare function
 func.func @weight_is_argument(%x: tensor<4x2xf32>, %w: tensor<2x3xf32>) -> tensor<4x3xf32> {
   %g = arith.constant dense<[2.0, 0.5]> : tensor<2xf32>
   %n = flashnorm.rms_norm %x gain(%g : tensor<2xf32>) eps(1.0e-05) : tensor<4x2xf32>
@@ -231,8 +234,8 @@ func.func @weight_is_argument(%x: tensor<4x2xf32>, %w: tensor<2x3xf32>) -> tenso
 // One foldable projection and one non-projection user (a residual add):
 // nothing is folded, not even the projection's weight.
 // CHECK-LABEL: func.func @non_projection_user
-// CHECK: arith.constant dense<{{\[}}[1.000000e+00, 2.000000e+00, 3.000000e+00], [-2.000000e+00, -3.000000e+00, -4.000000e+00]]>
-// CHECK: flashnorm.rms_norm %{{.*}} gain(
+// CHECK-DAG: arith.constant dense<{{\[}}[1.000000e+00, 2.000000e+00, 3.000000e+00], [-2.000000e+00, -3.000000e+00, -4.000000e+00]]>
+// CHECK-DAG: flashnorm.rms_norm %{{.*}} gain(
 // REMARK: Function=non_projection_user | Remark="not folded: user 'arith.addf' at {{.*}}: it is not a projection (matmul-like op)"
 func.func @non_projection_user(%x: tensor<4x2xf32>) -> (tensor<4x3xf32>, tensor<4x2xf32>) {
   %g = arith.constant dense<[2.0, 0.5]> : tensor<2xf32>
@@ -250,7 +253,7 @@ func.func @non_projection_user(%x: tensor<4x2xf32>) -> (tensor<4x3xf32>, tensor<
 
 // CHECK-LABEL: func.func @gain_is_argument
 // CHECK: flashnorm.rms_norm %{{.*}} gain(
-// REMARK: Function=gain_is_argument | Remark="not folded: gain is not foldable: it is not a constant tensor"
+// REMARK: Function=gain_is_argument | Remark="not folded: gain is not foldable: it is not a constant tensor (prepare-function=true folds it through a prepare function)"
 func.func @gain_is_argument(%x: tensor<4x2xf32>, %g: tensor<2xf32>) -> tensor<4x3xf32> {
   %n = flashnorm.rms_norm %x gain(%g : tensor<2xf32>) eps(1.0e-05) : tensor<4x2xf32>
   %w = arith.constant dense<1.0> : tensor<2x3xf32>
@@ -286,8 +289,9 @@ func.func @norm_as_rhs(%x: tensor<2x4xf32>) -> tensor<3x4xf32> {
 // RUN: flashnorm-opt %s --split-input-file --flashnorm | FileCheck %s --check-prefix=PIPE
 // PIPE-LABEL: func.func @tosa_rms
 // Row k of the weight is 0.5 * g[k]: 0.5 (0x3F000000), 1.0 (0x3F800000), ...
-// PIPE: "tosa.const"() <{values = dense<"0x0000003F{{.*}}0000803F{{.*}}"> : tensor<1x8x16xf32>}>
-// PIPE: flashnorm.rms_inv
+// PIPE-DAG: flashnorm.rms_inv
+// PIPE-DAG: %[[W:.*]] = "tosa.const"() <{values = dense<"0x0000003F{{.*}}0000803F{{.*}}"> : tensor<1x8x16xf32>}>
+// PIPE: tosa.matmul %{{.*}}, %[[W]]
 // PIPE: flashnorm.post_scale
 func.func @tosa_rms(%x: tensor<1x4x8xf32>) -> tensor<1x4x16xf32> {
   %shift = "tosa.const"() <{values = dense<0> : tensor<1xi8>}> : () -> tensor<1xi8>

@@ -3,13 +3,19 @@
 //
 // Runs one function of a module on the CPU (MLIR's ExecutionEngine, through
 // the reference lowering flashnorm-lower-to-llvm) with seeded random inputs
-// made from its signature, and prints checksums or values of its outputs.
-// With --compare it runs the function before and after a pipeline (or
-// against a second module) on the same inputs and reports, per output, the
-// largest absolute and relative error; it exits 1 past --rtol/--atol.
+// made from its signature (float, integer and index tensors and scalars),
+// and prints checksums or values of its outputs. With --compare it runs the
+// function before and after a pipeline (or against a second module) on the
+// same inputs and reports, per output, the largest absolute and relative
+// error; it exits 1 past --rtol/--atol. With --prepare it runs the rewritten
+// @f_flashnorm_prepare on the inputs, then @f on its folded weights, against
+// the original @f: the check an integrator runs on a real model.
 //
-//   flashnorm-run model.mlir -e forward --pipeline='builtin.module(flashnorm)'
-//   --compare
+//   flashnorm-run model.mlir -e forward --pipeline=flashnorm --compare
+//   flashnorm-run decode.mlir -e forward --prepare --arg 2=17
+//
+// Host values stay in their own element type (a bf16 model's weights take
+// two bytes each here too).
 //
 //===----------------------------------------------------------------------===//
 
@@ -39,6 +45,7 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <map>
 #include <random>
 
 using namespace mlir;
@@ -49,11 +56,29 @@ static cl::opt<std::string> inputFile(cl::Positional, cl::desc("<input.mlir>"),
                                       cl::init("-"), cl::cat(runCategory));
 static cl::opt<std::string> entry("e", cl::desc("Function to call"),
                                   cl::init("forward"), cl::cat(runCategory));
-static cl::opt<std::string>
-    pipeline("pipeline",
-             cl::desc("Pass pipeline applied before running, e.g. "
-                      "'builtin.module(flashnorm)' (default: none)"),
-             cl::init(""), cl::cat(runCategory));
+static cl::opt<std::string> pipeline(
+    "pipeline",
+    cl::desc("Pass pipeline applied before running: 'builtin.module(...)' or "
+             "a list of pass names, function passes nested implicitly, e.g. "
+             "'flashnorm' or 'flashnorm-raise,flashnorm-fold-gains' "
+             "(default: none; with --prepare: flashnorm{prepare-function=1})"),
+    cl::init(""), cl::cat(runCategory));
+static cl::opt<bool> prepare(
+    "prepare",
+    cl::desc("Run @<e>_flashnorm_prepare of the rewritten module on the "
+             "inputs, then @<e> with the weights it returns, and compare "
+             "with the original @<e> on the original inputs"),
+    cl::init(false), cl::cat(runCategory));
+static cl::list<std::string> argValues(
+    "arg",
+    cl::desc("N=VALUE: argument N is VALUE (a scalar, or every element of a "
+             "tensor); repeatable"),
+    cl::cat(runCategory));
+static cl::opt<int64_t>
+    intMax("int-max",
+           cl::desc("Integer and index inputs are uniform in [0, N] "
+                    "(default 0: always a valid token id or position)"),
+           cl::init(0), cl::cat(runCategory));
 static cl::opt<bool>
     compare("compare",
             cl::desc("Also run the module without --pipeline (or the module "
@@ -83,13 +108,15 @@ static cl::opt<double>
 static cl::list<std::string> inputFiles(
     "inputs",
     cl::desc("Files holding the arguments instead of random values, one per "
-             "argument in order (comma separated): raw little-endian elements "
-             "of the argument's type, row-major"),
+             "argument in order (comma separated; an empty name keeps the "
+             "random value): raw little-endian elements of the argument's "
+             "type, row-major (index: 8 bytes)"),
     cl::CommaSeparated, cl::cat(runCategory));
-static cl::list<std::string>
-    sharedLibs("shared-libs",
-               cl::desc("Libraries the function calls into (comma separated)"),
-               cl::CommaSeparated, cl::cat(runCategory));
+static cl::list<std::string> sharedLibs(
+    "shared-libs",
+    cl::desc("More libraries the function calls into (comma separated; "
+             "MLIR's runner utilities are always loaded)"),
+    cl::CommaSeparated, cl::cat(runCategory));
 enum class PrintMode { Checksum, Values, None };
 static cl::opt<PrintMode> printMode(
     "print", cl::desc("What to print of each output"),
@@ -115,169 +142,275 @@ std::vector<std::unique_ptr<ExecutionEngine>> &liveEngines() {
   std::_Exit(code);
 }
 
-/// A float tensor on the host: shape, element type, values in f64.
-struct HostTensor {
-  SmallVector<int64_t> shape;
-  flashnorm::FloatKind kind;
-  std::vector<double> values;
-};
+/// Element types a host value can hold.
+enum class Kind { F16, BF16, F32, F64, I8, I16, I32, I64, Index };
 
-std::optional<flashnorm::FloatKind> floatKindOf(Type t) {
-  return flashnorm::getFloatKind(t);
+bool isFloatKind(Kind k) { return k <= Kind::F64; }
+
+std::optional<Kind> kindOf(Type t) {
+  if (std::optional<flashnorm::FloatKind> f = flashnorm::getFloatKind(t))
+    return static_cast<Kind>(*f); // Same order: F16, BF16, F32, F64.
+  if (t.isIndex())
+    return Kind::Index;
+  if (auto i = dyn_cast<IntegerType>(t)) {
+    switch (i.getWidth()) {
+    case 8:
+      return Kind::I8;
+    case 16:
+      return Kind::I16;
+    case 32:
+      return Kind::I32;
+    case 64:
+      return Kind::I64;
+    }
+  }
+  return std::nullopt;
 }
+
+size_t byteWidth(Kind kind) {
+  switch (kind) {
+  case Kind::I8:
+    return 1;
+  case Kind::F16:
+  case Kind::BF16:
+  case Kind::I16:
+    return 2;
+  case Kind::F32:
+  case Kind::I32:
+    return 4;
+  case Kind::F64:
+  case Kind::I64:
+  case Kind::Index:
+    return 8;
+  }
+  llvm_unreachable("unknown kind");
+}
+
+const char *kindName(Kind kind) {
+  const char *names[] = {"f16", "bf16", "f32", "f64",  "i8",
+                         "i16", "i32",  "i64", "index"};
+  return names[static_cast<int>(kind)];
+}
+
+template <typename T> T readAs(const char *src) {
+  T v;
+  std::memcpy(&v, src, sizeof(T));
+  return v;
+}
+template <typename T> void writeAs(char *dst, T v) {
+  std::memcpy(dst, &v, sizeof(T));
+}
+
+/// Writes `v` rounded (floats: to nearest even; integers: truncated) to the
+/// element type.
+void store(Kind kind, char *dst, double v) {
+  switch (kind) {
+  case Kind::F16:
+    return writeAs(dst, flashnorm::encodeHalf(v));
+  case Kind::BF16:
+    return writeAs(dst, flashnorm::encodeBFloat(v));
+  case Kind::F32:
+    return writeAs(dst, static_cast<float>(v));
+  case Kind::F64:
+    return writeAs(dst, v);
+  case Kind::I8:
+    return writeAs(dst, static_cast<int8_t>(v));
+  case Kind::I16:
+    return writeAs(dst, static_cast<int16_t>(v));
+  case Kind::I32:
+    return writeAs(dst, static_cast<int32_t>(v));
+  case Kind::I64:
+  case Kind::Index:
+    return writeAs(dst, static_cast<int64_t>(v));
+  }
+}
+
+double load(Kind kind, const char *src) {
+  switch (kind) {
+  case Kind::F16:
+    return flashnorm::decodeHalf(readAs<uint16_t>(src));
+  case Kind::BF16:
+    return flashnorm::decodeBFloat(readAs<uint16_t>(src));
+  case Kind::F32:
+    return readAs<float>(src);
+  case Kind::F64:
+    return readAs<double>(src);
+  case Kind::I8:
+    return readAs<int8_t>(src);
+  case Kind::I16:
+    return readAs<int16_t>(src);
+  case Kind::I32:
+    return readAs<int32_t>(src);
+  case Kind::I64:
+  case Kind::Index:
+    return static_cast<double>(readAs<int64_t>(src));
+  }
+  llvm_unreachable("unknown kind");
+}
+
+/// An argument or result on the host, in its own element type: a tensor
+/// (row-major) or a scalar (no shape).
+struct HostValue {
+  bool scalar = false;
+  SmallVector<int64_t> shape;
+  Kind kind = Kind::F32;
+  std::vector<char> bytes;
+
+  size_t size() const { return bytes.size() / byteWidth(kind); }
+  double get(size_t i) const { return load(kind, &bytes[i * byteWidth(kind)]); }
+  void set(size_t i, double v) { store(kind, &bytes[i * byteWidth(kind)], v); }
+
+  static HostValue of(Type t) {
+    HostValue h;
+    auto tensor = dyn_cast<RankedTensorType>(t);
+    h.scalar = !tensor;
+    h.kind = *kindOf(tensor ? tensor.getElementType() : t);
+    if (tensor)
+      h.shape = llvm::to_vector(tensor.getShape());
+    h.bytes.resize((tensor ? tensor.getNumElements() : 1) * byteWidth(h.kind));
+    return h;
+  }
+};
 
 /// Why `type` cannot be an argument or result, or an empty string.
 std::string unsupported(Type type) {
   auto tensor = dyn_cast<RankedTensorType>(type);
-  if (!tensor)
-    return "it is not a ranked tensor";
-  if (!tensor.hasStaticShape())
+  if (!tensor && !type.isIntOrIndexOrFloat())
+    return "it is neither a ranked tensor nor a scalar";
+  if (tensor && !tensor.hasStaticShape())
     return "its shape is not static";
-  if (!floatKindOf(tensor.getElementType()))
-    return "its element type is not f16, bf16, f32 or f64";
+  if (!kindOf(tensor ? tensor.getElementType() : type))
+    return "its element type is not f16, bf16, f32, f64, i8, i16, i32, i64 "
+           "or index";
   return "";
 }
 
-size_t byteWidth(flashnorm::FloatKind kind) {
-  switch (kind) {
-  case flashnorm::FloatKind::F16:
-  case flashnorm::FloatKind::BF16:
-    return 2;
-  case flashnorm::FloatKind::F32:
-    return 4;
-  case flashnorm::FloatKind::F64:
-    return 8;
+/// Parses the --arg list into argument number -> value.
+FailureOr<std::map<unsigned, double>> parseArgValues(unsigned numArgs) {
+  std::map<unsigned, double> values;
+  for (StringRef spec : argValues) {
+    auto [index, value] = spec.split('=');
+    unsigned n;
+    double v;
+    if (index.trim().getAsInteger(10, n) || value.trim().getAsDouble(v)) {
+      llvm::errs() << "error: --arg " << spec
+                   << ": expected N=VALUE (e.g. --arg 2=17)\n";
+      return failure();
+    }
+    if (n >= numArgs) {
+      llvm::errs() << "error: --arg " << spec << ": @" << entry << " takes "
+                   << numArgs << " arguments\n";
+      return failure();
+    }
+    values[n] = v;
   }
-  llvm_unreachable("unknown float kind");
+  return values;
 }
 
-void store(flashnorm::FloatKind kind, char *dst, double v) {
-  switch (kind) {
-  case flashnorm::FloatKind::F16: {
-    uint16_t h = flashnorm::encodeHalf(v);
-    std::memcpy(dst, &h, 2);
-    return;
-  }
-  case flashnorm::FloatKind::BF16: {
-    uint16_t h = flashnorm::encodeBFloat(v);
-    std::memcpy(dst, &h, 2);
-    return;
-  }
-  case flashnorm::FloatKind::F32: {
-    float f = static_cast<float>(v);
-    std::memcpy(dst, &f, 4);
-    return;
-  }
-  case flashnorm::FloatKind::F64:
-    std::memcpy(dst, &v, 8);
-    return;
-  }
-}
-
-double load(flashnorm::FloatKind kind, const char *src) {
-  uint16_t h;
-  float f;
-  double d;
-  switch (kind) {
-  case flashnorm::FloatKind::F16:
-    std::memcpy(&h, src, 2);
-    return flashnorm::decodeHalf(h);
-  case flashnorm::FloatKind::BF16:
-    std::memcpy(&h, src, 2);
-    return flashnorm::decodeBFloat(h);
-  case flashnorm::FloatKind::F32:
-    std::memcpy(&f, src, 4);
-    return f;
-  case flashnorm::FloatKind::F64:
-    std::memcpy(&d, src, 8);
-    return d;
-  }
-  llvm_unreachable("unknown float kind");
-}
-
-/// The arguments read from --inputs files, or an error.
-FailureOr<SmallVector<HostTensor>> readInputs(FunctionType type) {
-  if (inputFiles.size() != type.getNumInputs()) {
+/// The arguments: seeded random values (floats uniform in [-R, R] rounded
+/// to their type, integers uniform in [0, --int-max]), replaced by --inputs
+/// files and --arg values where given.
+FailureOr<SmallVector<HostValue>> makeInputs(FunctionType type) {
+  FailureOr<std::map<unsigned, double>> fixed =
+      parseArgValues(type.getNumInputs());
+  if (failed(fixed))
+    return failure();
+  if (!inputFiles.empty() && inputFiles.size() != type.getNumInputs()) {
     llvm::errs() << "error: --inputs names " << inputFiles.size()
                  << " files but @" << entry << " takes " << type.getNumInputs()
                  << " arguments\n";
     return failure();
   }
-  SmallVector<HostTensor> inputs;
-  for (auto [file, t] : llvm::zip(inputFiles, type.getInputs())) {
-    auto tensor = cast<RankedTensorType>(t);
-    HostTensor h{llvm::to_vector(tensor.getShape()),
-                 *floatKindOf(tensor.getElementType()),
-                 {}};
-    auto buffer = llvm::MemoryBuffer::getFile(file, /*IsText=*/false);
-    size_t width = byteWidth(h.kind);
-    size_t expected = width * tensor.getNumElements();
-    if (!buffer) {
-      llvm::errs() << "error: cannot read " << file << "\n";
-      return failure();
-    }
-    if ((*buffer)->getBufferSize() != expected) {
-      llvm::errs() << "error: " << file << " holds "
-                   << (*buffer)->getBufferSize() << " bytes, expected "
-                   << expected << " for " << t << "\n";
-      return failure();
-    }
-    const char *data = (*buffer)->getBufferStart();
-    h.values.resize(tensor.getNumElements());
-    for (size_t i = 0; i < h.values.size(); ++i)
-      h.values[i] = load(h.kind, data + i * width);
-    inputs.push_back(std::move(h));
+  if (intMax < 0) {
+    llvm::errs() << "error: --int-max must be 0 or more, not " << intMax
+                 << "\n";
+    return failure();
   }
-  return inputs;
-}
-
-/// Seeded inputs for every argument: uniform in [-R, R], rounded to the
-/// argument's element type (so both runs see the same bits).
-SmallVector<HostTensor> makeInputs(FunctionType type) {
   std::mt19937_64 rng(seed);
-  std::uniform_real_distribution<double> dist(-inputRange, inputRange);
-  SmallVector<HostTensor> inputs;
-  for (Type t : type.getInputs()) {
-    auto tensor = cast<RankedTensorType>(t);
-    HostTensor h{llvm::to_vector(tensor.getShape()),
-                 *floatKindOf(tensor.getElementType()),
-                 {}};
-    h.values.resize(tensor.getNumElements());
-    char buf[8];
-    for (double &v : h.values) {
-      store(h.kind, buf, dist(rng));
-      v = load(h.kind, buf);
+  std::uniform_real_distribution<double> real(-inputRange, inputRange);
+  std::uniform_int_distribution<int64_t> integer(0, intMax);
+  SmallVector<HostValue> inputs;
+  for (auto [i, t] : llvm::enumerate(type.getInputs())) {
+    HostValue h = HostValue::of(t);
+    for (size_t j = 0; j < h.size(); ++j)
+      h.set(j, isFloatKind(h.kind) ? real(rng)
+                                   : static_cast<double>(integer(rng)));
+    if (!inputFiles.empty() && !inputFiles[i].empty()) {
+      const std::string &file = inputFiles[i];
+      auto buffer = llvm::MemoryBuffer::getFile(file, /*IsText=*/false);
+      if (!buffer) {
+        llvm::errs() << "error: cannot read " << file << "\n";
+        return failure();
+      }
+      if ((*buffer)->getBufferSize() != h.bytes.size()) {
+        llvm::errs() << "error: " << file << " holds "
+                     << (*buffer)->getBufferSize() << " bytes, expected "
+                     << h.bytes.size() << " for " << t << "\n";
+        return failure();
+      }
+      std::memcpy(h.bytes.data(), (*buffer)->getBufferStart(), h.bytes.size());
     }
+    if (auto it = fixed->find(i); it != fixed->end())
+      for (size_t j = 0; j < h.size(); ++j)
+        h.set(j, it->second);
     inputs.push_back(std::move(h));
   }
   return inputs;
 }
 
-/// Lowers `module` (after `passes`, if any) and calls the entry function.
-/// Arguments and results follow the memref calling convention: each memref
-/// is (allocated, aligned, offset, sizes..., strides...).
-FailureOr<SmallVector<HostTensor>> run(ModuleOp module, StringRef passes,
-                                       ArrayRef<HostTensor> inputs,
-                                       FunctionType type) {
-  // Only the entry function and what it calls are compiled: a @main that
-  // prints through runtime functions should not need them here.
+/// --pipeline as a pass manager on builtin.module: 'builtin.module(...)' as
+/// written, or a bare list whose function passes are nested. Parsed
+/// before any input is made, so a typo costs nothing.
+FailureOr<OpPassManager> parseUserPipeline(StringRef text) {
+  std::string errors;
+  llvm::raw_string_ostream errorStream(errors);
+  text = text.trim();
+  if (text.starts_with("builtin.module(")) {
+    FailureOr<OpPassManager> pm = parsePassPipeline(text, errorStream);
+    if (failed(pm))
+      llvm::errs() << "error: cannot parse --pipeline: " << errors << "\n";
+    return pm;
+  }
+  // Each top-level element runs on the module if it can, else on every
+  // function (a bare function pass).
+  std::string nested;
+  int depth = 0;
+  size_t begin = 0;
+  for (size_t i = 0; i <= text.size(); ++i) {
+    char c = i < text.size() ? text[i] : ',';
+    depth += (c == '(' || c == '{') - (c == ')' || c == '}');
+    if (c != ',' || depth != 0)
+      continue;
+    StringRef element = text.slice(begin, i).trim();
+    begin = i + 1;
+    std::string ignored;
+    llvm::raw_string_ostream ignoredStream(ignored);
+    OpPassManager probe("builtin.module");
+    bool onModule = succeeded(parsePassPipeline(element, probe, ignoredStream));
+    nested += (nested.empty() ? "" : ",") +
+              (onModule ? element.str() : "func.func(" + element.str() + ")");
+  }
+  FailureOr<OpPassManager> pm =
+      parsePassPipeline("builtin.module(" + nested + ")", errorStream);
+  if (failed(pm))
+    llvm::errs() << "error: cannot parse --pipeline: " << errors << "\n";
+  return pm;
+}
+
+/// Lowers `module` (after `passes`, if any) for the CPU and JITs it, with
+/// `functions` callable.
+FailureOr<ExecutionEngine *> compile(ModuleOp module, OpPassManager *passes,
+                                     ArrayRef<std::string> functions) {
+  // Only the called functions and what they call are compiled: a @main
+  // that prints through runtime functions should not need them here.
   for (auto fn : module.getOps<func::FuncOp>())
-    if (fn.getName() != entry)
+    if (!llvm::is_contained(functions, fn.getName()))
       fn.setPrivate();
   std::string errors;
   llvm::raw_string_ostream errorStream(errors);
-  if (!passes.empty()) {
-    // `builtin.module(...)`, or a bare pass list anchored on the module.
-    std::string text = passes.str();
-    if (!StringRef(text).starts_with("builtin.module("))
-      text = "builtin.module(" + text + ")";
-    FailureOr<OpPassManager> user = parsePassPipeline(text, errorStream);
-    if (failed(user)) {
-      llvm::errs() << "error: cannot parse --pipeline: " << errors << "\n";
-      return failure();
-    }
+  if (passes) {
     PassManager userPm(module.getContext());
-    static_cast<OpPassManager &>(userPm) = *user;
+    static_cast<OpPassManager &>(userPm) = *passes;
     if (failed(userPm.run(module)))
       return failure(); // The diagnostics are already printed.
   }
@@ -292,7 +425,10 @@ FailureOr<SmallVector<HostTensor>> run(ModuleOp module, StringRef passes,
   if (failed(pm.run(module)))
     return failure(); // The diagnostics are already printed.
 
-  SmallVector<StringRef> libs;
+  // memrefCopy and the printers live in the runner utilities.
+  SmallVector<StringRef> libs{
+      FLASHNORM_MLIR_LIB_DIR "/libmlir_c_runner_utils.so",
+      FLASHNORM_MLIR_LIB_DIR "/libmlir_runner_utils.so"};
   for (const std::string &lib : sharedLibs)
     libs.push_back(lib);
   if (concurrent) // Async tasks call into MLIR's async runtime.
@@ -307,129 +443,164 @@ FailureOr<SmallVector<HostTensor>> run(ModuleOp module, StringRef passes,
                  << llvm::toString(engine.takeError()) << "\n";
     return failure();
   }
+  liveEngines().push_back(std::move(*engine));
+  return liveEngines().back().get();
+}
 
-  // Inputs: one aligned buffer each, passed as expanded memref descriptors.
+/// Where each result sits in the struct the packed wrapper writes: memref
+/// descriptors {ptr, ptr, offset, sizes..., strides...} and scalars, each
+/// at its natural alignment.
+SmallVector<size_t> resultOffsets(FunctionType type, size_t &total) {
+  SmallVector<size_t> offsets;
+  total = 0;
+  for (Type t : type.getResults()) {
+    auto tensor = dyn_cast<RankedTensorType>(t);
+    size_t size =
+        tensor ? 8 * (3 + 2 * tensor.getRank()) : byteWidth(*kindOf(t));
+    size_t align = tensor ? 8 : size;
+    total = llvm::alignTo(total, align);
+    offsets.push_back(total);
+    total += size;
+  }
+  total = llvm::alignTo(total, 8);
+  return offsets;
+}
+
+/// Calls `name` (of type `type`) with `inputs`. Arguments and results follow
+/// the memref calling convention: each memref is (allocated, aligned,
+/// offset, sizes..., strides...), each scalar itself.
+FailureOr<SmallVector<HostValue>> invoke(ExecutionEngine &engine,
+                                         StringRef name, FunctionType type,
+                                         ArrayRef<HostValue> inputs) {
+  // Tensors: one 64-byte aligned copy each (the callee may write it).
   SmallVector<std::vector<char>> buffers;
-  SmallVector<std::vector<int64_t>> scalars; // offset, sizes, strides
-  SmallVector<void *> pointers;              // allocated and aligned
+  SmallVector<std::vector<int64_t>> descriptors; // offset, sizes, strides
+  SmallVector<void *> pointers(2 * inputs.size());
   SmallVector<void *> args;
-  pointers.reserve(2 * inputs.size());
-  for (const HostTensor &in : inputs) {
-    size_t width = byteWidth(in.kind);
-    buffers.emplace_back(in.values.size() * width + 64);
+  for (const HostValue &in : inputs) {
+    buffers.emplace_back(in.bytes.size() + 64);
+    if (in.scalar) {
+      std::memcpy(buffers.back().data(), in.bytes.data(), in.bytes.size());
+      descriptors.emplace_back();
+      continue;
+    }
     char *data = buffers.back().data();
     char *aligned = data + (64 - reinterpret_cast<uintptr_t>(data) % 64) % 64;
-    for (size_t i = 0; i < in.values.size(); ++i)
-      store(in.kind, aligned + i * width, in.values[i]);
+    std::memcpy(aligned, in.bytes.data(), in.bytes.size());
+    pointers[2 * descriptors.size()] = pointers[2 * descriptors.size() + 1] =
+        aligned;
     std::vector<int64_t> desc{0};
     desc.insert(desc.end(), in.shape.begin(), in.shape.end());
     SmallVector<int64_t> strides(in.shape.size(), 1);
     for (int64_t d = static_cast<int64_t>(in.shape.size()) - 2; d >= 0; --d)
       strides[d] = strides[d + 1] * in.shape[d + 1];
     desc.insert(desc.end(), strides.begin(), strides.end());
-    scalars.push_back(std::move(desc));
-    pointers.push_back(aligned);
-    pointers.push_back(aligned);
+    descriptors.push_back(std::move(desc));
   }
   for (auto [i, in] : llvm::enumerate(inputs)) {
+    if (in.scalar) {
+      args.push_back(buffers[i].data());
+      continue;
+    }
     args.push_back(&pointers[2 * i]);
     args.push_back(&pointers[2 * i + 1]);
-    for (int64_t &s : scalars[i])
+    for (int64_t &s : descriptors[i])
       args.push_back(&s);
   }
-  // Results: the function returns its memrefs' descriptors in one struct of
-  // 8-byte fields.
-  size_t resultWords = 0;
-  for (Type t : type.getResults())
-    resultWords += 3 + 2 * cast<RankedTensorType>(t).getRank();
-  std::vector<int64_t> resultStorage(std::max<size_t>(resultWords, 1));
+  size_t resultBytes;
+  SmallVector<size_t> offsets = resultOffsets(type, resultBytes);
+  std::vector<int64_t> resultStorage(std::max<size_t>(resultBytes / 8, 1));
+  auto *results = reinterpret_cast<char *>(resultStorage.data());
   if (!type.getResults().empty())
-    args.push_back(resultStorage.data());
-  if (llvm::Error err = (*engine)->invokePacked(entry, args)) {
-    llvm::errs() << "error: calling @" << entry
+    args.push_back(results);
+  if (llvm::Error err = engine.invokePacked(name, args)) {
+    llvm::errs() << "error: calling @" << name
                  << " failed: " << llvm::toString(std::move(err)) << "\n";
     return failure();
   }
 
-  SmallVector<HostTensor> outputs;
-  size_t word = 0;
-  for (Type t : type.getResults()) {
-    auto tensor = cast<RankedTensorType>(t);
-    HostTensor out{llvm::to_vector(tensor.getShape()),
-                   *floatKindOf(tensor.getElementType()),
-                   {}};
-    int64_t rank = tensor.getRank();
-    auto *aligned = reinterpret_cast<char *>(resultStorage[word + 1]);
-    int64_t offset = resultStorage[word + 2];
-    ArrayRef<int64_t> strides(&resultStorage[word + 3 + rank], rank);
+  SmallVector<HostValue> outputs;
+  SmallVector<char *> freedResults;
+  for (auto [t, offset] : llvm::zip(type.getResults(), offsets)) {
+    HostValue out = HostValue::of(t);
+    const char *field = results + offset;
+    if (out.scalar) {
+      std::memcpy(out.bytes.data(), field, out.bytes.size());
+      outputs.push_back(std::move(out));
+      continue;
+    }
+    int64_t rank = out.shape.size();
+    auto *allocated = readAs<char *>(field);
+    auto *aligned = readAs<char *>(field + 8);
+    int64_t base = readAs<int64_t>(field + 16);
+    SmallVector<int64_t> strides;
+    for (int64_t d = 0; d < rank; ++d)
+      strides.push_back(readAs<int64_t>(field + 8 * (3 + rank + d)));
     size_t width = byteWidth(out.kind);
-    out.values.resize(tensor.getNumElements());
     SmallVector<int64_t> index(rank, 0);
-    for (size_t flat = 0; flat < out.values.size(); ++flat) {
-      int64_t pos = offset;
+    for (size_t flat = 0; flat < out.size(); ++flat) {
+      int64_t pos = base;
       for (int64_t d = 0; d < rank; ++d)
         pos += index[d] * strides[d];
-      out.values[flat] = load(out.kind, aligned + pos * width);
+      std::memcpy(&out.bytes[flat * width], aligned + pos * width, width);
       for (int64_t d = rank - 1; d >= 0; --d) { // Row-major increment.
         if (++index[d] < out.shape[d])
           break;
         index[d] = 0;
       }
     }
-    // A result the function allocated (malloc) is freed; one that aliases an
-    // argument (bufferization may write an argument in place) is ours.
-    auto *allocated = reinterpret_cast<char *>(resultStorage[word]);
+    // A result the function allocated (malloc) is freed; one that aliases
+    // an argument (bufferization may write an argument in place) is ours.
     bool isArgument = llvm::any_of(buffers, [&](const std::vector<char> &b) {
       return allocated >= b.data() && allocated < b.data() + b.size();
     });
-    if (!isArgument)
+    // (Two results may share one allocation.)
+    if (!isArgument && !llvm::is_contained(freedResults, allocated)) {
+      freedResults.push_back(allocated);
       std::free(allocated);
-    word += 3 + 2 * rank;
+    }
     outputs.push_back(std::move(out));
   }
-  liveEngines().push_back(std::move(*engine));
   return outputs;
 }
 
-std::string shapeString(const HostTensor &t) {
+std::string shapeString(const HostValue &t) {
   std::string s;
   for (int64_t d : t.shape)
     s += std::to_string(d) + "x";
-  const char *names[] = {"f16", "bf16", "f32", "f64"};
-  return s + names[static_cast<int>(t.kind)];
+  return s + kindName(t.kind);
 }
 
-void printOutputs(StringRef label, ArrayRef<HostTensor> outputs) {
+void printOutputs(StringRef label, ArrayRef<HostValue> outputs) {
   if (printMode == PrintMode::None)
     return;
   for (auto [i, out] : llvm::enumerate(outputs)) {
     double sum = 0, abs = 0;
-    for (double v : out.values) {
-      sum += v;
-      abs += std::fabs(v);
+    for (size_t j = 0; j < out.size(); ++j) {
+      sum += out.get(j);
+      abs += std::fabs(out.get(j));
     }
     llvm::outs() << label << "output #" << i << " " << shapeString(out)
                  << llvm::format(": sum %.6g, sum|x| %.6g", sum, abs);
     if (printMode == PrintMode::Values) {
       llvm::outs() << ", values";
-      for (double v : out.values)
-        llvm::outs() << llvm::format(" %.6g", v);
+      for (size_t j = 0; j < out.size(); ++j)
+        llvm::outs() << llvm::format(" %.6g", out.get(j));
     }
     llvm::outs() << "\n";
   }
 }
 
 /// Per output: the largest errors and whether all are within tolerance.
-bool compareOutputs(ArrayRef<HostTensor> expected,
-                    ArrayRef<HostTensor> actual) {
+bool compareOutputs(ArrayRef<HostValue> expected, ArrayRef<HostValue> actual) {
   bool ok = true;
   for (auto [i, pair] : llvm::enumerate(llvm::zip(expected, actual))) {
     auto [e, a] = pair;
     double maxAbs = 0, maxRel = 0;
     int64_t bad = 0, worst = -1;
     double worstExcess = 0;
-    for (size_t j = 0; j < e.values.size(); ++j) {
-      double x = e.values[j], y = a.values[j];
+    for (size_t j = 0; j < e.size(); ++j) {
+      double x = e.get(j), y = a.get(j);
       double err = std::fabs(x - y);
       bool nanMismatch = std::isnan(x) != std::isnan(y);
       if (std::isnan(err) && !nanMismatch)
@@ -453,9 +624,9 @@ bool compareOutputs(ArrayRef<HostTensor> expected,
       ok = false;
       llvm::outs() << llvm::format(
           ", %lld of %zu past rtol %g atol %g (worst at %lld: %.6g vs %.6g)",
-          static_cast<long long>(bad), e.values.size(), relTol.getValue(),
-          absTol.getValue(), static_cast<long long>(worst), e.values[worst],
-          a.values[worst]);
+          static_cast<long long>(bad), e.size(), relTol.getValue(),
+          absTol.getValue(), static_cast<long long>(worst), e.get(worst),
+          a.get(worst));
     }
     llvm::outs() << "\n";
   }
@@ -463,11 +634,12 @@ bool compareOutputs(ArrayRef<HostTensor> expected,
   return ok;
 }
 
-/// The entry function of `module` and its type, or an error.
-FailureOr<FunctionType> checkEntry(ModuleOp module, StringRef where) {
-  auto fn = module.lookupSymbol<func::FuncOp>(entry);
+/// The function `name` of `module` and its type, or an error.
+FailureOr<FunctionType> checkFunction(ModuleOp module, StringRef name,
+                                      StringRef where) {
+  auto fn = module.lookupSymbol<func::FuncOp>(name);
   if (!fn || fn.isExternal()) {
-    llvm::errs() << "error: " << where << " has no function @" << entry
+    llvm::errs() << "error: " << where << " has no function @" << name
                  << " with a body\n";
     return failure();
   }
@@ -476,12 +648,22 @@ FailureOr<FunctionType> checkEntry(ModuleOp module, StringRef where) {
                              std::make_pair("result", type.getResults())})
     for (auto [i, t] : llvm::enumerate(types))
       if (std::string why = unsupported(t); !why.empty()) {
-        llvm::errs() << "error: @" << entry << " " << kind << " #" << i
+        llvm::errs() << "error: @" << name << " " << kind << " #" << i
                      << " has type " << t << ": " << why
-                     << " (flashnorm-run feeds static float tensors)\n";
+                     << " (flashnorm-run feeds static tensors and scalars)\n";
         return failure();
       }
   return type;
+}
+
+/// The arguments of `fn` that its prepare function folds, in the order it
+/// returns them.
+SmallVector<unsigned> foldedArguments(func::FuncOp fn) {
+  SmallVector<unsigned> folded;
+  for (unsigned i = 0; i < fn.getNumArguments(); ++i)
+    if (fn.getArgAttr(i, "flashnorm.folded"))
+      folded.push_back(i);
+  return folded;
 }
 } // namespace
 
@@ -504,30 +686,36 @@ int main(int argc, char **argv) {
   flashnorm::registerAllDialects(registry);
   MLIRContext context(registry);
 
+  std::string passText = pipeline;
+  if (prepare && passText.empty())
+    passText = "flashnorm{prepare-function=1}";
+  std::optional<OpPassManager> passes;
+  if (!passText.empty()) {
+    FailureOr<OpPassManager> parsed = parseUserPipeline(passText);
+    if (failed(parsed))
+      return 1;
+    passes.emplace(std::move(*parsed));
+  }
+
   OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(inputFile, &context);
   if (!module)
     return 1;
-  FailureOr<FunctionType> type = checkEntry(*module, inputFile);
+  FailureOr<FunctionType> type = checkFunction(*module, entry, inputFile);
   if (failed(type))
     return 1;
-  SmallVector<HostTensor> inputs;
-  if (inputFiles.empty()) {
-    inputs = makeInputs(*type);
-  } else {
-    FailureOr<SmallVector<HostTensor>> read = readInputs(*type);
-    if (failed(read))
-      return 1;
-    inputs = std::move(*read);
-  }
+  FailureOr<SmallVector<HostValue>> inputs = makeInputs(*type);
+  if (failed(inputs))
+    return 1;
 
   OwningOpRef<ModuleOp> reference;
-  if (compare) {
+  if (compare || prepare) {
     reference = compareWith.empty()
                     ? OwningOpRef<ModuleOp>(module->clone())
                     : parseSourceFile<ModuleOp>(compareWith, &context);
     if (!reference)
       return 1;
-    FailureOr<FunctionType> refType = checkEntry(*reference, compareWith);
+    FailureOr<FunctionType> refType = checkFunction(
+        *reference, entry, compareWith.empty() ? inputFile : compareWith);
     if (failed(refType))
       return 1;
     if (*refType != *type) {
@@ -537,20 +725,70 @@ int main(int argc, char **argv) {
     }
   }
 
-  FailureOr<SmallVector<HostTensor>> outputs =
-      run(*module, pipeline, inputs, *type);
-  if (failed(outputs))
-    exitWith(1);
-  if (!compare) {
-    printOutputs("", *outputs);
+  SmallVector<HostValue> outputs;
+  if (prepare) {
+    // The pipeline first: it makes the prepare function.
+    std::string prepareName = entry + "_flashnorm_prepare";
+    if (passes) {
+      PassManager userPm(&context);
+      static_cast<OpPassManager &>(userPm) = *passes;
+      if (failed(userPm.run(*module)))
+        exitWith(1);
+    }
+    FailureOr<FunctionType> prepareType =
+        checkFunction(*module, prepareName, "the rewritten module");
+    if (failed(prepareType))
+      exitWith(1);
+    SmallVector<unsigned> folded =
+        foldedArguments(module->lookupSymbol<func::FuncOp>(entry));
+    if (folded.size() != prepareType->getNumResults()) {
+      llvm::errs() << "error: @" << prepareName << " returns "
+                   << prepareType->getNumResults() << " values but @" << entry
+                   << " marks " << folded.size()
+                   << " arguments flashnorm.folded\n";
+      exitWith(1);
+    }
+    FailureOr<ExecutionEngine *> engine =
+        compile(*module, nullptr, {entry, prepareName});
+    if (failed(engine))
+      exitWith(1);
+    FailureOr<SmallVector<HostValue>> weights =
+        invoke(**engine, prepareName, *prepareType, *inputs);
+    if (failed(weights))
+      exitWith(1);
+    SmallVector<HostValue> preparedInputs(*inputs);
+    for (auto [arg, weight] : llvm::zip(folded, *weights))
+      preparedInputs[arg] = std::move(weight);
+    FailureOr<SmallVector<HostValue>> result =
+        invoke(**engine, entry, *type, preparedInputs);
+    if (failed(result))
+      exitWith(1);
+    outputs = std::move(*result);
+  } else {
+    FailureOr<ExecutionEngine *> engine =
+        compile(*module, passes ? &*passes : nullptr, {entry});
+    if (failed(engine))
+      exitWith(1);
+    FailureOr<SmallVector<HostValue>> result =
+        invoke(**engine, entry, *type, *inputs);
+    if (failed(result))
+      exitWith(1);
+    outputs = std::move(*result);
+  }
+  if (!reference) {
+    printOutputs("", outputs);
     exitWith(0);
   }
   // The reference runs without --pipeline (it is the "before" side).
-  FailureOr<SmallVector<HostTensor>> expected =
-      run(*reference, "", inputs, *type);
+  FailureOr<ExecutionEngine *> refEngine =
+      compile(*reference, nullptr, {entry});
+  if (failed(refEngine))
+    exitWith(1);
+  FailureOr<SmallVector<HostValue>> expected =
+      invoke(**refEngine, entry, *type, *inputs);
   if (failed(expected))
     exitWith(1);
   printOutputs("reference ", *expected);
-  printOutputs("", *outputs);
-  exitWith(compareOutputs(*expected, *outputs) ? 0 : 1);
+  printOutputs("", outputs);
+  exitWith(compareOutputs(*expected, outputs) ? 0 : 1);
 }

@@ -53,7 +53,8 @@ struct WeightSource {
   /// The contracted dimension, in the constant's (argument's) own shape.
   int64_t axis = 0;
   /// Ops between the weight operand and the constant (`linalg.transpose`,
-  /// `tosa.transpose`, `linalg.broadcast`), nearest to the projection first.
+  /// `tosa.transpose`, `linalg.broadcast`, yield-only generics, unit reshapes),
+  /// nearest to the projection first.
   SmallVector<Operation *> chain;
 };
 

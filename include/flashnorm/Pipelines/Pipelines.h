@@ -31,7 +31,8 @@ struct FlashNormPipelineOptions
       llvm::cl::init(true)};
 };
 
-/// fold-gains, drop-redundant, defer-scale, canonicalize, cse (on functions).
+/// raise, drop-redundant (merges), fold-gains, drop-redundant (cancels),
+/// defer-scale; nothing else touches the module.
 void buildFlashNormPipeline(OpPassManager &pm,
                             const FlashNormPipelineOptions &options);
 
