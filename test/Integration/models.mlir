@@ -30,7 +30,21 @@
 // RUN: %check-model %t.qwen2-tosa-bf16 3e-2 3e-2 -- --family=qwen2 --flavor=tosa --dtype=bf16 --layers=2 | FileCheck %s --check-prefix=QWEN2
 // RUN: %check-model %t.gemma-linalg-bf16 3e-2 3e-2 -- --family=gemma --flavor=linalg --dtype=bf16 --layers=2 | FileCheck %s --check-prefix=GEMMA
 // RUN: %check-model %t.gemma-tosa-bf16 3e-2 3e-2 -- --family=gemma --flavor=tosa --dtype=bf16 --layers=2 | FileCheck %s --check-prefix=GEMMA
+// The same families as torch-mlir's linalg lowering writes them (batch-1
+// literal-0 maps, gather and yield-only broadcasts, f64 variances and
+// epsilons, nn.Linear weights transposed by yield-only generics), and a
+// 12-layer GPT-2 in that style: every LayerNorm raised, 24 folded and
+// deferred (ln_f feeds no projection).
+// RUN: %check-model %t.gpt2-torch-12 1e-4 1e-4 -- --family=gpt2 --style=torch-mlir --layers=12 | FileCheck %s --check-prefix=GPT2-12
+// RUN: %check-model %t.gpt2-torch-args 1e-4 1e-4 -- --family=gpt2 --style=torch-mlir --weights=args --layers=2 | FileCheck %s --check-prefix=GPT2-ARGS
+// RUN: %check-model %t.llama-torch-args 1e-4 1e-4 -- --family=llama --style=torch-mlir --weights=args --layers=2 | FileCheck %s --check-prefix=LLAMA
+// RUN: %check-model %t.qwen2-torch 1e-4 1e-4 -- --family=qwen2 --style=torch-mlir --layers=2 | FileCheck %s --check-prefix=QWEN2
+// RUN: %check-model %t.gemma-torch 1e-4 1e-4 -- --family=gemma --style=torch-mlir --layers=2 | FileCheck %s --check-prefix=GEMMA
 
+// GPT2-12: rms_norms=0 layer_norms=25 gains=25
+// GPT2-12-NEXT: raised=25 folded=24 deferred=24
+// GPT2-12-NEXT: MATCH
+// GPT2-12-NEXT: MATCH
 // LLAMA: rms_norms=5 layer_norms=0 gains=5
 // LLAMA-NEXT: raised=5 folded=4 deferred=4
 // LLAMA-NEXT: MATCH

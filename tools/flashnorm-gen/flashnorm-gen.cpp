@@ -42,6 +42,7 @@ constexpr double kPi = 3.14159265358979323846;
 
 enum class Family { Llama, Qwen2, Gemma, Gpt2 };
 enum class Flavor { Linalg, Tosa };
+enum class Style { Mixed, TorchMlir };
 enum class WeightMode { Resource, Args };
 enum class DType { F32, BF16 };
 
@@ -62,6 +63,19 @@ cl::opt<Flavor> flavorOpt("flavor",
                                                 "linalg/tensor/arith"),
                                      clEnumValN(Flavor::Tosa, "tosa", "tosa")),
                           cl::cat(genCategory));
+cl::opt<Style> styleOpt(
+    "style", cl::desc("How the linalg flavor spells norms and weights"),
+    cl::init(Style::Mixed),
+    cl::values(
+        clEnumValN(Style::Mixed, "mixed",
+                   "every equivalent form in turn (FLASHNORM.md §7)"),
+        clEnumValN(Style::TorchMlir, "torch-mlir",
+                   "as torch-mlir's linalg lowering writes them: norms on "
+                   "[1, T, K] with literal-0 batch maps, row statistics "
+                   "broadcast by gather and yield-only generics, f64 "
+                   "variances and epsilons, nn.Linear weights transposed "
+                   "by a yield-only generic")),
+    cl::cat(genCategory));
 cl::opt<int64_t> hiddenOpt("hidden", cl::desc("Hidden size"), cl::init(64),
                            cl::cat(genCategory));
 cl::opt<int64_t> layersOpt("layers", cl::desc("Number of decoder layers"),
@@ -89,6 +103,21 @@ cl::opt<DType> dtypeOpt(
                clEnumValN(DType::BF16, "bf16",
                           "bf16 (llama, qwen2, gemma); statistics in f32")),
     cl::cat(genCategory));
+cl::opt<bool> decodeOpt(
+    "decode",
+    cl::desc("Write a decode step as importers do (linalg flavor, f32): "
+             "@forward takes i64 token ids [tokens] and an i64 position, "
+             "looks the tokens up in an embedding, writes each layer's keys "
+             "and values into its KV cache (arguments [cache, hidden]) at "
+             "the position, attends over the cache, and returns the hidden "
+             "state and the updated caches"),
+    cl::init(false), cl::cat(genCategory));
+cl::opt<int64_t> cacheOpt("cache",
+                          cl::desc("KV-cache rows with --decode (default 8)"),
+                          cl::init(8), cl::cat(genCategory));
+cl::opt<int64_t> vocabOpt("vocab",
+                          cl::desc("Embedding rows with --decode (default 32)"),
+                          cl::init(32), cl::cat(genCategory));
 cl::opt<uint64_t> seedOpt("seed", cl::desc("Seed of the weight values"),
                           cl::init(1), cl::cat(genCategory));
 cl::opt<std::string> outputOpt("o", cl::desc("Output file ('-' for stdout)"),
@@ -98,10 +127,13 @@ cl::opt<std::string> outputOpt("o", cl::desc("Output file ('-' for stdout)"),
 struct Config {
   Family family;
   Flavor flavor;
+  Style style;
   int64_t hidden, layers, tokens, heads, mlp;
   WeightMode weights;
   DType dtype;
   uint64_t seed;
+  bool decode = false;
+  int64_t cache = 0, vocab = 0;
 
   int64_t headDim() const { return hidden / heads; }
   bool tosa() const { return flavor == Flavor::Tosa; }
@@ -353,7 +385,13 @@ public:
   virtual Val activation(Act act, const Val &gate, const Val *up) = 0;
   virtual Val add(const Val &a, const Val &b) = 0;
   virtual Val castTo(const Val &x, const std::string &elt) = 0;
+  /// --decode: the token ids looked up in the embedding, [tokens, hidden].
+  virtual Val embed(const Val &ids) = 0;
+  /// --decode: `x` [tokens, hidden] written into `cache` at the position.
+  virtual Val writeCache(const Val &cache, const Val &x) = 0;
   void comment(const std::string &text) { b.comment(text); }
+  /// --decode: the position as an index value (keys above it are masked).
+  std::string position;
 
   NormCounts counts;
 
@@ -446,17 +484,43 @@ public:
     return broadcastFeature(y, bv, "arith.addf", projIndex % 2, "bias");
   }
 
+  Val embed(const Val &ids) override {
+    int64_t t = ids.shape[0], hidden = cfg.hidden;
+    Val table =
+        weight("embed_tokens.weight", {cfg.vocab, hidden}, Init::Matrix);
+    b.comment("token embedding: a gather by id");
+    return generic(
+        "embed", {{ids, "affine_map<(d0, d1) -> (d0)>"}},
+        empty({t, hidden}, "f32"), identityMap(2), {"parallel", "parallel"},
+        [&](Body &r, const std::vector<std::string> &a) {
+          std::string row =
+              r.op("row", cat("arith.index_cast ", a[0], " : i64 to index"));
+          std::string col = r.op("col", "linalg.index 1 : index");
+          return r.op("e", cat("tensor.extract ", table.name, "[", row, ", ",
+                               col, "] : ", table.type()));
+        });
+  }
+
+  Val writeCache(const Val &cache, const Val &x) override {
+    return b.op("cache", cache.shape, cache.elt,
+                cat("tensor.insert_slice ", x.name, " into ", cache.name, "[",
+                    position, ", 0] [", x.shape[0], ", ", x.shape[1],
+                    "] [1, 1] : ", x.type(), " into ", cache.type()));
+  }
+
   Val attention(const Val &q, const Val &k, const Val &v, const NormSpec *qNorm,
                 const NormSpec *kNorm) override {
-    int64_t t = cfg.tokens, h = cfg.heads, d = cfg.headDim();
+    // Queries are the tokens; keys are the tokens, or the whole cache.
+    int64_t t = q.shape[0], tk = k.shape[0], h = cfg.heads, d = cfg.headDim();
     bool scoresAsGeneric = attnIndex++ % 2;
     b.comment(cat("attention: ", h, " heads of ", d, ", causal"));
     auto split = [&](const Val &x, const NormSpec *spec) {
-      Val s =
-          b.op("heads", {t, h, d}, x.elt,
-               cat("tensor.expand_shape ", x.name,
-                   " [[0], [1, 2]] output_shape [", t, ", ", h, ", ", d,
-                   "] : ", x.type(), " into ", tensorType({t, h, d}, x.elt)));
+      int64_t rows = x.shape[0];
+      Val s = b.op("heads", {rows, h, d}, x.elt,
+                   cat("tensor.expand_shape ", x.name,
+                       " [[0], [1, 2]] output_shape [", rows, ", ", h, ", ", d,
+                       "] : ", x.type(), " into ",
+                       tensorType({rows, h, d}, x.elt)));
       return toF32(spec ? norm(s, *spec) : s);
     };
     Val qh = transpose(split(q, qNorm), {1, 0, 2}); // [H, T, D]
@@ -467,7 +531,7 @@ public:
     if (scoresAsGeneric) {
       // q k^T as a contraction over d of [H, T, D] x [H, T, D].
       Val kt = transpose(kh, {1, 0, 2});
-      Val init = zeros({h, t, t});
+      Val init = zeros({h, t, tk});
       scores = generic(
           "scores",
           {{qh, "affine_map<(h, i, j, d) -> (h, i, d)>"},
@@ -481,8 +545,8 @@ public:
           });
     } else {
       Val kt = transpose(kh, {1, 2, 0}); // [H, D, T]
-      Val init = zeros({h, t, t});
-      scores = b.op("scores", {h, t, t}, "f32",
+      Val init = zeros({h, t, tk});
+      scores = b.op("scores", {h, t, tk}, "f32",
                     cat("linalg.batch_matmul ins(", qh.name, ", ", kt.name,
                         " : ", qh.type(), ", ", kt.type(), ") outs(", init.name,
                         " : ", init.type(), ") -> ", init.type()));
@@ -492,11 +556,13 @@ public:
     std::string neg = b.scalar(-1e9, "f32");
     std::string zero = b.scalar(0.0, "f32");
     Val masked = generic(
-        "masked", {{scores, identityMap(3)}}, empty({h, t, t}, "f32"),
+        "masked", {{scores, identityMap(3)}}, empty({h, t, tk}, "f32"),
         identityMap(3), {"parallel", "parallel", "parallel"},
         [&](Body &r, const std::vector<std::string> &a) {
           std::string i = r.op("i", "linalg.index 1 : index");
           std::string j = r.op("j", "linalg.index 2 : index");
+          if (!position.empty()) // Query i sits at position + i.
+            i = r.op("qi", cat("arith.addi ", i, ", ", position, " : index"));
           std::string above =
               r.op("above", cat("arith.cmpi ugt, ", j, ", ", i, " : index"));
           std::string m = r.op("m", cat("arith.select ", above, ", ", neg, ", ",
@@ -866,12 +932,232 @@ protected:
 };
 
 //===----------------------------------------------------------------------===//
+// torch-mlir style: the linalg flavor as torch-mlir's lowering writes it
+//===----------------------------------------------------------------------===//
+
+/// Norms run on [1, T, K] (the batch of 1 read through literal 0 results of
+/// the indexing maps), row statistics are [1, T, 1] and are broadcast to
+/// full shape by a gather generic (`tensor.extract` at `linalg.index 1`) or
+/// by a yield-only generic before they are used; every second LayerNorm
+/// computes its variance in f64; epsilons are f64 constants truncated in
+/// the body. nn.Linear weights [N, K] are transposed by a yield-only generic
+/// (aten.t) and the bias is added after the matmul.
+class TorchMlirEmitter : public LinalgEmitter {
+public:
+  using LinalgEmitter::LinalgEmitter;
+
+  Val projection(const Val &xIn, const std::string &name, int64_t n,
+                 bool bias) override {
+    Val x = castTo(xIn, cfg.elt());
+    int64_t k = x.last(), t = x.shape[0];
+    Val w = weight(name + ".weight", {n, k}, Init::Matrix, k);
+    Val wt = generic(
+        "t", {{w, "affine_map<(d0, d1) -> (d0, d1)>"}}, empty({k, n}, w.elt),
+        "affine_map<(d0, d1) -> (d1, d0)>", {"parallel", "parallel"},
+        [](Body &, const std::vector<std::string> &a) { return a[0]; });
+    Val acc = zeros({t, n});
+    Val y = b.op("mm", {t, n}, "f32",
+                 cat("linalg.matmul ins(", x.name, ", ", wt.name, " : ",
+                     x.type(), ", ", wt.type(), ") outs(", acc.name, " : ",
+                     acc.type(), ") -> ", acc.type()));
+    if (!bias)
+      return y;
+    Val bv = weight(name + ".bias", {n}, Init::Bias);
+    return generic(
+        "biased", {{bv, "affine_map<(d0, d1) -> (d1)>"}, {y, identityMap(2)}},
+        empty(y.shape, y.elt), identityMap(2), {"parallel", "parallel"},
+        [](Body &r, const std::vector<std::string> &a) {
+          return r.op("v", cat("arith.addf ", a[0], ", ", a[1], " : f32"));
+        });
+  }
+
+protected:
+  /// Maps over the [1, T, K] (or [1, T, 1]) iteration space.
+  static std::string full() {
+    return "affine_map<(d0, d1, d2) -> (0, d1, d2)>";
+  }
+  static std::string row() { return "affine_map<(d0, d1, d2) -> (0, d1, 0)>"; }
+  static std::string feature() { return "affine_map<(d0, d1, d2) -> (d2)>"; }
+  static std::vector<std::string> par3() {
+    return {"parallel", "parallel", "parallel"};
+  }
+
+  Val batched(const Val &x) {
+    Shape s{1, x.shape[0], x.shape[1]};
+    return b.op("b", s, x.elt,
+                cat("tensor.expand_shape ", x.name, " [[0, 1], [2]] ",
+                    "output_shape [", joinInts(s), "] : ", x.type(), " into ",
+                    tensorType(s, x.elt)));
+  }
+  Val unbatched(const Val &x) {
+    Shape s{x.shape[1], x.shape[2]};
+    return b.op("u", s, x.elt,
+                cat("tensor.collapse_shape ", x.name, " [[0, 1], [2]] : ",
+                    x.type(), " into ", tensorType(s, x.elt)));
+  }
+  Val zerosOf(const Shape &shape, const std::string &elt) {
+    Val e = empty(shape, elt);
+    return b.op("fill", shape, elt,
+                cat("linalg.fill ins(", b.scalar(0.0, elt), " : ", elt,
+                    ") outs(", e.name, " : ", e.type(), ") -> ", e.type()));
+  }
+  /// [1, T, K] -> [1, T, 1]: sum over the last dimension, keepdim.
+  Val rowSum(const Val &x) {
+    Shape rows{1, x.shape[1], 1};
+    return generic(
+        "sum", {{x, identityMap(3)}}, zerosOf(rows, x.elt),
+        "affine_map<(d0, d1, d2) -> (d0, d1, 0)>",
+        {"parallel", "parallel", "reduction"},
+        [&](Body &r, const std::vector<std::string> &a) {
+          return r.op("s", cat("arith.addf ", a[0], ", ", a[1], " : ", x.elt));
+        });
+  }
+  /// An element-wise op on a [1, T, 1] statistic, result in `elt`.
+  Val onRow(const Val &v, const std::string &elt, const std::string &hint,
+            const BodyFn &body) {
+    return generic(hint, {{v, row()}}, empty(v.shape, elt), identityMap(3),
+                   par3(), body);
+  }
+  /// The statistic at full shape [1, T, K]: gathered, or copied.
+  Val expandRow(const Val &v, int64_t k, int form) {
+    Shape s{1, v.shape[1], k};
+    if (form == 0) {
+      std::string zero = indexZero();
+      return generic("expand", {}, empty(s, v.elt), identityMap(3), par3(),
+                     [&](Body &r, const std::vector<std::string> &) {
+                       std::string i = r.op("i", "linalg.index 1 : index");
+                       return r.op("v",
+                                   cat("tensor.extract ", v.name, "[", zero,
+                                       ", ", i, ", ", zero, "] : ", v.type()));
+                     });
+    }
+    return generic(
+        "expand", {{v, row()}}, empty(s, v.elt), identityMap(3), par3(),
+        [](Body &, const std::vector<std::string> &a) { return a[0]; });
+  }
+  std::string indexZero() {
+    return b
+        .cached(
+            "c0:index",
+            [&] { return b.op("c0", {}, "index", "arith.constant 0 : index"); })
+        .name;
+  }
+  /// a op b over [1, T, K] values.
+  Val both(const Val &x, const Val &y, const std::string &opName,
+           const std::string &hint) {
+    return generic(
+        hint, {{x, full()}, {y, full()}}, empty(x.shape, x.elt), identityMap(3),
+        par3(), [&](Body &r, const std::vector<std::string> &a) {
+          return r.op("v", cat(opName, " ", a[0], ", ", a[1], " : ", x.elt));
+        });
+  }
+  Val withFeature(const Val &x, const Val &g, const std::string &opName,
+                  const std::string &hint) {
+    return generic(hint, {{x, full()}, {g, feature()}}, empty(x.shape, x.elt),
+                   identityMap(3), par3(),
+                   [&](Body &r, const std::vector<std::string> &a) {
+                     return r.op(
+                         "v", cat(opName, " ", a[0], ", ", a[1], " : ", x.elt));
+                   });
+  }
+  /// rsqrt(stat + eps) on a [1, T, 1] f32 statistic, eps an f64 constant
+  /// truncated in the body.
+  Val invStd(const Val &stat, double eps) {
+    std::string e64 = b.scalar(eps, "f64");
+    Val plus =
+        onRow(stat, "f32", "plus_eps",
+              [&](Body &r, const std::vector<std::string> &a) {
+                std::string e =
+                    r.op("e", cat("arith.truncf ", e64, " : f64 to f32"));
+                return r.op("v", cat("arith.addf ", a[0], ", ", e, " : f32"));
+              });
+    return onRow(plus, "f32", "rsqrt",
+                 [](Body &r, const std::vector<std::string> &a) {
+                   return r.op("v", cat("math.rsqrt ", a[0], " : f32"));
+                 });
+  }
+  Val divideBy(const Val &sum, int64_t k, const std::string &elt) {
+    std::string kc = b.scalar(double(k), elt);
+    return onRow(
+        sum, elt, "mean", [&](Body &r, const std::vector<std::string> &a) {
+          return r.op("v", cat("arith.divf ", a[0], ", ", kc, " : ", elt));
+        });
+  }
+
+  Val rmsNorm(const Val &xIn, const NormSpec &spec, int idx) override {
+    // aten.rms_norm decomposed: pow 2, mean keepdim, + eps, rsqrt, mul,
+    // then the weight (1 + weight for Gemma, formed first).
+    if (xIn.rank() != 2) // Per-head QK-norms keep the mixed forms.
+      return LinalgEmitter::rmsNorm(xIn, spec, idx);
+    int64_t k = xIn.last();
+    Val x = batched(toF32(xIn));
+    Val sq = generic(
+        "pow", {{x, full()}}, empty(x.shape, "f32"), identityMap(3), par3(),
+        [](Body &r, const std::vector<std::string> &a) {
+          std::string two = r.constant("2.0", "f32");
+          return r.op("p", cat("math.powf ", a[0], ", ", two, " : f32"));
+        });
+    Val inv = invStd(divideBy(rowSum(sq), k, "f32"), spec.eps);
+    Val y = both(x, expandRow(inv, k, idx % 2), "arith.mulf", "normed");
+    Val g =
+        weight(spec.prefix + ".weight", {k},
+               spec.gain == Gain::Plain ? Init::PlainGain : Init::OnePlusGain);
+    if (spec.gain == Gain::OnePlus) {
+      std::string one = b.scalar(1.0, "f32");
+      g = generic(
+          "one_plus", {{g, "affine_map<(d0) -> (d0)>"}}, empty(g.shape, "f32"),
+          "affine_map<(d0) -> (d0)>", {"parallel"},
+          [&](Body &r, const std::vector<std::string> &a) {
+            return r.op("o", cat("arith.addf ", a[0], ", ", one, " : f32"));
+          });
+    }
+    return unbatched(withFeature(y, g, "arith.mulf", "gained"));
+  }
+
+  Val layerNorm(const Val &xIn, const NormSpec &spec, int idx) override {
+    // aten.native_layer_norm decomposed: mean, x - mean, var (two-pass; in
+    // f64 every second norm), + eps, rsqrt, times, weight, bias.
+    int64_t k = xIn.last();
+    Val x = batched(xIn);
+    Val mu = divideBy(rowSum(x), k, "f32");
+    Val c = both(x, expandRow(mu, k, idx % 2), "arith.subf", "centered");
+    Val var;
+    if (idx % 2) {
+      Val sq =
+          generic("sq", {{c, full()}}, empty(c.shape, "f64"), identityMap(3),
+                  par3(), [](Body &r, const std::vector<std::string> &a) {
+                    std::string w =
+                        r.op("w", cat("arith.extf ", a[0], " : f32 to f64"));
+                    return r.op("m", cat("arith.mulf ", w, ", ", w, " : f64"));
+                  });
+      Val v64 = divideBy(rowSum(sq), k, "f64");
+      var = onRow(
+          v64, "f32", "var", [](Body &r, const std::vector<std::string> &a) {
+            return r.op("t", cat("arith.truncf ", a[0], " : f64 to f32"));
+          });
+    } else {
+      var = divideBy(rowSum(both(c, c, "arith.mulf", "sq")), k, "f32");
+    }
+    Val y = both(c, expandRow(invStd(var, spec.eps), k, (idx + 1) % 2),
+                 "arith.mulf", "normed");
+    Val g = weight(spec.prefix + ".weight", {k}, Init::PlainGain);
+    Val bias = weight(spec.prefix + ".bias", {k}, Init::Bias);
+    y = withFeature(y, g, "arith.mulf", "gained");
+    return unbatched(withFeature(y, bias, "arith.addf", "biased"));
+  }
+};
+
+//===----------------------------------------------------------------------===//
 // TOSA flavor: tosa on [1, tokens, hidden]
 //===----------------------------------------------------------------------===//
 
 class TosaEmitter : public Emitter {
 public:
   using Emitter::Emitter;
+
+  // (--decode is linalg-only; main() refuses it for TOSA.)
+  Val embed(const Val &ids) override { return ids; }
+  Val writeCache(const Val &, const Val &x) override { return x; }
 
   Val castTo(const Val &x, const std::string &elt) override {
     if (x.elt == elt)
@@ -1132,6 +1418,19 @@ class DecoderWriter {
 public:
   DecoderWriter(const Config &cfg, Emitter &e) : cfg(cfg), e(e) {}
 
+  /// --decode: each layer's key and value caches (arguments), and what the
+  /// layer makes of them (results).
+  std::vector<Val> caches, updatedCaches;
+
+  /// Keys or values of layer i: through its cache under --decode.
+  Val cached(int64_t i, int which, const Val &x) {
+    if (!cfg.decode)
+      return x;
+    Val updated = e.writeCache(caches[2 * i + which], x);
+    updatedCaches.push_back(updated);
+    return updated;
+  }
+
   Val forward(Val x) {
     for (int64_t i = 0; i < cfg.layers; ++i) {
       x = cfg.family == Family::Gpt2 ? gpt2Layer(i, x) : rmsLayer(i, x);
@@ -1177,6 +1476,8 @@ private:
     Val q = e.projection(n, p + "self_attn.q_proj", cfg.hidden, qkvBias);
     Val k = e.projection(n, p + "self_attn.k_proj", cfg.hidden, qkvBias);
     Val v = e.projection(n, p + "self_attn.v_proj", cfg.hidden, qkvBias);
+    k = cached(i, 0, k);
+    v = cached(i, 1, v);
     NormSpec qn = rmsSpec(p + "self_attn.q_norm", true);
     NormSpec kn = rmsSpec(p + "self_attn.k_norm", true);
     Val a = e.attention(q, k, v, gemma ? &qn : nullptr, gemma ? &kn : nullptr);
@@ -1206,6 +1507,8 @@ private:
     Val q = e.projection(n, p + "attn.q_proj", cfg.hidden, true);
     Val k = e.projection(n, p + "attn.k_proj", cfg.hidden, true);
     Val v = e.projection(n, p + "attn.v_proj", cfg.hidden, true);
+    k = cached(i, 0, k);
+    v = cached(i, 1, v);
     Val a = e.attention(q, k, v, nullptr, nullptr);
     Val o = e.projection(a, p + "attn.c_proj", cfg.hidden, true);
     Val h = e.add(x, o);
@@ -1342,6 +1645,56 @@ void writeBlob(Out &out, uint64_t seed, const Weight &w) {
 // The module
 //===----------------------------------------------------------------------===//
 
+/// @main under --decode: token ids, a position and caches, the call, the
+/// printout of the hidden state and every updated cache.
+std::string writeDecodeMain(const Config &cfg, const Val &y,
+                            const std::vector<Val> &caches,
+                            const std::vector<Weight> &weights,
+                            int64_t &counter) {
+  FuncBuilder b(counter);
+  std::vector<std::string> ids;
+  for (int64_t t = 0; t < cfg.tokens; ++t)
+    ids.push_back(std::to_string((7 * t + 3) % cfg.vocab));
+  std::string idsType = tensorType({cfg.tokens}, "i64");
+  b.line(cat("%ids = arith.constant dense<[", join(ids), "]> : ", idsType));
+  // The last position the new tokens fit at.
+  b.line(cat("%pos = arith.constant ", cfg.cache - cfg.tokens, " : i64"));
+  std::vector<std::string> args{"%ids", "%pos"}, types{idsType, "i64"};
+  if (cfg.weights == WeightMode::Args) {
+    b.comment("the weights of @forward, in its argument order");
+    for (const Weight &w : weights) {
+      std::string n = b.fresh("w");
+      b.line(cat(n, " = arith.constant dense_resource<", w.name,
+                 "> : ", weightType(w)));
+      args.push_back(n);
+      types.push_back(weightType(w));
+    }
+  }
+  b.comment("caches: earlier keys and values, 0.05 and -0.05");
+  for (const Val &c : caches) {
+    std::string n = b.fresh("c");
+    bool key = c.name.find("cache_k") != std::string::npos;
+    b.line(cat(n, " = arith.constant dense<", key ? "0.05" : "-0.05",
+               "> : ", c.type()));
+    args.push_back(n);
+    types.push_back(c.type());
+  }
+  std::vector<std::string> results, resultTypes{y.type()};
+  for (const Val &c : caches)
+    resultTypes.push_back(c.type());
+  std::string res = b.fresh("r");
+  b.line(cat(res, ":", resultTypes.size(), " = func.call @forward(", join(args),
+             ") : (", join(types), ") -> (", join(resultTypes), ")"));
+  for (size_t i = 0; i < resultTypes.size(); ++i) {
+    std::string u = b.fresh("u");
+    b.line(cat(u, " = tensor.cast ", res, "#", i, " : ", resultTypes[i],
+               " to tensor<*xf32>"));
+    b.line(cat("func.call @printMemrefF32(", u, ") : (tensor<*xf32>) -> ()"));
+  }
+  b.line("return");
+  return "func.func @main() {\n" + b.text() + "}\n";
+}
+
 /// @main: a deterministic input, the call, the printout.
 std::string writeMain(const Config &cfg, const Val &x, const Val &y,
                       const std::vector<Weight> &weights, int64_t &counter) {
@@ -1414,12 +1767,16 @@ std::string writeMain(const Config &cfg, const Val &x, const Val &y,
 
 std::string commandLine(const Config &cfg) {
   static const char *flavors[] = {"linalg", "tosa"};
-  return cat("flashnorm-gen --family=", familyName(cfg.family),
-             " --flavor=", flavors[int(cfg.flavor)], " --hidden=", cfg.hidden,
-             " --layers=", cfg.layers, " --tokens=", cfg.tokens,
-             " --heads=", cfg.heads, " --mlp=", cfg.mlp, " --weights=",
-             cfg.weights == WeightMode::Args ? "args" : "resource",
-             " --dtype=", cfg.elt(), " --seed=", cfg.seed);
+  return cat(
+      "flashnorm-gen --family=", familyName(cfg.family),
+      " --flavor=", flavors[int(cfg.flavor)],
+      cfg.style == Style::TorchMlir ? " --style=torch-mlir" : "",
+      cfg.decode ? cat(" --decode --cache=", cfg.cache, " --vocab=", cfg.vocab)
+                 : "",
+      " --hidden=", cfg.hidden, " --layers=", cfg.layers,
+      " --tokens=", cfg.tokens, " --heads=", cfg.heads, " --mlp=", cfg.mlp,
+      " --weights=", cfg.weights == WeightMode::Args ? "args" : "resource",
+      " --dtype=", cfg.elt(), " --seed=", cfg.seed);
 }
 
 int writeModule(const Config &cfg, std::FILE *f) {
@@ -1429,6 +1786,8 @@ int writeModule(const Config &cfg, std::FILE *f) {
   std::unique_ptr<Emitter> emitter;
   if (cfg.tosa())
     emitter = std::make_unique<TosaEmitter>(cfg, fb, weights);
+  else if (cfg.style == Style::TorchMlir)
+    emitter = std::make_unique<TorchMlirEmitter>(cfg, fb, weights);
   else
     emitter = std::make_unique<LinalgEmitter>(cfg, fb, weights);
 
@@ -1436,8 +1795,25 @@ int writeModule(const Config &cfg, std::FILE *f) {
                          : Shape{cfg.tokens, cfg.hidden};
   Val x{"%x", act, cfg.elt()};
   DecoderWriter writer(cfg, *emitter);
+  std::vector<std::string> params{"%x: " + x.type()};
+  if (cfg.decode) {
+    Val ids{"%ids", {cfg.tokens}, "i64"};
+    params = {"%ids: " + ids.type(), "%pos: i64"};
+    fb.line("%pos_index = arith.index_cast %pos : i64 to index");
+    emitter->position = "%pos_index";
+    for (int64_t i = 0; i < cfg.layers; ++i)
+      for (const char *kv : {"k", "v"})
+        writer.caches.push_back(
+            Val{cat("%cache_", kv, "_", i), {cfg.cache, cfg.hidden}, "f32"});
+    x = emitter->embed(ids);
+  }
   Val y = writer.forward(x);
-  fb.line(cat("return ", y.name, " : ", y.type()));
+  std::vector<std::string> results{y.name}, resultTypes{y.type()};
+  for (const Val &c : writer.updatedCaches) {
+    results.push_back(c.name);
+    resultTypes.push_back(c.type());
+  }
+  fb.line(cat("return ", join(results), " : ", join(resultTypes)));
   const NormCounts &n = emitter->counts;
 
   Out out(f);
@@ -1454,24 +1830,33 @@ int writeModule(const Config &cfg, std::FILE *f) {
       ".\n// Norms are spelled out the way frontends write them; @main runs "
       "@forward\n// on sin(0.37 t + 0.11 i) + 0.01 i and prints the result.\n",
       "// flashnorm-gen: family=", familyName(cfg.family),
-      " flavor=", cfg.tosa() ? "tosa" : "linalg", " layers=", cfg.layers,
-      " rms_norms=", n.rms, " layer_norms=", n.layer, " gains=", n.gains,
-      " qk_norms=", n.qk, " foldable=", n.foldable, "\n\n"));
+      " flavor=", cfg.tosa() ? "tosa" : "linalg",
+      cfg.style == Style::TorchMlir ? " style=torch-mlir" : "",
+      " layers=", cfg.layers, " rms_norms=", n.rms, " layer_norms=", n.layer,
+      " gains=", n.gains, " qk_norms=", n.qk, " foldable=", n.foldable,
+      "\n\n"));
 
-  std::vector<std::string> params{"%x: " + x.type()};
   if (cfg.weights == WeightMode::Args) {
-    out.write("// @forward arguments after %x, in order:\n");
+    out.write(cfg.decode ? "// @forward arguments after %ids and %pos, in "
+                           "order (then the KV caches):\n"
+                         : "// @forward arguments after %x, in order:\n");
     for (size_t i = 0; i < weights.size(); ++i) {
       out.write(cat("//   ", i + 1, ": ", weights[i].name, " : ",
                     weightType(weights[i]), "\n"));
       params.push_back(cat("%", weights[i].name, ": ", weightType(weights[i])));
     }
   }
-  out.write(cat("func.func @forward(", join(params, ",\n    "), ") -> ",
-                y.type(), " {\n"));
+  for (const Val &c : writer.caches)
+    params.push_back(c.name + ": " + c.type());
+  out.write(
+      cat("func.func @forward(", join(params, ",\n    "), ") -> ",
+          resultTypes.size() == 1 ? y.type() : "(" + join(resultTypes) + ")",
+          " {\n"));
   out.write(fb.text());
   out.write("}\n\n");
-  out.write(writeMain(cfg, x, y, weights, counter));
+  out.write(cfg.decode
+                ? writeDecodeMain(cfg, y, writer.caches, weights, counter)
+                : writeMain(cfg, x, y, weights, counter));
   out.write("func.func private @printMemrefF32(tensor<*xf32>)\n\n");
 
   out.write("{-#\n  dialect_resources: {\n    builtin: {\n");
@@ -1498,8 +1883,16 @@ int main(int argc, char **argv) {
       argc, argv,
       "flashnorm-gen: writes a transformer decoder stack as frontend-style "
       "MLIR\n");
-  Config cfg{familyOpt, flavorOpt, hiddenOpt,  layersOpt, tokensOpt,
+  Config cfg{familyOpt, flavorOpt, styleOpt,   hiddenOpt, layersOpt, tokensOpt,
              headsOpt,  mlpOpt,    weightsOpt, dtypeOpt,  seedOpt};
+  cfg.decode = decodeOpt;
+  cfg.cache = cacheOpt;
+  cfg.vocab = vocabOpt;
+  if (cfg.decode && (cfg.tosa() || cfg.bf16()))
+    return fail("--decode writes the linalg flavor in f32");
+  if (cfg.decode && (cfg.cache <= cfg.tokens || cfg.vocab <= 0))
+    return fail("--decode needs --cache above --tokens (room for the "
+                "position) and a positive --vocab");
   if (cfg.hidden <= 0 || cfg.layers <= 0 || cfg.tokens <= 0 || cfg.heads <= 0 ||
       cfg.mlp < 0)
     return fail("--hidden, --layers, --tokens and --heads must be positive, "
@@ -1509,6 +1902,8 @@ int main(int argc, char **argv) {
                     " is not divisible by --heads=", cfg.heads));
   if (cfg.mlp == 0)
     cfg.mlp = (2 * cfg.hidden + 7) / 8 * 8;
+  if (cfg.style == Style::TorchMlir && (cfg.tosa() || cfg.bf16()))
+    return fail("--style=torch-mlir writes the linalg flavor in f32");
   if (cfg.bf16() && cfg.family == Family::Gpt2)
     return fail("--dtype=bf16 is only supported for llama, qwen2 and gemma");
 
