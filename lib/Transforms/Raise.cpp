@@ -341,16 +341,19 @@ bool isNarrowingCast(Operation *op) {
                                                to.getFloatSemantics());
 }
 
-/// `map` with each literal 0 result at position j replaced by d_j where loop
-/// j runs over one element: both read index 0 there, so it is the same
-/// access. torch-mlir writes batch-1 maps that way (`(0, d1, d2)`,
-/// `(0, d1, 0)` over a [1, rows, K] space).
-AffineMap withUnitDims(AffineMap map, ArrayRef<int64_t> ranges) {
+/// `map` with each literal 0 result at position j replaced by d_j where
+/// parallel loop j runs over one element: both read index 0 there, so it is
+/// the same access. torch-mlir writes batch-1 maps that way (`(0, d1, d2)`,
+/// `(0, d1, 0)` over a [1, rows, K] space). A reduced loop keeps its 0: a
+/// reduction's result does not index it (K = 1 included).
+AffineMap withUnitDims(AffineMap map, ArrayRef<int64_t> ranges,
+                       ArrayRef<utils::IteratorType> iters) {
   SmallVector<AffineExpr> results;
   for (auto [j, e] : llvm::enumerate(map.getResults())) {
     auto c = dyn_cast<AffineConstantExpr>(e);
     if (c && c.getValue() == 0 && j < map.getNumDims() && j < ranges.size() &&
-        ranges[j] == 1)
+        ranges[j] == 1 && j < iters.size() &&
+        iters[j] == utils::IteratorType::parallel)
       results.push_back(getAffineDimExpr(j, map.getContext()));
     else
       results.push_back(e);
@@ -361,7 +364,8 @@ AffineMap withUnitDims(AffineMap map, ArrayRef<int64_t> ranges) {
 
 /// Whether `l` reads `in` element for element along its iteration space.
 bool readsInOrder(linalg::LinalgOp l, OpOperand *in) {
-  return withUnitDims(l.getMatchingIndexingMap(in), l.getStaticLoopRanges())
+  return withUnitDims(l.getMatchingIndexingMap(in), l.getStaticLoopRanges(),
+                      l.getIteratorTypesArray())
       .isIdentity();
 }
 
@@ -603,7 +607,7 @@ private:
     // results (kept unit dimensions) do not count.
     enum class Reads { All, Rows, Last, Nothing, Other };
     auto classify = [&](AffineMap map) {
-      map = withUnitDims(map, ranges);
+      map = withUnitDims(map, ranges, iters);
       SmallVector<AffineExpr> dims;
       for (AffineExpr e : map.getResults()) {
         auto c = dyn_cast<AffineConstantExpr>(e);

@@ -483,3 +483,44 @@ func.func @on_buffers(%x: memref<4x8xf32>, %sum: memref<4xf32>) {
     }
   return
 }
+
+// -----
+
+// torch-mlir's batch-1 forms with K = 1: the reduced loop and the row
+// loops all run over one element; literal 0 results stand for the parallel
+// ones only (the reduction's result still does not index K).
+// CHECK-LABEL: func.func @batch1_k1
+// CHECK: flashnorm.rms_norm %{{.*}} eps(9.9999997473787516E-6) : tensor<1x3x1xf32>
+#full = affine_map<(d0, d1, d2) -> (0, d1, d2)>
+#row = affine_map<(d0, d1, d2) -> (0, d1, 0)>
+#id = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+#keep = affine_map<(d0, d1, d2) -> (d0, d1, 0)>
+func.func @batch1_k1(%x: tensor<1x3x1xf32>) -> tensor<1x3x1xf32> {
+  %e = tensor.empty() : tensor<1x3x1xf32>
+  %sq = linalg.generic {indexing_maps = [#full, #full, #id], iterator_types = ["parallel", "parallel", "parallel"]} ins(%x, %x : tensor<1x3x1xf32>, tensor<1x3x1xf32>) outs(%e : tensor<1x3x1xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %m = arith.mulf %a, %b : f32
+    linalg.yield %m : f32
+  } -> tensor<1x3x1xf32>
+  %zero = arith.constant 0.0 : f32
+  %acc = linalg.fill ins(%zero : f32) outs(%e : tensor<1x3x1xf32>) -> tensor<1x3x1xf32>
+  %sum = linalg.generic {indexing_maps = [#id, #keep], iterator_types = ["parallel", "parallel", "reduction"]} ins(%sq : tensor<1x3x1xf32>) outs(%acc : tensor<1x3x1xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %s = arith.addf %a, %o : f32
+    linalg.yield %s : f32
+  } -> tensor<1x3x1xf32>
+  %eps = arith.constant 1.0e-05 : f64
+  %inv = linalg.generic {indexing_maps = [#row, #id], iterator_types = ["parallel", "parallel", "parallel"]} ins(%sum : tensor<1x3x1xf32>) outs(%e : tensor<1x3x1xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %t = arith.truncf %eps : f64 to f32
+    %v = arith.addf %a, %t : f32
+    %r = math.rsqrt %v : f32
+    linalg.yield %r : f32
+  } -> tensor<1x3x1xf32>
+  %y = linalg.generic {indexing_maps = [#full, #row, #id], iterator_types = ["parallel", "parallel", "parallel"]} ins(%x, %inv : tensor<1x3x1xf32>, tensor<1x3x1xf32>) outs(%e : tensor<1x3x1xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %m = arith.mulf %a, %b : f32
+    linalg.yield %m : f32
+  } -> tensor<1x3x1xf32>
+  return %y : tensor<1x3x1xf32>
+}

@@ -3,7 +3,8 @@
 
 Generates small programs with one or two RMSNorms / LayerNorms feeding
 projections, in the frontend forms flashnorm-raise reads (linalg generics,
-linalg.reduce with arith on tensors, TOSA, linalg named element-wise ops),
+linalg.reduce with arith on tensors, TOSA, linalg named element-wise ops,
+torch-mlir's batch-1 generics with gather and yield-only broadcasts),
 over f32 / f16 / bf16, odd and 0-sized
 shapes, and gains that are constant, zero, negative, tiny, huge, uniform,
 `1 + g` or arguments, with shared and tied weights, residual users, chained
@@ -36,10 +37,10 @@ import sys
 import tempfile
 import time
 
-FORMS = ["generic", "arith", "tosa", "named"]
+FORMS = ["generic", "arith", "tosa", "named", "torch"]
 # The forms the README says the raise reads (a form generated only to
 # measure it would be left out of this set and marked "not claimed").
-RECOGNIZED = {"generic", "arith", "tosa", "named"}
+RECOGNIZED = {"generic", "arith", "tosa", "named", "torch"}
 DTYPES = ["f32", "f16", "bf16"]
 GAINS = ["none", "random", "zero", "negative", "tiny", "huge", "uniform",
          "one_plus", "argument"]
@@ -143,12 +144,20 @@ def generic(e, ins, in_maps, out_shape, out_t, body, iters=None, init=None):
     iters = iters or ["parallel", "parallel"]
     out_map = ID2 if len(out_shape) == 2 else (
         ROW2 if len(iters) == 2 else "affine_map<(d0) -> (d0)>")
-    maps = ", ".join(in_maps + [out_map])
-    e("%s = linalg.generic {indexing_maps = [%s], iterator_types = [%s]} "
-      "ins(%s : %s) outs(%s : %s) {" % (
-          res, maps, ", ".join('"%s"' % i for i in iters),
-          ", ".join(v for v, _ in ins), ", ".join(t for _, t in ins), init,
-          tensor(out_shape, out_t)))
+    emit_generic(e, res, ins, in_maps + [out_map], iters, init, out_shape,
+                 out_t, body)
+    return res
+
+
+def emit_generic(e, res, ins, maps, iters, init, out_shape, out_t, body):
+    """The text of `res = linalg.generic` with its region: `body(b, args)`
+    emits the scalar ops into b and returns the value to yield."""
+    ins_text = " ins(%s : %s)" % (", ".join(v for v, _ in ins),
+                                  ", ".join(t for _, t in ins)) if ins else ""
+    e("%s = linalg.generic {indexing_maps = [%s], iterator_types = [%s]}%s "
+      "outs(%s : %s) {" % (res, ", ".join(maps),
+                           ", ".join('"%s"' % i for i in iters), ins_text,
+                           init, tensor(out_shape, out_t)))
     args = ["%%a%d" % i for i in range(len(ins) + 1)]
     arg_types = [t.split("x")[-1].rstrip(">") if t.startswith("tensor<")
                  else t for _, t in ins] + [out_t]
@@ -158,11 +167,10 @@ def generic(e, ins, in_maps, out_shape, out_t, body, iters=None, init=None):
     inner.count = e.count
     y = body(inner, args)
     e.count = inner.count
-    for l in inner.lines:
-        e("  " + l.strip())
+    for line in inner.lines:
+        e("  " + line.strip())
     e("  linalg.yield %s : %s" % (y, out_t))
     e("} -> %s" % tensor(out_shape, out_t))
-    return res
 
 
 def gen_norm(e, p, x, rng, weights, args):
@@ -174,6 +182,9 @@ def gen_norm(e, p, x, rng, weights, args):
     if form == "tosa":
         return gen_norm_tosa(e, p, x, rng, weights)
     xs = tensor([r, k], t)
+    if form == "torch":
+        n = gen_norm_torch(e, p, x, rng)
+        return gain_and_bias(e, p, n, rng, args)
     f32 = tensor([r, k], "f32")
     # Statistics in f32 (Llama's cast order): extf first for narrow types.
     xf = x
@@ -306,6 +317,15 @@ def gen_norm(e, p, x, rng, weights, args):
             nt = e.name("nt")
             e("%s = arith.truncf %s : %s to %s" % (nt, n, f32, xs))
             n = nt
+    return gain_and_bias(e, p, n, rng, args)
+
+
+def gain_and_bias(e, p, n, rng, args):
+    """The gain (Llama's order: after the rounding) and a LayerNorm's bias
+    on the normalized [rows, k] value."""
+    r, k, t = p["rows"], p["k"], p["dtype"]
+    xs = tensor([r, k], t)
+    layer = p["norm"] == "layer"
     g = gain_value(e, p, rng, k, t, args)
     if g is not None:
         gv, one_plus = g
@@ -319,6 +339,105 @@ def gen_norm(e, p, x, rng, weights, args):
         n = generic(e, [(n, xs), (bias, tensor([k], t))], [ID2, FEAT2],
                     [r, k], t, lambda b, a: add(b, a[0], a[1], t))
     return n
+
+
+ID3 = "affine_map<(d0, d1, d2) -> (d0, d1, d2)>"
+FULL3 = "affine_map<(d0, d1, d2) -> (0, d1, d2)>"
+ROW3 = "affine_map<(d0, d1, d2) -> (0, d1, 0)>"
+
+
+def generic3(e, ins, in_maps, shape, out_t, body, reduce=False, init=None):
+    """A linalg.generic over [1, rows, k] (or [1, rows, 1]) as torch-mlir
+    writes it: batch-1 maps with literal 0 results."""
+    res = e.name("g")
+    if init is None:
+        init = e.name("e")
+        e("%s = tensor.empty() : %s" % (init, tensor(shape, out_t)))
+    out_map = "affine_map<(d0, d1, d2) -> (d0, d1, 0)>" if reduce else ID3
+    iters = ["parallel", "parallel", "reduction" if reduce else "parallel"]
+    emit_generic(e, res, ins, in_maps + [out_map], iters, init, shape, out_t,
+                 body)
+    return res
+
+
+def gen_norm_torch(e, p, x, rng):
+    """The norm on [1, rows, k] as torch-mlir's lowering writes it: sums into
+    [1, rows, 1] with keepdim maps, row statistics broadcast to full shape by
+    a gather (`tensor.extract` at `linalg.index 1`) or a yield-only generic,
+    an f64 epsilon truncated in the body; back to [rows, k]."""
+    r, k, t = p["rows"], p["k"], p["dtype"]
+    layer = p["norm"] == "layer"
+    full, row = [1, r, k], [1, r, 1]
+    x3 = e.name("x3")
+    e("%s = tensor.expand_shape %s [[0, 1], [2]] output_shape [1, %d, %d] : "
+      "%s into %s" % (x3, x, r, k, tensor([r, k], t), tensor(full, t)))
+    xf = x3
+    if t != "f32":
+        xf = generic3(e, [(x3, tensor(full, t))], [FULL3], full, "f32",
+                      lambda b, a: ext(b, a[0], t))
+    f32, rowt = tensor(full, "f32"), tensor(row, "f32")
+
+    def row_sum(v):
+        zero = e.name("z")
+        e("%s = arith.constant 0.0 : f32" % zero)
+        empty = e.name("e")
+        e("%s = tensor.empty() : %s" % (empty, rowt))
+        acc = e.name("acc")
+        e("%s = linalg.fill ins(%s : f32) outs(%s : %s) -> %s" % (
+            acc, zero, empty, rowt, rowt))
+        return generic3(e, [(v, f32)], [ID3], row, "f32",
+                        lambda b, a: add(b, a[0], a[1]), reduce=True, init=acc)
+
+    def mean_of(s):
+        def body(b, a):
+            c = b.name("c")
+            b("%s = arith.constant %s : f32" % (
+                c, fmt(float(k)) if p["mean_div"] else
+                fmt(1.0 / k if k else 0.0)))
+            return (binary("divf", "m") if p["mean_div"] else mul)(b, a[0], c)
+        return generic3(e, [(s, rowt)], [ROW3], row, "f32", body)
+
+    def expand(v):
+        if rng.random() < 0.5:
+            return generic3(e, [(v, rowt)], [ROW3], full, "f32",
+                            lambda b, a: a[0])
+        c0 = e.name("c0")
+        e("%s = arith.constant 0 : index" % c0)
+
+        def gather(b, a):
+            i = b.name("i")
+            b("%s = linalg.index 1 : index" % i)
+            g = b.name("x")
+            b("%s = tensor.extract %s[%s, %s, %s] : %s" % (g, v, c0, i, c0,
+                                                           rowt))
+            return g
+        return generic3(e, [], [], full, "f32", gather)
+
+    src = xf
+    if layer:
+        mean = expand(mean_of(row_sum(xf)))
+        src = generic3(e, [(xf, f32), (mean, f32)], [FULL3, FULL3], full,
+                       "f32", lambda b, a: sub(b, a[0], a[1]))
+    sq = generic3(e, [(src, f32), (src, f32)], [FULL3, FULL3], full, "f32",
+                  lambda b, a: mul(b, a[0], a[1]))
+    ms = mean_of(row_sum(sq))
+    eps64 = e.name("eps")
+    e("%s = arith.constant %s : f64" % (eps64, fmt(p["eps"])))
+
+    def scale_body(b, a):
+        c = b.name("eps")
+        b("%s = arith.truncf %s : f64 to f32" % (c, eps64))
+        return inv_sqrt(b, add(b, a[0], c), p["rsqrt"])
+    inv = expand(generic3(e, [(ms, rowt)], [ROW3], row, "f32", scale_body))
+    n = generic3(e, [(src, f32), (inv, f32)], [FULL3, FULL3], full, "f32",
+                 lambda b, a: mul(b, a[0], a[1]))
+    if t != "f32":
+        n = generic3(e, [(n, f32)], [FULL3], full, t,
+                     lambda b, a: trunc(b, a[0], t))
+    n2 = e.name("n")
+    e("%s = tensor.collapse_shape %s [[0, 1], [2]] : %s into %s" % (
+        n2, n, tensor(full, t), tensor([r, k], t)))
+    return n2
 
 
 def gain_value(e, p, rng, k, t, args):
