@@ -134,7 +134,8 @@ struct VerifyAsyncPass : flashnorm::impl::VerifyAsyncBase<VerifyAsyncPass> {
         return WalkResult::skip();
       HappensBefore hb(fn);
       if (const auto &why = hb.getUnsupportedReason()) {
-        fn.emitWarning() << "flashnorm-verify-async: not verified: " << *why;
+        mlir::emitWarning(fn.getLoc())
+            << "flashnorm-verify-async: not verified: " << *why;
         return WalkResult::skip();
       }
       failed |= Verifier(fn, hb).run();

@@ -171,9 +171,22 @@ template <typename NormOp> struct DeferScalePattern : OpRewritePattern<NormOp> {
       reporter.refused(norm, "not deferred" + refusals);
       return failure();
     }
-    if (hasWeights(norm)) {
-      reporter.refused(norm, "not deferred: the norm still has a gain or "
-                             "bias (flashnorm-fold-gains folds it first)");
+    // A gain fold-gains could not fold (argument weights without the
+    // prepare function, a refused shared weight) is applied before the
+    // projections instead: norm(x) W = s (.)row ((x (.) G) W). A LayerNorm's
+    // bias and centering cannot move that way.
+    Value gain = getGain(norm);
+    if (layer && hasWeights(norm)) {
+      reporter.refused(norm, "not deferred: the LayerNorm still has a gain "
+                             "or bias (flashnorm-fold-gains folds them into "
+                             "constant weights, or argument weights with "
+                             "prepare-function=true)");
+      return failure();
+    }
+    Type inElt = getElementTypeOrSelf(norm.getInput().getType());
+    if (gain && inElt.isF16()) {
+      reporter.refused(norm, "not deferred: its gain is not folded and x * g "
+                             "could overflow f16 before the projections");
       return failure();
     }
 
@@ -181,12 +194,19 @@ template <typename NormOp> struct DeferScalePattern : OpRewritePattern<NormOp> {
     // projection reads (the result itself, or a row-regrouping reshape of
     // it, re-created on the raw input).
     double eps = norm.getEpsilon().convertToDouble();
+    Value gained;
+    if constexpr (!layer)
+      if (gain)
+        gained = applyGain(rewriter, norm, gain);
     DenseMap<Value, std::pair<Value, Value>> raws;
-    std::function<Value(Value)> rawView = [&](Value view) -> Value {
+    // `view` re-created on `base` (the raw input, or the input times the
+    // gain) instead of the norm's result.
+    std::function<Value(Value, Value)> rawView = [&](Value view,
+                                                     Value base) -> Value {
       if (view == norm.getResult())
-        return norm.getInput();
+        return base;
       Operation *reshape = view.getDefiningOp();
-      Value source = rawView(reshape->getOperand(0));
+      Value source = rawView(reshape->getOperand(0), base);
       // The same reshape of the raw input, made for another norm of it
       // (before `reshape` it is valid here: its operands are the raw input
       // and `reshape`'s own).
@@ -203,10 +223,12 @@ template <typename NormOp> struct DeferScalePattern : OpRewritePattern<NormOp> {
       mapping.map(reshape->getOperand(0), source);
       return rewriter.clone(*reshape, mapping)->getResult(0);
     };
+    // What a projection reading `view` reads instead, and the statistic.
     auto rawAndStat = [&](Value view) -> std::pair<Value, Value> {
       auto [it, inserted] = raws.try_emplace(view);
       if (inserted) {
-        Value x = rawView(view);
+        Value x = rawView(view, norm.getInput());
+        Value input = gained ? rawView(view, gained) : x;
         // The post-scales follow the projections, which follow `anchor`.
         Operation *anchor = view == norm.getResult() ? norm.getOperation()
                                                      : view.getDefiningOp();
@@ -215,7 +237,7 @@ template <typename NormOp> struct DeferScalePattern : OpRewritePattern<NormOp> {
         if (Operation *same = findSameStatistic(x, eps, anchor)) {
           if (!same->isBeforeInBlock(anchor))
             rewriter.moveOpBefore(same, anchor);
-          it->second = {x, same->getResult(0)};
+          it->second = {input, same->getResult(0)};
           return it->second;
         }
         OpBuilder::InsertionGuard guard(rewriter);
@@ -225,7 +247,7 @@ template <typename NormOp> struct DeferScalePattern : OpRewritePattern<NormOp> {
         Location loc = norm.getLoc();
         Value stat = layer ? Value(LayerInvOp::create(rewriter, loc, x, eps))
                            : Value(RMSInvOp::create(rewriter, loc, x, eps));
-        it->second = {x, stat};
+        it->second = {input, stat};
       }
       return it->second;
     };
@@ -256,6 +278,7 @@ template <typename NormOp> struct DeferScalePattern : OpRewritePattern<NormOp> {
         firstStat,
         Twine("deferred ") + (layer ? "1/std" : "1/RMS") + " past " +
             Twine(deferrable.size()) + " projection(s)" +
+            (gain ? " without folding its gain (x * g feeds them)" : "") +
             (refusals.empty() ? "" : "; kept the norm for" + refusals));
     return success();
   }
@@ -282,6 +305,61 @@ template <typename NormOp> struct DeferScalePattern : OpRewritePattern<NormOp> {
            candidate->getResultTypes() == reshape->getResultTypes() &&
            llvm::equal(candidate->getOperands().drop_front(),
                        reshape->getOperands().drop_front());
+  }
+
+  static Value getGain(RMSNormOp op) { return op.getGain(); }
+  static Value getGain(LayerNormOp) { return Value(); }
+
+  /// x * G (G = g, or 1 + g) element-wise, in f32 (f64 if either is f64),
+  /// rounded once to x's type: what the projections read when the gain is
+  /// not folded.
+  static Value applyGain(PatternRewriter &rewriter, RMSNormOp norm,
+                         Value gain) {
+    OpBuilder::InsertionGuard guard(rewriter);
+    rewriter.setInsertionPoint(norm);
+    Location loc = norm.getLoc();
+    Value x = norm.getInput();
+    auto type = cast<RankedTensorType>(x.getType());
+    Type elt = type.getElementType();
+    bool wide = elt.isF64() || getElementTypeOrSelf(gain.getType()).isF64();
+    Type compute = wide ? Type(rewriter.getF64Type()) : rewriter.getF32Type();
+    bool onePlus = norm.getGainConvention() == GainConvention::one_plus;
+    unsigned rank = type.getRank();
+    MLIRContext *ctx = rewriter.getContext();
+    AffineMap id = AffineMap::getMultiDimIdentityMap(rank, ctx);
+    AffineMap feature =
+        AffineMap::get(rank, 0, getAffineDimExpr(rank - 1, ctx));
+    Value init = tensor::EmptyOp::create(
+        rewriter, loc, tensor::getMixedSizes(rewriter, loc, x), elt);
+    SmallVector<utils::IteratorType> par(rank, utils::IteratorType::parallel);
+    auto convert = [](OpBuilder &b, Location l, Value v, Type to) -> Value {
+      unsigned from = v.getType().getIntOrFloatBitWidth(),
+               width = to.getIntOrFloatBitWidth();
+      if (v.getType() == to)
+        return v;
+      if (from < width)
+        return arith::ExtFOp::create(b, l, to, v);
+      if (from > width)
+        return arith::TruncFOp::create(b, l, to, v);
+      // bf16 <-> f16: through f32.
+      return arith::TruncFOp::create(
+          b, l, to, arith::ExtFOp::create(b, l, b.getF32Type(), v));
+    };
+    return linalg::GenericOp::create(
+               rewriter, loc, TypeRange{type}, ValueRange{x, gain},
+               ValueRange{init}, ArrayRef<AffineMap>{id, feature, id}, par,
+               [&](OpBuilder &b, Location l, ValueRange args) {
+                 Value g = convert(b, l, args[1], compute);
+                 if (onePlus)
+                   g = arith::AddFOp::create(
+                       b, l, g,
+                       arith::ConstantOp::create(b, l,
+                                                 b.getFloatAttr(compute, 1.0)));
+                 Value v = arith::MulFOp::create(
+                     b, l, convert(b, l, args[0], compute), g);
+                 linalg::YieldOp::create(b, l, convert(b, l, v, elt));
+               })
+        .getResult(0);
   }
 
   static bool hasWeights(RMSNormOp op) { return bool(op.getGain()); }

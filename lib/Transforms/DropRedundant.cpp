@@ -247,9 +247,11 @@ struct CancelBeforeScaleInvariantNorm : OpRewritePattern<RMSNormOp> {
       }
       rewriter.modifyOpInPlace(projOp, [&] { use.set(norm1.getInput()); });
       if (e2 == 0.0) {
-        reporter.applied(norm2, "cancelled the scale of the norm at " +
-                                    formatLoc(norm1.getLoc()) +
-                                    " (exact: eps = 0)");
+        Operation *reported = widenStatistic(rewriter, norm2);
+        reporter.applied(reported, "cancelled the scale of the norm at " +
+                                       formatLoc(norm1.getLoc()) +
+                                       " (exact: eps = 0; the statistic in "
+                                       "f64)");
       } else {
         reporter.approximated(
             norm2,
@@ -265,6 +267,27 @@ struct CancelBeforeScaleInvariantNorm : OpRewritePattern<RMSNormOp> {
       return success();
     }
     return failure();
+  }
+
+  /// Without the first norm, the second one reads the raw scale: an f32 row
+  /// of magnitude below ~1e-19 squares to 0 there (0 / 0 with eps = 0)
+  /// where the original, normalized first, is finite, and one above ~1e19
+  /// overflows. In f64 the mean square of every finite f32 row is a normal
+  /// number, so the norm runs there and rounds once back to f32. Returns
+  /// the new norm.
+  static Operation *widenStatistic(PatternRewriter &rewriter, RMSNormOp norm) {
+    auto type = cast<RankedTensorType>(norm.getInput().getType());
+    if (!type.getElementType().isF32())
+      return norm;
+    Location loc = norm.getLoc();
+    rewriter.setInsertionPoint(norm);
+    Value wide = arith::ExtFOp::create(
+        rewriter, loc, type.clone(rewriter.getF64Type()), norm.getInput());
+    auto wideNorm = RMSNormOp::create(rewriter, loc, wide, norm.getGain(), 0.0,
+                                      norm.getGainConvention());
+    rewriter.replaceOpWithNewOp<arith::TruncFOp>(norm, type,
+                                                 wideNorm.getResult());
+    return wideNorm;
   }
 
   PassReporter &reporter;

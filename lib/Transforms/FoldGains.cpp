@@ -465,17 +465,19 @@ struct FoldGainsPass : flashnorm::impl::FoldGainsBase<FoldGainsPass> {
       }
       // Importers pass weights as arguments: without the prepare function
       // nothing folds, and a user who asked for no remarks would see
-      // nothing at all. Said once per function, without flags.
+      // nothing at all. Said once per function, without flags, at its
+      // location (a diagnostic on the op would print the whole function).
       if (!refusedForArguments.empty())
-        fn.emitWarning() << kPass << ": " << refusedForArguments.size()
-                         << " norm(s) of @" << fn.getName()
-                         << " not folded because their gains or projection "
-                            "weights are function arguments; "
-                            "--flashnorm=prepare-function=true folds them "
-                            "through a @"
-                         << fn.getName()
-                         << "_flashnorm_prepare function run once on the "
-                            "weights";
+        mlir::emitWarning(fn.getLoc())
+            << kPass << ": " << refusedForArguments.size() << " norm(s) of @"
+            << fn.getName()
+            << " not folded because their gains or projection "
+               "weights are function arguments; "
+               "--flashnorm=prepare-function=true folds them "
+               "through a @"
+            << fn.getName()
+            << "_flashnorm_prepare function run once on the "
+               "weights";
       if (!argFolds.empty())
         createPrepareFunction(module, fn, std::move(argFolds));
     }

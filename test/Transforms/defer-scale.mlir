@@ -108,10 +108,17 @@ func.func @dynamic_rows(%x: tensor<2x?x8xf32>, %w: tensor<2x8x4xf32>) -> tensor<
 
 // -----
 
-// A norm with a gain is left for flashnorm-fold-gains.
+// A gain fold-gains left (argument weights without the prepare function) is
+// applied before the projections instead: 1/RMS of x beside the projection
+// of x * g, the post-scale after it.
 // CHECK-LABEL: func.func @has_gain
-// CHECK-NOT: flashnorm.rms_inv
-// REMARK: Function=has_gain | Remark="not deferred: the norm still has a gain or bias (flashnorm-fold-gains folds it first)"
+// CHECK-SAME: (%[[X:.*]]: tensor<4x8xf32>, %[[G:.*]]: tensor<8xf32>, %[[W:.*]]: tensor<8x16xf32>)
+// CHECK: %[[XG:.*]] = linalg.generic {{.*}} ins(%[[X]], %[[G]] : tensor<4x8xf32>, tensor<8xf32>)
+// CHECK: arith.mulf
+// CHECK: %[[S:.*]] = flashnorm.rms_inv %[[X]]
+// CHECK: %[[P:.*]] = linalg.matmul ins(%[[XG]], %[[W]] :
+// CHECK: flashnorm.post_scale %[[P]], %[[S]]
+// REMARK: Function=has_gain | Remark="deferred 1/RMS past 1 projection(s) without folding its gain (x * g feeds them)"
 func.func @has_gain(%x: tensor<4x8xf32>, %g: tensor<8xf32>, %w: tensor<8x16xf32>) -> tensor<4x16xf32> {
   %n = flashnorm.rms_norm %x gain(%g : tensor<8xf32>) eps(1.0e-05) : tensor<4x8xf32>
   %c0 = arith.constant 0.0 : f32
@@ -119,6 +126,56 @@ func.func @has_gain(%x: tensor<4x8xf32>, %g: tensor<8xf32>, %w: tensor<8x16xf32>
   %z = linalg.fill ins(%c0 : f32) outs(%e : tensor<4x16xf32>) -> tensor<4x16xf32>
   %y = linalg.matmul ins(%n, %w : tensor<4x8xf32>, tensor<8x16xf32>) outs(%z : tensor<4x16xf32>) -> tensor<4x16xf32>
   return %y : tensor<4x16xf32>
+}
+
+// -----
+
+// A 1 + g gain on bf16 rows, through a reshape that keeps the features:
+// x * (1 + g) formed in f32 and rounded once to bf16, the reshape re-made on
+// it and on x.
+// CHECK-LABEL: func.func @one_plus_bf16
+// CHECK: linalg.generic
+// CHECK: arith.extf {{.*}} : bf16 to f32
+// CHECK: arith.addf
+// CHECK: arith.truncf {{.*}} : f32 to bf16
+// CHECK: %[[X3:.*]] = tensor.expand_shape %arg0
+// CHECK: %[[S:.*]] = flashnorm.rms_inv %[[X3]]
+// CHECK: %[[XG3:.*]] = tensor.expand_shape %{{.*}} {{\[}}[0, 1], [2]] output_shape [1, 4, 8] : tensor<4x8xbf16>
+// CHECK: %[[P:.*]] = linalg.batch_matmul ins(%[[XG3]],
+// CHECK: flashnorm.post_scale %[[P]], %[[S]]
+// REMARK: Function=one_plus_bf16 | Remark="deferred 1/RMS past 1 projection(s) without folding its gain (x * g feeds them)"
+func.func @one_plus_bf16(%x: tensor<4x8xbf16>, %g: tensor<8xbf16>, %w: tensor<1x8x16xbf16>) -> tensor<1x4x16xbf16> {
+  %n = flashnorm.rms_norm %x gain(%g : tensor<8xbf16>) eps(1.0e-06) convention one_plus : tensor<4x8xbf16>
+  %n3 = tensor.expand_shape %n [[0, 1], [2]] output_shape [1, 4, 8] : tensor<4x8xbf16> into tensor<1x4x8xbf16>
+  %c0 = arith.constant 0.0 : bf16
+  %e = tensor.empty() : tensor<1x4x16xbf16>
+  %z = linalg.fill ins(%c0 : bf16) outs(%e : tensor<1x4x16xbf16>) -> tensor<1x4x16xbf16>
+  %y = linalg.batch_matmul ins(%n3, %w : tensor<1x4x8xbf16>, tensor<1x8x16xbf16>) outs(%z : tensor<1x4x16xbf16>) -> tensor<1x4x16xbf16>
+  return %y : tensor<1x4x16xbf16>
+}
+
+// -----
+
+// Not without folding: f16 rows (x * g could overflow before the
+// projection) and a LayerNorm's gain and bias.
+// CHECK-LABEL: func.func @gain_refused
+// CHECK-NOT: flashnorm.rms_inv
+// CHECK-NOT: flashnorm.layer_inv
+// REMARK-DAG: Function=gain_refused | Remark="not deferred: its gain is not folded and x * g could overflow f16 before the projections"
+// REMARK-DAG: Function=gain_refused | Remark="not deferred: the LayerNorm still has a gain or bias
+func.func @gain_refused(%x: tensor<4x8xf16>, %g: tensor<8xf16>, %w: tensor<8x16xf16>, %y: tensor<4x8xf32>, %g2: tensor<8xf32>) -> (tensor<4x16xf16>, tensor<4x16xf32>) {
+  %w2 = arith.constant dense<0.5> : tensor<8x16xf32>
+  %n = flashnorm.rms_norm %x gain(%g : tensor<8xf16>) eps(1.0e-05) : tensor<4x8xf16>
+  %c0 = arith.constant 0.0 : f16
+  %e = tensor.empty() : tensor<4x16xf16>
+  %z = linalg.fill ins(%c0 : f16) outs(%e : tensor<4x16xf16>) -> tensor<4x16xf16>
+  %p = linalg.matmul ins(%n, %w : tensor<4x8xf16>, tensor<8x16xf16>) outs(%z : tensor<4x16xf16>) -> tensor<4x16xf16>
+  %l = flashnorm.layer_norm %y gain(%g2 : tensor<8xf32>) eps(1.0e-05) : tensor<4x8xf32>
+  %c1 = arith.constant 0.0 : f32
+  %e1 = tensor.empty() : tensor<4x16xf32>
+  %z1 = linalg.fill ins(%c1 : f32) outs(%e1 : tensor<4x16xf32>) -> tensor<4x16xf32>
+  %q = linalg.matmul ins(%l, %w2 : tensor<4x8xf32>, tensor<8x16xf32>) outs(%z1 : tensor<4x16xf32>) -> tensor<4x16xf32>
+  return %p, %q : tensor<4x16xf16>, tensor<4x16xf32>
 }
 
 // -----

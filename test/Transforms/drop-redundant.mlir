@@ -96,9 +96,14 @@ func.func @eps_underflow(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
 // CHECK-LABEL: func.func @qk_norm_exact
 // CHECK-SAME: (%[[X:.*]]: tensor<4x8xf32>
 // CHECK: %[[N:.*]] = flashnorm.rms_norm %[[X]]
-// CHECK: linalg.matmul ins(%[[X]], %{{.*}} :
+// CHECK: %[[Q:.*]] = linalg.matmul ins(%[[X]], %{{.*}} :
+// CHECK: %[[QH:.*]] = tensor.expand_shape %[[Q]]
+// The second norm reads the raw scale: its statistic runs in f64.
+// CHECK: %[[W:.*]] = arith.extf %[[QH]] : tensor<4x2x4xf32> to tensor<4x2x4xf64>
+// CHECK: %[[QN:.*]] = flashnorm.rms_norm %[[W]] eps(0.000000e+00) : tensor<4x2x4xf64>
+// CHECK: arith.truncf %[[QN]] : tensor<4x2x4xf64> to tensor<4x2x4xf32>
 // CHECK: linalg.matmul ins(%[[N]], %{{.*}} :
-// REMARK: Function=qk_norm_exact | Remark="cancelled the scale of the norm at {{.*}} (exact: eps = 0)"
+// REMARK: Function=qk_norm_exact | Remark="cancelled the scale of the norm at {{.*}} (exact: eps = 0; the statistic in f64)"
 func.func @qk_norm_exact(%x: tensor<4x8xf32>, %wq: tensor<8x8xf32>, %wv: tensor<8x8xf32>)
     -> (tensor<4x2x4xf32>, tensor<4x8xf32>) {
   %n = flashnorm.rms_norm %x eps(1.0e-06) : tensor<4x8xf32>
