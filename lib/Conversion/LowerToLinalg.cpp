@@ -110,9 +110,11 @@ public:
   }
 
   /// result[r, k] = round(((x[r, k] - shift[r]) * scale[r]) * G[k] + B[k]),
-  /// with G = gain (+ 1 under one_plus); all in `statType`.
+  /// with G = gain (+ 1 under one_plus); all in `statType`. With
+  /// `zeroScaleIsZero`, a row whose scale is 0 is 0 (post_scale's contract).
   Value normalize(Value shift, Value scale, Value gain, bool onePlus,
-                  Value bias, RankedTensorType resultType) {
+                  Value bias, RankedTensorType resultType,
+                  bool zeroScaleIsZero = false) {
     SmallVector<Value> inputs{x, scale};
     SmallVector<AffineMap> maps{fullMap(), rowMap()};
     for (Value v : {shift, gain, bias}) {
@@ -139,8 +141,14 @@ public:
                  Value sh = arg(shift), g = arg(gain), bi = arg(bias);
                  if (sh)
                    v = arith::SubFOp::create(nb, l, v, sh);
-                 Value r = arith::MulFOp::create(
-                     nb, l, v, castFloat(nb, l, args[1], statType));
+                 Value sc = castFloat(nb, l, args[1], statType);
+                 Value r = arith::MulFOp::create(nb, l, v, sc);
+                 if (zeroScaleIsZero) {
+                   Value zero = floatConstant(nb, l, statType, 0.0);
+                   Value isZero = arith::CmpFOp::create(
+                       nb, l, arith::CmpFPredicate::OEQ, sc, zero);
+                   r = arith::SelectOp::create(nb, l, isZero, zero, r);
+                 }
                  if (g) {
                    if (onePlus)
                      g = arith::AddFOp::create(
@@ -268,7 +276,7 @@ template <>
 Value FlashNormLowering<PostScaleOp>::lower(PostScaleOp op,
                                             RowOps &rows) const {
   return rows.normalize(Value(), op.getScale(), Value(), false, Value(),
-                        op.getType());
+                        op.getType(), /*zeroScaleIsZero=*/true);
 }
 
 struct LowerToLinalgPass
