@@ -8,6 +8,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/MLProgram/IR/MLProgram.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Tosa/IR/TosaOps.h"
@@ -16,7 +17,8 @@
 void mlir::flashnorm::registerAllDialects(DialectRegistry &registry) {
   registry.insert<FlashNormDialect, arith::ArithDialect, func::FuncDialect,
                   linalg::LinalgDialect, math::MathDialect,
-                  tensor::TensorDialect, tosa::TosaDialect>();
+                  ml_program::MLProgramDialect, tensor::TensorDialect,
+                  tosa::TosaDialect>();
   registerConvertFlashNormToLLVMInterface(registry);
 }
 

@@ -73,7 +73,8 @@ config.substitutions.append(
      os.path.join(config.test_source_root, "check-gpu-model.sh"))
 )
 llvm_config.add_tool_substitutions(
-    ["flashnorm-opt", "flashnorm-rounding-test", "flashnorm-gen", "flashnorm-run"],
+    ["flashnorm-opt", "flashnorm-rounding-test", "flashnorm-gen", "flashnorm-run",
+     "flashnorm-fold-checkpoint"],
     [config.flashnorm_tools_dir],
 )
 

@@ -5,6 +5,7 @@
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Tosa/IR/TosaOps.h"
 #include "mlir/IR/Matchers.h"
+#include "mlir/IR/SymbolTable.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
 
 using namespace mlir;
@@ -166,6 +167,24 @@ static bool isLayoutGeneric(linalg::GenericOp g) {
          body.getTerminator()->getOperand(0) == body.getArgument(0);
 }
 
+ml_program::GlobalOp flashnorm::getLoadedGlobal(Operation *op) {
+  SymbolRefAttr name;
+  if (auto load = dyn_cast_or_null<ml_program::GlobalLoadConstOp>(op))
+    name = load.getGlobal();
+  else if (auto load = dyn_cast_or_null<ml_program::GlobalLoadOp>(op))
+    name = load.getGlobal();
+  if (!name)
+    return nullptr;
+  auto global =
+      SymbolTable::lookupNearestSymbolFrom<ml_program::GlobalOp>(op, name);
+  return global && !global.getIsMutable() ? global : nullptr;
+}
+
+bool flashnorm::isExternGlobal(ml_program::GlobalOp global) {
+  return isa_and_nonnull<ml_program::ExternAttr>(
+      global.getValue().value_or(Attribute()));
+}
+
 FailureOr<WeightSource> flashnorm::traceWeight(Value weight, int64_t axis,
                                                bool allowArgument,
                                                std::string *whyNot) {
@@ -236,6 +255,17 @@ FailureOr<WeightSource> flashnorm::traceWeight(Value weight, int64_t axis,
         return fail("its weight constant is not dense or dense_resource");
       src.constant = def;
       src.value = elements;
+      src.axis = axis;
+      return src;
+    } else if (ml_program::GlobalOp global = getLoadedGlobal(def)) {
+      Attribute value = global.getValue().value_or(Attribute());
+      if (!isExternGlobal(global) &&
+          !isa_and_nonnull<DenseElementsAttr, DenseResourceElementsAttr>(value))
+        return fail("its weight global @" + global.getSymName() +
+                    " is neither extern nor dense");
+      src.constant = def;
+      src.value = dyn_cast_or_null<ElementsAttr>(value);
+      src.global = global;
       src.axis = axis;
       return src;
     } else {

@@ -24,8 +24,8 @@ void flashnorm::buildFlashNormPipeline(
   pm.addNestedPass<func::FuncOp>(
       createDropRedundant({options.allowApproximate}));
   // A module pass: with prepare-function it adds functions and edits calls.
-  pm.addPass(
-      createFoldGains({options.cloneSharedWeights, options.prepareFunction}));
+  pm.addPass(createFoldGains(
+      {options.cloneSharedWeights, options.prepareFunction, options.foldPlan}));
   OpPassManager &fpm = pm.nest<func::FuncOp>();
   // Again once the gains are folded: a norm whose scale a later
   // scale-invariant norm cancels must be weightless first (QK-norm).
@@ -40,10 +40,10 @@ void flashnorm::buildFlashNormPipeline(
 static constexpr llvm::StringLiteral kTosaToLinalg =
     "func.func(tosa-to-linalg-named,tosa-to-linalg,tosa-to-arith,"
     "tosa-to-tensor)";
-/// flashnorm ops to linalg, bufferized across function boundaries (identity
-/// layouts).
+/// flashnorm ops to linalg, checkpoint globals to memref globals, bufferized
+/// across function boundaries (identity layouts).
 static constexpr llvm::StringLiteral kToBuffers =
-    "flashnorm-lower-to-linalg,"
+    "flashnorm-lower-to-linalg,flashnorm-ml-program-to-memref,"
     "convert-elementwise-to-linalg,"
     "one-shot-bufferize{bufferize-function-boundaries "
     "function-boundary-type-conversion=identity-layout-map}";

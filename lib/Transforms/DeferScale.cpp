@@ -113,7 +113,11 @@ FailureOr<std::optional<Centering>> computeCentering(const Projection &p,
   FailureOr<WeightSource> source =
       traceWeightToConstant(p.getWeight(), p.weightAxis, &why);
   FailureOr<ElementsAttr> centered = failure();
-  if (succeeded(source)) {
+  if (succeeded(source) && !source->value)
+    why = "its weight is the extern global @" +
+          source->global.getSymName().str() +
+          " (fold-gains centers it into the checkpoint with fold-plan)";
+  else if (succeeded(source)) {
     int64_t k = source->value.getShapedType().getDimSize(source->axis);
     centered = scaleAndCenterAlongAxis(source->value, source->axis,
                                        SmallVector<double>(k, 1.0), &why);

@@ -6,7 +6,9 @@
 #include "flashnorm/Transforms/Passes.h"
 #include "flashnorm/Transforms/PatternDriver.h"
 #include "flashnorm/Transforms/ProjectionRewrites.h"
+#include "flashnorm/Utils/FoldPlan.h"
 #include "flashnorm/Utils/Remarks.h"
+#include "flashnorm/Utils/Safetensors.h"
 #include "flashnorm/Utils/WeightFolder.h"
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -16,6 +18,9 @@
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/IR/SymbolTable.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
+#include "llvm/ADT/SetVector.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/raw_ostream.h"
 
 namespace mlir::flashnorm {
 #define GEN_PASS_DEF_FOLDGAINS
@@ -41,6 +46,69 @@ FailureOr<SmallVector<double>> readFeatureConstant(Value v, StringRef what,
   if (failed(values))
     why = (what + " is not foldable: " + why).str();
   return values;
+}
+
+/// What fold-gains records for weights in a checkpoint (fold-plan).
+struct CheckpointFolds {
+  FoldPlan plan;
+};
+
+/// The value `v` as `scale * T + offset` of an extern global T (a gain or
+/// bias whose values are in a checkpoint; set in `global`), through
+/// reshapes, widening casts and the uniform scales and offsets
+/// drop-redundant builds for a merged norm.
+FailureOr<PlanVector> matchCheckpointVector(Value v,
+                                            ml_program::GlobalOp &global) {
+  PlanVector vec;
+  auto uniform = [](Value c) -> std::optional<double> {
+    FailureOr<SmallVector<double>> values = readConstantAsDoubles(c, nullptr);
+    if (failed(values) || values->empty() ||
+        llvm::any_of(*values, [&](double x) { return x != values->front(); }))
+      return std::nullopt;
+    return values->front();
+  };
+  while (Operation *def = v.getDefiningOp()) {
+    if ((global = getLoadedGlobal(def))) {
+      if (!isExternGlobal(global))
+        return failure();
+      vec.tensor = global.getSymName().str();
+      return vec;
+    }
+    if (isa<tensor::ExpandShapeOp, tensor::CollapseShapeOp, tosa::ReshapeOp,
+            arith::ExtFOp>(def)) {
+      v = def->getOperand(0);
+      continue;
+    }
+    if (!isa<arith::MulFOp, arith::AddFOp>(def))
+      return failure();
+    // G = scale * X + offset, with X = c * Y or X = Y + c.
+    std::optional<double> c = uniform(def->getOperand(1));
+    Value next = def->getOperand(0);
+    if (!c) {
+      c = uniform(def->getOperand(0));
+      next = def->getOperand(1);
+    }
+    if (!c)
+      return failure();
+    if (isa<arith::MulFOp>(def))
+      vec.scale *= *c;
+    else
+      vec.offset += vec.scale * *c;
+    v = next;
+  }
+  return failure();
+}
+
+/// The safetensors dtype of an element type ("BF16"), or "".
+std::string getDType(Type elementType) {
+  return safetensors::getDTypeForElementName(printToString(elementType));
+}
+
+/// A plan vector of literal values.
+PlanVector literal(ArrayRef<double> values) {
+  PlanVector vec;
+  vec.values.assign(values.begin(), values.end());
+  return vec;
 }
 
 /// The norm-specific parts of the fold.
@@ -92,11 +160,15 @@ std::optional<unsigned> getArgumentThroughReshapes(Value v) {
 /// prepare function instead (recorded there).
 template <typename NormOp> struct FoldGainsPattern : OpRewritePattern<NormOp> {
   FoldGainsPattern(MLIRContext *ctx, PassReporter &reporter, bool cloneShared,
-                   SmallVector<ArgFold> *argFolds,
-                   llvm::DenseSet<Operation *> &refusedForArguments)
+                   SmallVector<ArgFold> *argFolds, CheckpointFolds *checkpoint,
+                   llvm::SetVector<Operation *> &replacedGlobals,
+                   llvm::DenseSet<Operation *> &refusedForArguments,
+                   llvm::DenseSet<Operation *> &refusedForCheckpoint)
       : OpRewritePattern<NormOp>(ctx), reporter(reporter),
-        cloneShared(cloneShared), argFolds(argFolds),
-        refusedForArguments(refusedForArguments) {}
+        cloneShared(cloneShared), argFolds(argFolds), checkpoint(checkpoint),
+        replacedGlobals(replacedGlobals),
+        refusedForArguments(refusedForArguments),
+        refusedForCheckpoint(refusedForCheckpoint) {}
 
   LogicalResult matchAndRewrite(NormOp norm,
                                 PatternRewriter &rewriter) const override {
@@ -104,10 +176,18 @@ template <typename NormOp> struct FoldGainsPattern : OpRewritePattern<NormOp> {
     Value gainValue = norm.getGain(), biasValue = NormTraits::getBias(norm);
     // A weightless LayerNorm still has its centering to fold; defer-scale
     // does that for constant weights, only the prepare function can for
-    // argument ones.
-    bool centerOnly = layer && !gainValue && !biasValue && argFolds;
+    // argument ones and only a plan for weights in a checkpoint.
+    bool centerOnly =
+        layer && !gainValue && !biasValue && (argFolds || checkpoint);
     if ((!gainValue && !biasValue && !centerOnly) ||
         norm.getResult().use_empty())
+      return failure();
+    // Centered already, by the fold that dropped this norm's gain or bias.
+    if (centerOnly &&
+        llvm::any_of(getUsesThroughRowRegrouping(norm.getResult()),
+                     [](OpOperand *use) {
+                       return use->getOwner()->hasAttr(kCenteredWeightsAttr);
+                     }))
       return failure();
     std::string why;
     auto refuse = [&](const Twine &msg) {
@@ -121,6 +201,27 @@ template <typename NormOp> struct FoldGainsPattern : OpRewritePattern<NormOp> {
     // A runtime gain can only be folded through the prepare function.
     std::optional<unsigned> gainArg;
     SmallVector<double> gain(numFeatures, 1.0), bias;
+    // A gain or bias whose values are in a checkpoint (fold-plan only).
+    std::optional<PlanVector> gainRef, biasRef;
+    SmallVector<ml_program::GlobalOp> vectorGlobals;
+    auto inCheckpoint = [&](Value v, std::optional<PlanVector> &ref,
+                            StringRef what) -> LogicalResult {
+      ml_program::GlobalOp global;
+      FailureOr<PlanVector> vec = matchCheckpointVector(v, global);
+      if (failed(vec))
+        return failure();
+      if (!checkpoint) {
+        refusedForCheckpoint.insert(norm);
+        why = (what + " is the extern global @" + vec->tensor +
+               " (fold-plan=FILE records the fold for "
+               "flashnorm-fold-checkpoint)")
+                  .str();
+        return failure();
+      }
+      ref = *vec;
+      vectorGlobals.push_back(global);
+      return success();
+    };
     if (gainValue) {
       FailureOr<SmallVector<double>> g =
           readFeatureConstant(gainValue, "gain", why);
@@ -129,6 +230,11 @@ template <typename NormOp> struct FoldGainsPattern : OpRewritePattern<NormOp> {
         if (onePlus)
           for (double &v : gain)
             v += 1.0; // In f64, never in the gain's own type.
+      } else if (succeeded(inCheckpoint(gainValue, gainRef, "the gain"))) {
+        if (onePlus)
+          gainRef->offset += 1.0;
+      } else if (refusedForCheckpoint.contains(norm)) {
+        return refuse(why);
       } else if (!argFolds) {
         if (getArgumentThroughReshapes(gainValue)) {
           refusedForArguments.insert(norm);
@@ -143,12 +249,14 @@ template <typename NormOp> struct FoldGainsPattern : OpRewritePattern<NormOp> {
     if (biasValue) {
       FailureOr<SmallVector<double>> b =
           readFeatureConstant(biasValue, "bias", why);
-      if (failed(b))
+      if (succeeded(b))
+        bias = *b;
+      else if (failed(inCheckpoint(biasValue, biasRef, "the bias")))
         return refuse(why);
-      bias = *b;
     }
+    bool valuesInCheckpoint = gainRef || biasRef;
 
-    SmallVector<FoldTarget> targets;
+    SmallVector<FoldTarget> targets, checkpointTargets;
     SmallVector<ArgFold> newArgFolds;
     // A LayerNorm's mean-centering goes into the weights too, unless one of
     // them is too narrow to carry it (canCarryCentering): then it stays in
@@ -183,6 +291,7 @@ template <typename NormOp> struct FoldGainsPattern : OpRewritePattern<NormOp> {
       }
       center &= canCarryCentering(getElementTypeOrSelf(
           source->argument ? source->argument.getType()
+          : source->global ? source->global.getType()
                            : source->value.getShapedType()));
       // Ops between the weight and the projection, and the weight itself,
       // must have no other users: the fold changes what they hold.
@@ -192,6 +301,42 @@ template <typename NormOp> struct FoldGainsPattern : OpRewritePattern<NormOp> {
             return op;
         return nullptr;
       };
+      if (source->global && !source->value) {
+        // The weight is in a checkpoint: the fold goes into the plan.
+        std::string name = source->global.getSymName().str();
+        if (!checkpoint) {
+          refusedForCheckpoint.insert(norm);
+          why = "its weight is the extern global @" + name +
+                " (fold-plan=FILE records the fold for "
+                "flashnorm-fold-checkpoint)";
+          return userRefusal();
+        }
+        if (!cloneShared &&
+            (!source->constant->getResult(0).hasOneUse() || sharedVia()))
+          return refuse("the weight of '" + user->getName().getStringRef() +
+                        "' has other users and clone-shared-weights=false");
+        if (!biasValue) {
+          checkpointTargets.push_back({*projection, *source});
+          continue;
+        }
+        // The folded bias is one value per output feature: the weight's
+        // other dimensions must be just those.
+        auto type = cast<RankedTensorType>(source->global.getType());
+        int64_t rest = type.getNumElements() /
+                       std::max<int64_t>(1, type.getDimSize(source->axis));
+        auto result =
+            cast<RankedTensorType>(projection->op->getResult(0).getType());
+        if (rest != result.getShape().back())
+          return refuse("the bias cannot be folded through the weight of '" +
+                        user->getName().getStringRef() +
+                        "' (it needs one output-feature dimension)");
+        checkpointTargets.push_back({*projection, *source});
+        continue;
+      }
+      if (valuesInCheckpoint)
+        return refuse("the " + Twine(gainRef ? "gain" : "bias") +
+                      " is in the checkpoint but the weight of '" +
+                      user->getName().getStringRef() + "' is not");
       if (BlockArgument arg = source->argument) {
         unsigned index = arg.getArgNumber();
         Operation *shared = sharedVia();
@@ -236,7 +381,8 @@ template <typename NormOp> struct FoldGainsPattern : OpRewritePattern<NormOp> {
 
     for (ArgFold &f : newArgFolds)
       f.center = center;
-    if (centerOnly && (!center || newArgFolds.empty()))
+    if (centerOnly &&
+        (!center || (newArgFolds.empty() && checkpointTargets.empty())))
       return failure(); // Nothing for this pass (defer-scale says why).
     // Compute every folded weight and bias first: a failure leaves the IR
     // untouched.
@@ -265,10 +411,19 @@ template <typename NormOp> struct FoldGainsPattern : OpRewritePattern<NormOp> {
       biases.push_back(*b);
     }
     for (auto [i, t] : llvm::enumerate(targets)) {
+      if (t.source.global)
+        replacedGlobals.insert(t.source.global);
       replaceWeight(rewriter, t.projection, t.source, folded[i]);
       if (!biases.empty())
         addOutputBias(rewriter, t.projection.op, biases[i]);
     }
+    // The gain and bias tensors too are read by the plan only, now.
+    for (ml_program::GlobalOp global : vectorGlobals)
+      replacedGlobals.insert(global);
+    for (const FoldTarget &t : checkpointTargets)
+      recordCheckpointFold(rewriter, t, gainValue ? gainRef : std::nullopt,
+                           gain, biasValue ? biasRef : std::nullopt, bias,
+                           /*scale=*/gainValue || center, center);
     // Every projection's weight is now centered for a LayerNorm.
     if (center)
       for (OpOperand *use : getUsesThroughRowRegrouping(norm.getResult()))
@@ -291,21 +446,84 @@ template <typename NormOp> struct FoldGainsPattern : OpRewritePattern<NormOp> {
              : layer    ? " (not the mean-centering: f16/bf16 weights cannot "
                           "carry it exactly)"
                         : "") +
-            " into " + Twine(targets.size() + newArgFolds.size()) +
+            " into " +
+            Twine(targets.size() + newArgFolds.size() +
+                  checkpointTargets.size()) +
             " projection weight(s)" +
             (newArgFolds.empty()
                  ? ""
                  : " (" + Twine(newArgFolds.size()) +
-                       " argument(s), through the prepare function)"));
+                       " argument(s), through the prepare function)") +
+            (checkpointTargets.empty()
+                 ? ""
+                 : " (" + Twine(checkpointTargets.size()) +
+                       " in the checkpoint, through the fold plan)"));
     return success();
+  }
+
+  /// Points `t`'s projection at a new extern global `<weight>.flashnorm`
+  /// (unless nothing scales it: a LayerNorm's bias alone) and its bias
+  /// at `<weight>.flashnorm_bias`, and records how the checkpoint makes
+  /// them.
+  void recordCheckpointFold(PatternRewriter &rewriter, const FoldTarget &t,
+                            std::optional<PlanVector> gainRef,
+                            ArrayRef<double> gain,
+                            std::optional<PlanVector> biasRef,
+                            ArrayRef<double> bias, bool scale,
+                            bool center) const {
+    ml_program::GlobalOp source = t.source.global;
+    auto type = cast<RankedTensorType>(source.getType());
+    PlanTensor entry;
+    entry.source = source.getSymName().str();
+    entry.sourceDType = getDType(type.getElementType());
+    entry.sourceShape.assign(type.getShape().begin(), type.getShape().end());
+    entry.axis = t.source.axis;
+    MLIRContext *ctx = rewriter.getContext();
+    if (biasRef || !bias.empty()) {
+      auto result =
+          cast<RankedTensorType>(t.projection.op->getResult(0).getType());
+      auto biasType = RankedTensorType::get({result.getShape().back()},
+                                            result.getElementType());
+      auto load =
+          createGlobalBeside(rewriter, t.source, ".flashnorm_bias", biasType,
+                             ml_program::ExternAttr::get(ctx, biasType));
+      PlanTensor contract = entry;
+      contract.op = PlanTensor::Op::Contract;
+      contract.name = load.getGlobal().getLeafReference().str();
+      contract.dtype = getDType(result.getElementType());
+      contract.shape = {result.getShape().back()};
+      contract.vector = biasRef ? *biasRef : literal(bias);
+      checkpoint->plan.tensors.push_back(std::move(contract));
+      addOutputBias(rewriter, t.projection.op, load.getResult());
+    }
+    if (!scale)
+      return;
+    auto load = createGlobalBeside(rewriter, t.source, ".flashnorm", type,
+                                   ml_program::ExternAttr::get(ctx, type));
+    entry.op = PlanTensor::Op::Scale;
+    entry.name = load.getGlobal().getLeafReference().str();
+    entry.dtype = entry.sourceDType;
+    entry.shape = entry.sourceShape;
+    entry.center = center;
+    entry.vector = gainRef ? *gainRef : literal(gain);
+    checkpoint->plan.tensors.push_back(std::move(entry));
+    replacedGlobals.insert(source);
+    replaceWeight(rewriter, t.projection, t.source, load.getResult());
   }
 
   PassReporter &reporter;
   bool cloneShared;
   SmallVector<ArgFold> *argFolds;
+  CheckpointFolds *checkpoint;
+  /// Globals whose loads were replaced: those nothing loads any more are
+  /// erased (and, if extern, dropped from the checkpoint).
+  llvm::SetVector<Operation *> &replacedGlobals;
   /// Norms refused because a gain or weight is a function argument, which
   /// the prepare function would have folded.
   llvm::DenseSet<Operation *> &refusedForArguments;
+  /// Norms refused because a gain or weight is an extern global, which a
+  /// fold plan would have folded.
+  llvm::DenseSet<Operation *> &refusedForCheckpoint;
 };
 
 /// Builds `out = W * G` along `axis` (and, with `center`, minus the mean
@@ -447,18 +665,22 @@ struct FoldGainsPass : flashnorm::impl::FoldGainsBase<FoldGainsPass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
     SmallVector<func::FuncOp> functions(module.getOps<func::FuncOp>());
+    CheckpointFolds checkpoint;
+    llvm::SetVector<Operation *> replacedGlobals;
     for (func::FuncOp fn : functions) {
       if (fn.isExternal())
         continue;
       SmallVector<ArgFold> argFolds;
-      llvm::DenseSet<Operation *> refusedForArguments;
+      llvm::DenseSet<Operation *> refusedForArguments, refusedForCheckpoint;
       {
         PassReporter reporter(fn, kPass);
         RewritePatternSet patterns(&getContext());
         patterns
             .add<FoldGainsPattern<RMSNormOp>, FoldGainsPattern<LayerNormOp>>(
                 &getContext(), reporter, cloneSharedWeights,
-                prepareFunction ? &argFolds : nullptr, refusedForArguments);
+                prepareFunction ? &argFolds : nullptr,
+                foldPlan.empty() ? nullptr : &checkpoint, replacedGlobals,
+                refusedForArguments, refusedForCheckpoint);
         if (failed(applyFlashNormPatterns(fn, std::move(patterns))))
           return signalPassFailure();
         numFolded += reporter.getNumApplied();
@@ -478,9 +700,49 @@ struct FoldGainsPass : flashnorm::impl::FoldGainsBase<FoldGainsPass> {
             << fn.getName()
             << "_flashnorm_prepare function run once on the "
                "weights";
+      if (!refusedForCheckpoint.empty())
+        mlir::emitWarning(fn.getLoc())
+            << kPass << ": " << refusedForCheckpoint.size() << " norm(s) of @"
+            << fn.getName()
+            << " not folded because their gains or projection weights are "
+               "extern globals (in a checkpoint); "
+               "--flashnorm=fold-plan=plan.json records the folds, "
+               "flashnorm-fold-checkpoint applies them to the checkpoint";
       if (!argFolds.empty())
         createPrepareFunction(module, fn, std::move(argFolds));
     }
+    // The globals the folds replaced everywhere go (the pass made them
+    // dead); a checkpoint no longer needs the extern ones.
+    for (Operation *op : replacedGlobals) {
+      auto global = cast<ml_program::GlobalOp>(op);
+      if (!SymbolTable::symbolKnownUseEmpty(global, module))
+        continue;
+      if (isExternGlobal(global))
+        checkpoint.plan.drop.push_back(global.getSymName().str());
+      global->erase();
+    }
+    if (!foldPlan.empty() && failed(writePlan(checkpoint.plan)))
+      return signalPassFailure();
+  }
+
+  /// Writes the plan to `fold-plan` (also when empty: the caller's script
+  /// then applies a plan that copies the checkpoint).
+  LogicalResult writePlan(const FoldPlan &plan) {
+    std::error_code ec;
+    llvm::raw_fd_ostream out(foldPlan, ec, llvm::sys::fs::OF_Text);
+    if (!ec) {
+      out << plan.toJSON();
+      out.close();
+      if (out.has_error()) {
+        ec = out.error();
+        out.clear_error(); // Else the stream aborts when destroyed.
+      }
+    }
+    if (ec)
+      return mlir::emitError(getOperation().getLoc())
+             << kPass << ": cannot write the fold plan '" << foldPlan
+             << "': " << ec.message();
+    return success();
   }
 };
 } // namespace

@@ -1,4 +1,5 @@
 #include "flashnorm/Utils/WeightFolder.h"
+#include "flashnorm/Analysis/Projection.h"
 #include "flashnorm/Utils/Remarks.h"
 
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
@@ -376,43 +377,86 @@ static double loadAt(const char *in, bool splat, int64_t numK, int64_t inner,
   return Codec<Kind>().load(data[splat ? 0 : (o * numK + k) * inner + i]);
 }
 
+void flashnorm::sumAlongAxisRaw(FloatKind kind, const char *in, bool inSplat,
+                                int64_t outer, ArrayRef<double> vec,
+                                int64_t inner, double *sums) {
+  int64_t numK = vec.size();
+  dispatchKind(kind, [&](auto k) {
+    for (int64_t o = 0; o < outer; ++o)
+      for (int64_t j = 0; j < numK; ++j)
+        for (int64_t i = 0; i < inner; ++i)
+          sums[o * inner + i] +=
+              loadAt<k.value>(in, inSplat, numK, inner, o, j, i) * vec[j];
+  });
+}
+
+void flashnorm::scaleAndShiftRaw(FloatKind kind, const char *in, bool inSplat,
+                                 char *outBytes, int64_t outer,
+                                 ArrayRef<double> scale, int64_t inner,
+                                 const double *shift) {
+  int64_t numK = scale.size();
+  dispatchKind(kind, [&](auto k) {
+    using C = Codec<k.value>;
+    auto *out = reinterpret_cast<typename C::Storage *>(outBytes);
+    for (int64_t o = 0; o < outer; ++o)
+      for (int64_t j = 0; j < numK; ++j)
+        for (int64_t i = 0; i < inner; ++i)
+          out[(o * numK + j) * inner + i] = C::store(
+              loadAt<k.value>(in, inSplat, numK, inner, o, j, i) * scale[j] -
+              shift[o * inner + i]);
+  });
+}
+
 /// out = W * scale[k] - mean_k(W * scale[k]), per (o, i) column, in f64 and
 /// rounded once (FLASHNORM.md §4: mean-centering folded into the weights).
-template <FloatKind Kind>
-static void scaleAndCenter(const char *in, bool splat, char *outBytes,
-                           int64_t outer, ArrayRef<double> scale,
+static void scaleAndCenter(FloatKind kind, const char *in, bool splat,
+                           char *out, int64_t outer, ArrayRef<double> scale,
                            int64_t inner) {
-  using S = typename Codec<Kind>::Storage;
-  S *out = reinterpret_cast<S *>(outBytes);
-  int64_t numK = scale.size();
-  std::vector<double> mean(inner);
-  for (int64_t o = 0; o < outer; ++o) {
-    std::fill(mean.begin(), mean.end(), 0.0);
-    for (int64_t k = 0; k < numK; ++k)
-      for (int64_t i = 0; i < inner; ++i)
-        mean[i] += loadAt<Kind>(in, splat, numK, inner, o, k, i) * scale[k];
-    for (double &m : mean)
-      m /= numK;
-    for (int64_t k = 0; k < numK; ++k)
-      for (int64_t i = 0; i < inner; ++i)
-        out[(o * numK + k) * inner + i] = Codec<Kind>::store(
-            loadAt<Kind>(in, splat, numK, inner, o, k, i) * scale[k] - mean[i]);
-  }
+  std::vector<double> mean(outer * inner, 0.0);
+  sumAlongAxisRaw(kind, in, splat, outer, scale, inner, mean.data());
+  for (double &m : mean)
+    m /= static_cast<double>(scale.size());
+  scaleAndShiftRaw(kind, in, splat, out, outer, scale, inner, mean.data());
+}
+
+size_t flashnorm::getByteWidth(FloatKind kind) { return byteWidth(kind); }
+
+void flashnorm::decodeRaw(FloatKind kind, const char *in, int64_t n,
+                          double *out) {
+  dispatchKind(kind, [&](auto k) {
+    using C = Codec<k.value>;
+    const auto *data = reinterpret_cast<const typename C::Storage *>(in);
+    C codec;
+    for (int64_t i = 0; i < n; ++i)
+      out[i] = codec.load(data[i]);
+  });
+}
+
+void flashnorm::encodeRaw(FloatKind kind, const double *in, int64_t n,
+                          char *out) {
+  dispatchKind(kind, [&](auto k) {
+    using C = Codec<k.value>;
+    auto *data = reinterpret_cast<typename C::Storage *>(out);
+    for (int64_t i = 0; i < n; ++i)
+      data[i] = C::store(in[i]);
+  });
 }
 
 /// How many of the `n` elements are finite in `in` but not in `out`: folded
 /// products that overflowed the type (f16 tops out at 65504).
-template <FloatKind Kind>
-static int64_t countOverflows(const char *in, bool splat, const char *out,
-                              int64_t n) {
-  using S = typename Codec<Kind>::Storage;
-  const S *before = reinterpret_cast<const S *>(in);
-  const S *after = reinterpret_cast<const S *>(out);
-  Codec<Kind> codec;
+int64_t flashnorm::countOverflowsRaw(FloatKind kind, const char *in,
+                                     bool inSplat, const char *out, int64_t n) {
   int64_t count = 0;
-  for (int64_t j = 0; j < n; ++j)
-    count += std::isfinite(codec.load(before[splat ? 0 : j])) &&
-             !std::isfinite(codec.load(after[j]));
+  dispatchKind(kind, [&](auto k) {
+    using C = Codec<k.value>;
+    using S = typename C::Storage;
+    const S *before = reinterpret_cast<const S *>(in);
+    const S *after = reinterpret_cast<const S *>(out);
+    C codec;
+    for (int64_t j = 0; j < n; ++j)
+      count += std::isfinite(codec.load(before[inSplat ? 0 : j])) &&
+               !std::isfinite(codec.load(after[j]));
+  });
   return count;
 }
 
@@ -471,17 +515,12 @@ static FailureOr<ElementsAttr> foldAlongAxis(ElementsAttr weight, int64_t axis,
       scaleRawAlongAxis(view->kind, view->data.data(), view->splat, out, outer,
                         scale, inner, ctx);
     else
-      dispatchKind(view->kind, [&](auto k) {
-        scaleAndCenter<k.value>(view->data.data(), view->splat, out, outer,
-                                scale, inner);
-      });
+      scaleAndCenter(view->kind, view->data.data(), view->splat, out, outer,
+                     scale, inner);
     if (!mayOverflow)
       return success();
-    int64_t overflows = 0;
-    dispatchKind(view->kind, [&](auto k) {
-      overflows = countOverflows<k.value>(view->data.data(), view->splat, out,
-                                          type.getNumElements());
-    });
+    int64_t overflows = countOverflowsRaw(
+        view->kind, view->data.data(), view->splat, out, type.getNumElements());
     if (!overflows)
       return success();
     std::string typeName;
@@ -542,16 +581,9 @@ flashnorm::contractAlongAxis(ElementsAttr weight, int64_t axis,
     return failure();
   const RawView *view = &axisView->raw;
   int64_t outer = axisView->outer, inner = axisView->inner;
-  int64_t numK = vec.size();
   SmallVector<double> result(outer * inner, 0.0);
-  dispatchKind(view->kind, [&](auto kind) {
-    for (int64_t o = 0; o < outer; ++o)
-      for (int64_t k = 0; k < numK; ++k)
-        for (int64_t i = 0; i < inner; ++i)
-          result[o * inner + i] +=
-              vec[k] * loadAt<kind.value>(view->data.data(), view->splat, numK,
-                                          inner, o, k, i);
-  });
+  sumAlongAxisRaw(view->kind, view->data.data(), view->splat, outer, vec, inner,
+                  result.data());
   return result;
 }
 
@@ -582,9 +614,15 @@ flashnorm::readConstantAsDoubles(Value v, std::string *whyNot) {
     v = def->getOperand(0);
   }
   Attribute attr;
-  if (!matchPattern(v, m_Constant(&attr)) || !isa<ElementsAttr>(attr)) {
+  if (ml_program::GlobalOp global = getLoadedGlobal(v.getDefiningOp()))
+    attr = global.getValue().value_or(Attribute());
+  else
+    (void)matchPattern(v, m_Constant(&attr));
+  if (!isa_and_nonnull<ElementsAttr>(attr)) {
     if (whyNot)
-      *whyNot = "it is not a constant tensor";
+      *whyNot = isa_and_nonnull<ml_program::ExternAttr>(attr)
+                    ? "it is an extern global (its value is in a checkpoint)"
+                    : "it is not a constant tensor";
     return failure();
   }
   return readAsDoubles(cast<ElementsAttr>(attr), whyNot);

@@ -4,7 +4,8 @@
 // Gemma or GPT-2 semantics) the way frontends hand it over: normalizations
 // spelled out as squares, reductions, rsqrt and broadcast multiplies in many
 // equivalent forms (FLASHNORM.md §7), projections in both weight layouts,
-// weights as dense_resource constants or as function arguments. The output
+// weights as dense_resource constants, as function arguments, or as extern
+// ml_program globals with a safetensors checkpoint beside the IR. The output
 // is test input and demo for flashnorm-raise and the rest of the pipeline;
 // @main runs the model on a deterministic input and prints the result.
 //
@@ -14,6 +15,8 @@
 // output lists them in a comment above @forward.
 //
 //===----------------------------------------------------------------------===//
+
+#include "flashnorm/Utils/Safetensors.h"
 
 #include "llvm/Support/CommandLine.h"
 
@@ -43,7 +46,7 @@ constexpr double kPi = 3.14159265358979323846;
 enum class Family { Llama, Qwen2, Gemma, Gpt2 };
 enum class Flavor { Linalg, Tosa };
 enum class Style { Mixed, TorchMlir };
-enum class WeightMode { Resource, Args };
+enum class WeightMode { Resource, Args, Checkpoint };
 enum class DType { F32, BF16 };
 
 cl::OptionCategory genCategory("flashnorm-gen options");
@@ -95,8 +98,23 @@ cl::opt<WeightMode> weightsOpt(
     cl::values(clEnumValN(WeightMode::Resource, "resource",
                           "dense_resource constants in @forward"),
                clEnumValN(WeightMode::Args, "args",
-                          "arguments of @forward; @main holds the constants")),
+                          "arguments of @forward; @main holds the constants"),
+               clEnumValN(WeightMode::Checkpoint, "checkpoint",
+                          "extern ml_program globals named after the "
+                          "checkpoint tensors, which go into a safetensors "
+                          "file (--checkpoint)")),
     cl::cat(genCategory));
+cl::opt<std::string> checkpointOpt(
+    "checkpoint",
+    cl::desc("With --weights=checkpoint: the safetensors file to write "
+             "(default: the output with .safetensors for .mlir)"),
+    cl::value_desc("file"), cl::init(""), cl::cat(genCategory));
+cl::opt<unsigned> shardsOpt(
+    "shards",
+    cl::desc("With --weights=checkpoint: split the checkpoint into N files "
+             "<name>-0000i-of-0000N.safetensors, as large models ship "
+             "(default 1)"),
+    cl::init(1), cl::cat(genCategory));
 cl::opt<DType> dtypeOpt(
     "dtype", cl::desc("Activation and weight type"), cl::init(DType::F32),
     cl::values(clEnumValN(DType::F32, "f32", "f32"),
@@ -409,6 +427,10 @@ protected:
     weights.push_back(w);
     if (cfg.weights == WeightMode::Args)
       return Val{"%" + name, shape, w.elt};
+    if (cfg.weights == WeightMode::Checkpoint)
+      return b.op("w", shape, w.elt,
+                  cat("ml_program.global_load_const @\"", name,
+                      "\" : ", weightType(w)));
     return constant(w);
   }
   Val toF32(const Val &x) { return castTo(x, "f32"); }
@@ -1613,10 +1635,11 @@ private:
   char hex[512];
 };
 
-/// `"0x04000000<little-endian bytes>"`: alignment 4, then the stored layout.
-void writeBlob(Out &out, uint64_t seed, const Weight &w) {
+/// Calls `row(bytes, n)` for each stored row of `w`: `n` little-endian
+/// bytes of the weight in its stored layout, one row at a time.
+void forEachStoredRow(uint64_t seed, const Weight &w,
+                      const std::function<void(const char *, size_t)> &row) {
   uint64_t key = splitmix64(seed) ^ fnv1a(w.name);
-  out.write("\"0x04000000");
   int bytes = w.elt == "bf16" ? 2 : 4;
   // Logical n x k (PyTorch); stored k x n when kxn. Vectors are one row.
   int64_t n = w.shape.size() == 2 ? (w.kxn ? w.shape[1] : w.shape[0]) : 1;
@@ -1624,20 +1647,31 @@ void writeBlob(Out &out, uint64_t seed, const Weight &w) {
   if (w.shape.size() == 2 && w.kxn)
     k = w.shape[0];
   int64_t outer = w.kxn ? k : n, inner = w.kxn ? n : k;
+  std::vector<char> buffer(size_t(inner) * bytes);
   for (int64_t a = 0; a < outer; ++a) {
-    char *p = out.reserve(size_t(inner) * bytes * 2);
-    for (int64_t c = 0; c < inner; ++c) {
+    char *p = buffer.data();
+    for (int64_t c = 0; c < inner; ++c, p += bytes) {
       uint64_t logical = w.kxn ? uint64_t(c) * k + a : uint64_t(a) * k + c;
       float v = weightValue(key, w, logical);
       if (bytes == 2) {
-        p = out.hexLE(p, toBF16(v), 2);
+        uint16_t b = toBF16(v);
+        std::memcpy(p, &b, 2); // Little-endian hosts only (x86, Arm).
       } else {
-        uint32_t bits;
-        std::memcpy(&bits, &v, 4);
-        p = out.hexLE(p, bits, 4);
+        std::memcpy(p, &v, 4);
       }
     }
+    row(buffer.data(), buffer.size());
   }
+}
+
+/// `"0x04000000<little-endian bytes>"`: alignment 4, then the stored layout.
+void writeBlob(Out &out, uint64_t seed, const Weight &w) {
+  out.write("\"0x04000000");
+  forEachStoredRow(seed, w, [&](const char *bytes, size_t n) {
+    char *p = out.reserve(n * 2);
+    for (size_t i = 0; i < n; ++i)
+      p = out.hexLE(p, static_cast<uint8_t>(bytes[i]), 1);
+  });
   out.write("\"");
 }
 
@@ -1765,23 +1799,27 @@ std::string writeMain(const Config &cfg, const Val &x, const Val &y,
   return "func.func @main() {\n" + b.text() + "}\n";
 }
 
-std::string commandLine(const Config &cfg) {
-  static const char *flavors[] = {"linalg", "tosa"};
-  return cat(
-      "flashnorm-gen --family=", familyName(cfg.family),
-      " --flavor=", flavors[int(cfg.flavor)],
-      cfg.style == Style::TorchMlir ? " --style=torch-mlir" : "",
-      cfg.decode ? cat(" --decode --cache=", cfg.cache, " --vocab=", cfg.vocab)
-                 : "",
-      " --hidden=", cfg.hidden, " --layers=", cfg.layers,
-      " --tokens=", cfg.tokens, " --heads=", cfg.heads, " --mlp=", cfg.mlp,
-      " --weights=", cfg.weights == WeightMode::Args ? "args" : "resource",
-      " --dtype=", cfg.elt(), " --seed=", cfg.seed);
+const char *weightModeName(WeightMode mode) {
+  static const char *names[] = {"resource", "args", "checkpoint"};
+  return names[int(mode)];
 }
 
-int writeModule(const Config &cfg, std::FILE *f) {
+std::string commandLine(const Config &cfg) {
+  static const char *flavors[] = {"linalg", "tosa"};
+  return cat("flashnorm-gen --family=", familyName(cfg.family),
+             " --flavor=", flavors[int(cfg.flavor)],
+             cfg.style == Style::TorchMlir ? " --style=torch-mlir" : "",
+             cfg.decode
+                 ? cat(" --decode --cache=", cfg.cache, " --vocab=", cfg.vocab)
+                 : "",
+             " --hidden=", cfg.hidden, " --layers=", cfg.layers,
+             " --tokens=", cfg.tokens, " --heads=", cfg.heads,
+             " --mlp=", cfg.mlp, " --weights=", weightModeName(cfg.weights),
+             " --dtype=", cfg.elt(), " --seed=", cfg.seed);
+}
+
+int writeModule(const Config &cfg, std::FILE *f, std::vector<Weight> &weights) {
   int64_t counter = 0;
-  std::vector<Weight> weights;
   FuncBuilder fb(counter);
   std::unique_ptr<Emitter> emitter;
   if (cfg.tosa())
@@ -1826,6 +1864,8 @@ int writeModule(const Config &cfg, std::FILE *f) {
       cfg.tosa() ? "tosa" : "linalg", " flavor; weights ",
       cfg.weights == WeightMode::Args
           ? "are arguments of @forward (@main holds them)"
+      : cfg.weights == WeightMode::Checkpoint
+          ? "are extern ml_program globals (their values in the checkpoint)"
           : "are dense_resource constants",
       ".\n// Norms are spelled out the way frontends write them; @main runs "
       "@forward\n// on sin(0.37 t + 0.11 i) + 0.01 i and prints the result.\n",
@@ -1848,6 +1888,13 @@ int writeModule(const Config &cfg, std::FILE *f) {
   }
   for (const Val &c : writer.caches)
     params.push_back(c.name + ": " + c.type());
+  if (cfg.weights == WeightMode::Checkpoint) {
+    for (const Weight &w : weights)
+      out.write(cat("ml_program.global private @\"", w.name,
+                    "\"(#ml_program.extern : ", weightType(w),
+                    ") : ", weightType(w), "\n"));
+    out.write("\n");
+  }
   out.write(
       cat("func.func @forward(", join(params, ",\n    "), ") -> ",
           resultTypes.size() == 1 ? y.type() : "(" + join(resultTypes) + ")",
@@ -1857,9 +1904,13 @@ int writeModule(const Config &cfg, std::FILE *f) {
   out.write(cfg.decode
                 ? writeDecodeMain(cfg, y, writer.caches, weights, counter)
                 : writeMain(cfg, x, y, weights, counter));
-  out.write("func.func private @printMemrefF32(tensor<*xf32>)\n\n");
+  out.write("func.func private @printMemrefF32(tensor<*xf32>)\n");
+  if (cfg.weights == WeightMode::Checkpoint) {
+    out.flush();
+    return out.failed ? 1 : 0;
+  }
 
-  out.write("{-#\n  dialect_resources: {\n    builtin: {\n");
+  out.write("\n{-#\n  dialect_resources: {\n    builtin: {\n");
   for (size_t i = 0; i < weights.size(); ++i) {
     out.write(cat("      ", weights[i].name, ": "));
     writeBlob(out, cfg.seed, weights[i]);
@@ -1873,6 +1924,89 @@ int writeModule(const Config &cfg, std::FILE *f) {
 int fail(const std::string &msg) {
   std::fprintf(stderr, "flashnorm-gen: error: %s\n", msg.c_str());
   return 1;
+}
+
+/// The weights of --weights=checkpoint as safetensors: one file at `path`,
+/// or `shards` files `<path without .safetensors>-0000i-of-0000N.safetensors`
+/// (consecutive weights, about equal sizes) with the index file
+/// `<path>.index.json` that sharded Hugging Face checkpoints carry.
+int writeCheckpoint(const Config &cfg, const std::vector<Weight> &weights,
+                    std::string path, unsigned shards) {
+  namespace st = mlir::flashnorm::safetensors;
+  auto bytesOf = [](const Weight &w) {
+    uint64_t n = w.elt == "bf16" ? 2 : 4;
+    for (int64_t d : w.shape)
+      n *= uint64_t(d);
+    return n;
+  };
+  uint64_t total = 0;
+  for (const Weight &w : weights)
+    total += bytesOf(w);
+  shards = std::max<unsigned>(1, std::min<unsigned>(shards, weights.size()));
+  std::string base = path;
+  if (base.size() > 12 && base.substr(base.size() - 12) == ".safetensors")
+    base.resize(base.size() - 12);
+  std::vector<std::vector<const Weight *>> parts(shards);
+  uint64_t done = 0;
+  for (const Weight &w : weights) {
+    size_t shard = std::min<size_t>(
+        shards - 1, done * shards / std::max<uint64_t>(total, 1));
+    parts[shard].push_back(&w);
+    done += bytesOf(w);
+  }
+  std::map<std::string, std::string> weightMap;
+  for (unsigned i = 0; i < shards; ++i) {
+    char suffix[64];
+    std::snprintf(suffix, sizeof(suffix), "-%05u-of-%05u.safetensors", i + 1,
+                  shards);
+    std::string file = shards == 1 ? path : base + suffix;
+    std::vector<st::OutputTensor> tensors;
+    std::map<std::string, const Weight *> byName;
+    for (const Weight *w : parts[i]) {
+      st::OutputTensor t;
+      t.name = w->name;
+      t.dtype = w->elt == "bf16" ? "BF16" : "F32";
+      t.shape.assign(w->shape.begin(), w->shape.end());
+      t.size = bytesOf(*w);
+      tensors.push_back(t);
+      byName[w->name] = w;
+      weightMap[w->name] = file.substr(file.find_last_of('/') + 1);
+    }
+    std::vector<uint64_t> offsets;
+    std::string header = st::layOut(
+        tensors, {{"format", "pt"}, {"generator", commandLine(cfg)}}, offsets);
+    std::FILE *f = std::fopen(file.c_str(), "wb");
+    if (!f)
+      return fail(cat("cannot open '", file, "': ", std::strerror(errno)));
+    bool ok = std::fwrite(header.data(), 1, header.size(), f) == header.size();
+    for (const st::OutputTensor &t : tensors)
+      forEachStoredRow(cfg.seed, *byName[t.name],
+                       [&](const char *bytes, size_t n) {
+                         ok &= std::fwrite(bytes, 1, n, f) == n;
+                       });
+    ok &= std::fclose(f) == 0;
+    if (!ok) {
+      std::remove(file.c_str());
+      return fail(cat("writing '", file, "' failed"));
+    }
+  }
+  if (shards == 1)
+    return 0;
+  std::string index = base + ".safetensors.index.json";
+  std::FILE *f = std::fopen(index.c_str(), "wb");
+  if (!f)
+    return fail(cat("cannot open '", index, "': ", std::strerror(errno)));
+  std::string text = cat("{\n  \"metadata\": {\"total_size\": ", total,
+                         "},\n  \"weight_map\": {\n");
+  size_t n = 0;
+  for (const auto &[name, file] : weightMap)
+    text += cat("    \"", name, "\": \"", file, "\"",
+                ++n < weightMap.size() ? ",\n" : "\n");
+  text += "  }\n}\n";
+  bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
+  if (std::fclose(f) != 0 || !ok)
+    return fail(cat("writing '", index, "' failed"));
+  return 0;
 }
 
 } // namespace
@@ -1907,16 +2041,35 @@ int main(int argc, char **argv) {
   if (cfg.bf16() && cfg.family == Family::Gpt2)
     return fail("--dtype=bf16 is only supported for llama, qwen2 and gemma");
 
+  std::string checkpoint = checkpointOpt;
+  if (cfg.weights == WeightMode::Checkpoint && checkpoint.empty()) {
+    if (outputOpt == "-")
+      return fail("--weights=checkpoint writing to stdout needs --checkpoint");
+    checkpoint = outputOpt;
+    if (checkpoint.size() > 5 &&
+        checkpoint.substr(checkpoint.size() - 5) == ".mlir")
+      checkpoint.resize(checkpoint.size() - 5);
+    checkpoint += ".safetensors";
+  }
+  if (cfg.weights != WeightMode::Checkpoint &&
+      (!checkpointOpt.empty() || shardsOpt != 1))
+    return fail("--checkpoint and --shards need --weights=checkpoint");
+  if (shardsOpt == 0)
+    return fail("--shards must be positive");
+
   std::FILE *f = stdout;
   if (outputOpt != "-") {
     f = std::fopen(outputOpt.c_str(), "wb");
     if (!f)
       return fail(cat("cannot open '", outputOpt, "': ", std::strerror(errno)));
   }
-  int rc = writeModule(cfg, f);
+  std::vector<Weight> weights;
+  int rc = writeModule(cfg, f, weights);
   if (f != stdout && std::fclose(f) != 0)
     rc = 1;
   if (rc)
     return fail(cat("writing '", outputOpt, "' failed"));
+  if (cfg.weights == WeightMode::Checkpoint)
+    return writeCheckpoint(cfg, weights, checkpoint, shardsOpt);
   return 0;
 }

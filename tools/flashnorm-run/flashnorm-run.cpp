@@ -13,6 +13,12 @@
 //
 //   flashnorm-run model.mlir -e forward --pipeline=flashnorm --compare
 //   flashnorm-run decode.mlir -e forward --prepare --arg 2=17
+//   flashnorm-run m.fn.mlir --params m.fn.safetensors --compare \
+//       --compare-with m.mlir --compare-params m.safetensors
+//
+// Weights outside the IR (`ml_program.global` with `#ml_program.extern`)
+// come from safetensors checkpoints (--params), mapped, not copied: each
+// extern global is bound by name to its tensor's bytes in the JIT.
 //
 // Host values stay in their own element type (a bf16 model's weights take
 // two bytes each here too).
@@ -21,9 +27,11 @@
 
 #include "flashnorm/InitAll.h"
 #include "flashnorm/Pipelines/Pipelines.h"
+#include "flashnorm/Utils/Safetensors.h"
 #include "flashnorm/Utils/WeightFolder.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/MLProgram/IR/MLProgram.h"
 #include "mlir/ExecutionEngine/ExecutionEngine.h"
 #include "mlir/ExecutionEngine/OptUtils.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -111,6 +119,17 @@ static cl::list<std::string> inputFiles(
              "argument in order (comma separated; an empty name keeps the "
              "random value): raw little-endian elements of the argument's "
              "type, row-major (index: 8 bytes)"),
+    cl::CommaSeparated, cl::cat(runCategory));
+static cl::list<std::string>
+    paramFiles("params",
+               cl::desc("Safetensors checkpoints (comma separated shards) "
+                        "holding the module's extern ml_program globals, by "
+                        "name"),
+               cl::CommaSeparated, cl::cat(runCategory));
+static cl::list<std::string> compareParamFiles(
+    "compare-params",
+    cl::desc("With --compare: the checkpoints of the reference module "
+             "(default: --params)"),
     cl::CommaSeparated, cl::cat(runCategory));
 static cl::list<std::string> sharedLibs(
     "shared-libs",
@@ -397,10 +416,110 @@ FailureOr<OpPassManager> parseUserPipeline(StringRef text) {
   return pm;
 }
 
+/// Opened checkpoints, mapped for as long as the process runs (the JIT
+/// code reads the weights in place).
+std::vector<flashnorm::safetensors::File> &openCheckpoints() {
+  static std::vector<flashnorm::safetensors::File> files;
+  return files;
+}
+
+/// The tensors of the checkpoint shards `paths`, by name, or an error (a
+/// file that is not a valid checkpoint, a tensor in two shards).
+FailureOr<
+    llvm::StringMap<std::pair<const flashnorm::safetensors::File *,
+                              const flashnorm::safetensors::TensorInfo *>>>
+loadCheckpoints(ArrayRef<std::string> paths) {
+  std::vector<flashnorm::safetensors::File> &files = openCheckpoints();
+  llvm::StringMap<std::pair<const flashnorm::safetensors::File *,
+                            const flashnorm::safetensors::TensorInfo *>>
+      tensors;
+  // Opened first, indexed after: the vector must not move a mapped file.
+  size_t first = files.size();
+  for (const std::string &path : paths) {
+    auto file = flashnorm::safetensors::File::open(path, /*map=*/true);
+    if (!file) {
+      llvm::errs() << "error: " << llvm::toString(file.takeError()) << "\n";
+      return failure();
+    }
+    files.push_back(std::move(*file));
+  }
+  for (size_t i = first; i < files.size(); ++i)
+    for (const flashnorm::safetensors::TensorInfo &t : files[i].getTensors()) {
+      auto [it, inserted] = tensors.try_emplace(t.name, &files[i], &t);
+      if (!inserted) {
+        llvm::errs() << "error: tensor '" << t.name << "' is in both "
+                     << it->second.first->getPath() << " and "
+                     << files[i].getPath() << "\n";
+        return failure();
+      }
+    }
+  return tensors;
+}
+
+/// Where each extern ml_program global of `module` is found in the
+/// checkpoints `paths`: its name to the address of its bytes. Checks dtype
+/// and shape; every extern global must be there.
+FailureOr<std::map<std::string, const char *>>
+bindExternGlobals(ModuleOp module, ArrayRef<std::string> paths,
+                  StringRef what) {
+  SmallVector<ml_program::GlobalOp> externs;
+  for (auto global : module.getOps<ml_program::GlobalOp>())
+    if (isa_and_nonnull<ml_program::ExternAttr>(
+            global.getValue().value_or(Attribute())))
+      externs.push_back(global);
+  std::map<std::string, const char *> bound;
+  if (externs.empty())
+    return bound;
+  if (paths.empty()) {
+    llvm::errs() << "error: " << what << " loads " << externs.size()
+                 << " extern global(s) (@" << externs.front().getSymName()
+                 << ", ...): give their checkpoint with "
+                 << (what == "the reference" ? "--compare-params" : "--params")
+                 << "\n";
+    return failure();
+  }
+  auto tensors = loadCheckpoints(paths);
+  if (failed(tensors))
+    return failure();
+  for (ml_program::GlobalOp global : externs) {
+    auto type = cast<RankedTensorType>(global.getType());
+    std::string elt;
+    llvm::raw_string_ostream os(elt);
+    type.getElementType().print(os);
+    std::string dtype = flashnorm::safetensors::getDTypeForElementName(elt);
+    auto it = tensors->find(global.getSymName());
+    if (it == tensors->end()) {
+      llvm::errs() << "error: " << what << "'s extern global @"
+                   << global.getSymName() << " is in none of the checkpoints ("
+                   << llvm::join(paths, ", ") << ")\n";
+      return failure();
+    }
+    const auto &[file, tensor] = it->second;
+    if (tensor->dtype != dtype ||
+        ArrayRef<int64_t>(tensor->shape) != type.getShape()) {
+      llvm::errs() << "error: extern global @" << global.getSymName() << " is "
+                   << type << " but " << file->getPath() << " holds it as "
+                   << tensor->dtype << " ["
+                   << llvm::join(llvm::map_range(tensor->shape,
+                                                 [](int64_t d) {
+                                                   return std::to_string(d);
+                                                 }),
+                                 ", ")
+                   << "]\n";
+      return failure();
+    }
+    bound[global.getSymName().str()] = file->getData(*tensor);
+  }
+  return bound;
+}
+
 /// Lowers `module` (after `passes`, if any) for the CPU and JITs it, with
-/// `functions` callable.
+/// `functions` callable and its extern globals bound to the checkpoints
+/// `params`.
 FailureOr<ExecutionEngine *> compile(ModuleOp module, OpPassManager *passes,
-                                     ArrayRef<std::string> functions) {
+                                     ArrayRef<std::string> functions,
+                                     ArrayRef<std::string> params,
+                                     StringRef what) {
   // Only the called functions and what they call are compiled: a @main
   // that prints through runtime functions should not need them here.
   for (auto fn : module.getOps<func::FuncOp>())
@@ -414,6 +533,11 @@ FailureOr<ExecutionEngine *> compile(ModuleOp module, OpPassManager *passes,
     if (failed(userPm.run(module)))
       return failure(); // The diagnostics are already printed.
   }
+  // After the user's pipeline, which may load other globals.
+  FailureOr<std::map<std::string, const char *>> externs =
+      bindExternGlobals(module, params, what);
+  if (failed(externs))
+    return failure();
   PassManager pm(module.getContext());
   pm.addPass(createSymbolDCEPass());
   flashnorm::CpuPipelineOptions cpu;
@@ -443,6 +567,13 @@ FailureOr<ExecutionEngine *> compile(ModuleOp module, OpPassManager *passes,
                  << llvm::toString(engine.takeError()) << "\n";
     return failure();
   }
+  (*engine)->registerSymbols([&](llvm::orc::MangleAndInterner interner) {
+    llvm::orc::SymbolMap symbols;
+    for (const auto &[name, data] : *externs)
+      symbols[interner(name)] = {llvm::orc::ExecutorAddr::fromPtr(data),
+                                 llvm::JITSymbolFlags::Exported};
+    return symbols;
+  });
   liveEngines().push_back(std::move(*engine));
   return liveEngines().back().get();
 }
@@ -748,8 +879,8 @@ int main(int argc, char **argv) {
                    << " arguments flashnorm.folded\n";
       exitWith(1);
     }
-    FailureOr<ExecutionEngine *> engine =
-        compile(*module, nullptr, {entry, prepareName});
+    FailureOr<ExecutionEngine *> engine = compile(
+        *module, nullptr, {entry, prepareName}, paramFiles, "the input");
     if (failed(engine))
       exitWith(1);
     FailureOr<SmallVector<HostValue>> weights =
@@ -765,8 +896,8 @@ int main(int argc, char **argv) {
       exitWith(1);
     outputs = std::move(*result);
   } else {
-    FailureOr<ExecutionEngine *> engine =
-        compile(*module, passes ? &*passes : nullptr, {entry});
+    FailureOr<ExecutionEngine *> engine = compile(
+        *module, passes ? &*passes : nullptr, {entry}, paramFiles, "the input");
     if (failed(engine))
       exitWith(1);
     FailureOr<SmallVector<HostValue>> result =
@@ -781,7 +912,9 @@ int main(int argc, char **argv) {
   }
   // The reference runs without --pipeline (it is the "before" side).
   FailureOr<ExecutionEngine *> refEngine =
-      compile(*reference, nullptr, {entry});
+      compile(*reference, nullptr, {entry},
+              compareParamFiles.empty() ? paramFiles : compareParamFiles,
+              "the reference");
   if (failed(refEngine))
     exitWith(1);
   FailureOr<SmallVector<HostValue>> expected =

@@ -13,6 +13,7 @@
 #ifndef FLASHNORM_ANALYSIS_PROJECTION_H
 #define FLASHNORM_ANALYSIS_PROJECTION_H
 
+#include "mlir/Dialect/MLProgram/IR/MLProgram.h"
 #include "mlir/IR/BuiltinAttributeInterfaces.h"
 #include "mlir/IR/Operation.h"
 
@@ -42,12 +43,15 @@ struct Projection {
 FailureOr<Projection> matchProjection(OpOperand &use,
                                       std::string *whyNot = nullptr);
 
-/// What a weight is read from, through layout-only ops: a constant, or
-/// (where asked for) a function argument.
+/// What a weight is read from, through layout-only ops: a constant, an
+/// immutable `ml_program` global, or (where asked for) a function argument.
 struct WeightSource {
-  /// `arith.constant` or `tosa.const`, and its value.
+  /// `arith.constant`, `tosa.const` or the load of a global, and its value
+  /// (null for an extern global, whose value is in a checkpoint).
   Operation *constant = nullptr;
   ElementsAttr value;
+  /// The global `constant` loads, if it is a load.
+  ml_program::GlobalOp global;
   /// Or: the entry-block argument the weight comes from.
   BlockArgument argument;
   /// The contracted dimension, in the constant's (argument's) own shape.
@@ -58,8 +62,15 @@ struct WeightSource {
   SmallVector<Operation *> chain;
 };
 
-/// Follows `weight` (contracted along `axis`) back to a constant or, with
-/// `allowArgument`, to a function argument.
+/// The immutable global `op` loads (`ml_program.global_load_const`, or
+/// `global_load` of an immutable global), or null.
+ml_program::GlobalOp getLoadedGlobal(Operation *op);
+
+/// Whether `global` is `#ml_program.extern`: its value is in a checkpoint.
+bool isExternGlobal(ml_program::GlobalOp global);
+
+/// Follows `weight` (contracted along `axis`) back to a constant or a global
+/// or, with `allowArgument`, to a function argument.
 FailureOr<WeightSource> traceWeight(Value weight, int64_t axis,
                                     bool allowArgument,
                                     std::string *whyNot = nullptr);

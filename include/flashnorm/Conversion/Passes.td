@@ -217,4 +217,26 @@ def VerifyStreams : Pass<"flashnorm-verify-streams", "ModuleOp"> {
   let options = [];
 }
 
+def MLProgramToMemRef : Pass<"flashnorm-ml-program-to-memref", "ModuleOp"> {
+  let summary = "Immutable ml_program globals to memref globals, on tensors";
+  let description = [{
+    Weights that live outside the IR (`ml_program.global` with
+    `#ml_program.extern`, or with a value) and their loads
+    (`ml_program.global_load_const`, `ml_program.global_load` of an
+    immutable global) become `memref.global` constants and
+    `bufferization.to_tensor restrict` of `memref.get_global`, before
+    bufferization. An extern global becomes an external `memref.global`
+    declaration (public, so LLVM links it): whoever runs the program
+    provides its data under the global's name (flashnorm-run --params maps
+    it from a safetensors checkpoint). Upstream's ml_program bufferization
+    takes neither extern globals nor `global_load_const`; mutable globals are
+    left to it.
+  }];
+  let dependentDialects = [
+    "::mlir::memref::MemRefDialect",
+    "::mlir::bufferization::BufferizationDialect"
+  ];
+  let options = [];
+}
+
 #endif

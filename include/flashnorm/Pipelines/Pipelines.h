@@ -24,6 +24,12 @@ struct FlashNormPipelineOptions
       llvm::cl::desc("flashnorm-fold-gains: fold gains into argument weights "
                      "through a @<fn>_flashnorm_prepare function"),
       llvm::cl::init(false)};
+  PassOptions::Option<std::string> foldPlan{
+      *this, "fold-plan",
+      llvm::cl::desc("flashnorm-fold-gains: record the folds of weights in "
+                     "a checkpoint (extern ml_program globals) in this file "
+                     "for flashnorm-fold-checkpoint"),
+      llvm::cl::init("")};
   PassOptions::Option<bool> partial{
       *this, "partial",
       llvm::cl::desc("flashnorm-defer-scale: defer projections of norms that "

@@ -71,6 +71,18 @@ def FoldGains : Pass<"flashnorm-fold-gains", "ModuleOp"> {
     argument with other users, and a LayerNorm bias, are not folded this
     way (reported).
 
+    Weights in a checkpoint (`fold-plan=FILE`): a weight loaded from an
+    immutable `ml_program.global` that holds its value is folded into a new
+    global `<name>.flashnorm`. An extern one (`#ml_program.extern`, its
+    bytes in a checkpoint) cannot be folded here: with `fold-plan`, the
+    pass records the fold (source tensor, gain as a checkpoint tensor or
+    values, axis, centering, dtype) in FILE, points the projection at a new
+    extern global `<name>.flashnorm` (a LayerNorm bias at
+    `<name>.flashnorm_bias`) and lists the tensors nothing loads any more;
+    `flashnorm-fold-checkpoint` applies the plan to the checkpoint. No
+    weight bytes enter the IR. Without `fold-plan` such norms are refused
+    with a warning.
+
     Remarks: run with `--remarks-filter=flashnorm` (add
     `--remark-format=emitRemark` for compiler-style diagnostics).
   }];
@@ -79,7 +91,8 @@ def FoldGains : Pass<"flashnorm-fold-gains", "ModuleOp"> {
     "::mlir::func::FuncDialect",
     "::mlir::linalg::LinalgDialect",
     "::mlir::tensor::TensorDialect",
-    "::mlir::arith::ArithDialect"
+    "::mlir::arith::ArithDialect",
+    "::mlir::ml_program::MLProgramDialect"
   ];
   let options = [
     Option<"cloneSharedWeights", "clone-shared-weights", "bool",
@@ -90,6 +103,10 @@ def FoldGains : Pass<"flashnorm-fold-gains", "ModuleOp"> {
     Option<"prepareFunction", "prepare-function", "bool", /*default=*/"false",
            "Fold gains into weights that are function arguments through a "
            "companion @<fn>_flashnorm_prepare function">,
+    Option<"foldPlan", "fold-plan", "std::string", /*default=*/"\"\"",
+           "Fold weights that are extern ml_program globals by writing the "
+           "folds to this file (a plan for flashnorm-fold-checkpoint) and "
+           "loading new globals (default: none, such norms are refused)">,
   ];
   let statistics = [
     Statistic<"numFolded", "folded-norms", "Norms whose gain was folded">,

@@ -13,15 +13,31 @@ namespace mlir::flashnorm {
 constexpr StringLiteral kCenteredWeightsAttr = "flashnorm.centered_weights";
 
 /// Replaces the weight operand of `projection` by a constant holding
-/// `folded`, re-creating the layout ops of `source.chain` on top of it, so
-/// that a constant or transpose shared with other users is never changed.
+/// `folded` (a new global `<name>.flashnorm` when the weight is a global),
+/// re-creating the layout ops of `source.chain` on top of it, so that a
+/// constant, global or transpose shared with other users is never changed.
 void replaceWeight(RewriterBase &rewriter, const Projection &projection,
                    const WeightSource &source, ElementsAttr folded);
+
+/// The same with the new source value given (it must dominate the chain).
+void replaceWeight(RewriterBase &rewriter, const Projection &projection,
+                   const WeightSource &source, Value replacement);
+
+/// A new immutable global beside `source.global`, named `<its name><suffix>`
+/// (made unique), holding `value` (`#ml_program.extern` for a checkpoint
+/// tensor), and its load right after `source.constant`.
+ml_program::GlobalLoadConstOp
+createGlobalBeside(RewriterBase &rewriter, const WeightSource &source,
+                   StringRef suffix, RankedTensorType type, Attribute value);
 
 /// Adds the per-output-feature `bias` (one value per element of the last
 /// dimension) to the projection's result for all of its current users.
 void addOutputBias(RewriterBase &rewriter, Operation *projection,
                    ArrayRef<double> bias);
+
+/// The same with the bias as a value (a 1-D tensor of the result's element
+/// type that dominates the projection).
+void addOutputBias(RewriterBase &rewriter, Operation *projection, Value bias);
 
 } // namespace mlir::flashnorm
 

@@ -40,6 +40,30 @@ void scaleRawAlongAxis(FloatKind kind, const char *in, bool inSplat, char *out,
                        int64_t outer, ArrayRef<double> scale, int64_t inner,
                        MLIRContext *ctx);
 
+/// The rest of the raw-buffer folder, on the same [outer, K, inner] view
+/// (K = vec.size() or scale.size()), f64 throughout, one rounding. Callers
+/// that stream a tensor (flashnorm-fold-checkpoint) call them on blocks of
+/// consecutive k and get the same sums, in the same order, as one call.
+///
+/// sums[o * inner + i] += sum_k in[o, k, i] * vec[k]: a column's (scaled)
+/// sum for its mean, or a bias folded through a weight.
+void sumAlongAxisRaw(FloatKind kind, const char *in, bool inSplat,
+                     int64_t outer, ArrayRef<double> vec, int64_t inner,
+                     double *sums);
+/// out[o, k, i] = round(in[o, k, i] * scale[k] - shift[o * inner + i]): the
+/// centered fold, given each column's mean.
+void scaleAndShiftRaw(FloatKind kind, const char *in, bool inSplat, char *out,
+                      int64_t outer, ArrayRef<double> scale, int64_t inner,
+                      const double *shift);
+/// How many of `n` elements are finite in `in` but not in `out` (a fold
+/// that overflowed the type).
+int64_t countOverflowsRaw(FloatKind kind, const char *in, bool inSplat,
+                          const char *out, int64_t n);
+/// Bytes per element; f64 values of `n` elements, and back (rounded once).
+size_t getByteWidth(FloatKind kind);
+void decodeRaw(FloatKind kind, const char *in, int64_t n, double *out);
+void encodeRaw(FloatKind kind, const double *in, int64_t n, char *out);
+
 /// Returns `weight` with every slice along `axis` multiplied by `scale[k]`.
 /// Dense in, dense out; `dense_resource` in, a new `dense_resource` out
 /// (named after the original blob). Fails, with the reason in `whyNot`, for
@@ -82,7 +106,8 @@ FailureOr<SmallVector<double>> readAsDoubles(ElementsAttr attr,
 
 namespace mlir::flashnorm {
 /// Reads the value of `v` if it is a float constant (`arith.constant`,
-/// `tosa.const`, dense or dense_resource) into f64 values.
+/// `tosa.const`, or the load of an immutable global that holds its value;
+/// dense or dense_resource) into f64 values.
 FailureOr<SmallVector<double>> readConstantAsDoubles(Value v,
                                                      std::string *whyNot);
 } // namespace mlir::flashnorm

@@ -1,0 +1,219 @@
+//===- FoldPlan.cpp - Folds recorded for weights in a checkpoint ----------===//
+
+#include "flashnorm/Utils/FoldPlan.h"
+
+#include "llvm/ADT/StringSet.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <cmath>
+
+using namespace llvm;
+using namespace mlir::flashnorm;
+
+static constexpr StringLiteral kFormat = "flashnorm-fold-plan";
+static constexpr int64_t kVersion = 1;
+
+std::string FoldPlan::toJSON() const {
+  std::string text;
+  raw_string_ostream os(text);
+  json::OStream out(os, /*IndentSize=*/2);
+  auto shape = [&](StringRef key, ArrayRef<int64_t> dims) {
+    out.attributeArray(key, [&] {
+      for (int64_t d : dims)
+        out.value(d);
+    });
+  };
+  out.object([&] {
+    out.attribute("format", kFormat);
+    out.attribute("version", kVersion);
+    out.attributeArray("tensors", [&] {
+      for (const PlanTensor &t : tensors)
+        out.object([&] {
+          out.attribute("name", t.name);
+          out.attribute("op",
+                        t.op == PlanTensor::Op::Scale ? "scale" : "contract");
+          out.attribute("source", t.source);
+          out.attribute("source_dtype", t.sourceDType);
+          shape("source_shape", t.sourceShape);
+          out.attribute("dtype", t.dtype);
+          shape("shape", t.shape);
+          out.attribute("axis", t.axis);
+          if (t.op == PlanTensor::Op::Scale)
+            out.attribute("center", t.center);
+          out.attributeObject("vector", [&] {
+            if (!t.vector.tensor.empty()) {
+              out.attribute("tensor", t.vector.tensor);
+              out.attribute("scale", t.vector.scale);
+              out.attribute("offset", t.vector.offset);
+              return;
+            }
+            out.attributeArray("values", [&] {
+              for (double v : t.vector.values)
+                out.value(v);
+            });
+          });
+        });
+    });
+    out.attributeArray("drop", [&] {
+      for (const std::string &name : drop)
+        out.value(name);
+    });
+  });
+  os << "\n";
+  return text;
+}
+
+namespace {
+/// Reads one plan, collecting the first error with where it is.
+class Reader {
+public:
+  std::optional<std::string> error;
+
+  void fail(const Twine &where, const Twine &what) {
+    if (!error)
+      error = (where + ": " + what).str();
+  }
+  std::string string(const json::Object &o, StringRef key, const Twine &at) {
+    std::optional<StringRef> s = o.getString(key);
+    if (!s || s->empty())
+      fail(at, "needs a non-empty string \"" + key + "\"");
+    return s ? s->str() : "";
+  }
+  SmallVector<int64_t> dims(const json::Object &o, StringRef key,
+                            const Twine &at) {
+    SmallVector<int64_t> result;
+    const json::Array *a = o.getArray(key);
+    if (!a) {
+      fail(at, "needs an array \"" + key + "\"");
+      return result;
+    }
+    for (const json::Value &v : *a) {
+      std::optional<int64_t> d = v.getAsInteger();
+      if (!d || *d < 0)
+        fail(at, "\"" + key +
+                     "\" holds a dimension that is not a "
+                     "non-negative integer");
+      result.push_back(d.value_or(0));
+    }
+    return result;
+  }
+  double number(const json::Object &o, StringRef key, double dflt,
+                const Twine &at) {
+    const json::Value *v = o.get(key);
+    if (!v)
+      return dflt;
+    std::optional<double> d = v->getAsNumber();
+    if (!d || !std::isfinite(*d))
+      fail(at, "\"" + key + "\" is not a finite number");
+    return d.value_or(dflt);
+  }
+};
+} // namespace
+
+Expected<FoldPlan> FoldPlan::fromJSON(StringRef text) {
+  auto bad = [](const Twine &msg) {
+    return createStringError(inconvertibleErrorCode(), msg.str());
+  };
+  Expected<json::Value> parsed = json::parse(text);
+  if (!parsed)
+    return bad("not JSON: " + toString(parsed.takeError()));
+  const json::Object *root = parsed->getAsObject();
+  if (!root || root->getString("format") != std::optional<StringRef>(kFormat))
+    return bad("not a flashnorm fold plan (\"format\" is not \"" + kFormat +
+               "\")");
+  if (root->getInteger("version") != kVersion)
+    return bad(formatv("plan version is not {0}", kVersion));
+  const json::Array *tensors = root->getArray("tensors");
+  if (!tensors)
+    return bad("the plan has no \"tensors\" array");
+
+  Reader r;
+  FoldPlan plan;
+  StringSet<> names;
+  for (auto [i, v] : llvm::enumerate(*tensors)) {
+    std::string at = formatv("tensors[{0}]", i);
+    const json::Object *o = v.getAsObject();
+    if (!o)
+      return bad(at + ": not an object");
+    PlanTensor t;
+    t.name = r.string(*o, "name", at);
+    if (!t.name.empty())
+      at += " ('" + t.name + "')";
+    std::string op = r.string(*o, "op", at);
+    if (op == "scale")
+      t.op = PlanTensor::Op::Scale;
+    else if (op == "contract")
+      t.op = PlanTensor::Op::Contract;
+    else
+      r.fail(at, "\"op\" is '" + op + "', not 'scale' or 'contract'");
+    t.source = r.string(*o, "source", at);
+    t.sourceDType = r.string(*o, "source_dtype", at);
+    t.sourceShape = r.dims(*o, "source_shape", at);
+    t.dtype = r.string(*o, "dtype", at);
+    t.shape = r.dims(*o, "shape", at);
+    for (StringRef dtype : {StringRef(t.dtype), StringRef(t.sourceDType)})
+      if (!dtype.empty() && dtype != "F16" && dtype != "BF16" &&
+          dtype != "F32" && dtype != "F64")
+        r.fail(at, "dtype '" + dtype + "' is not F16, BF16, F32 or F64");
+    std::optional<int64_t> axis = o->getInteger("axis");
+    if (!axis || *axis < 0 ||
+        *axis >= static_cast<int64_t>(t.sourceShape.size()))
+      r.fail(at, "\"axis\" is not a dimension of the source");
+    t.axis = axis.value_or(0);
+    if (std::optional<bool> center = o->getBoolean("center"))
+      t.center = *center;
+    const json::Object *vec = o->getObject("vector");
+    if (!vec) {
+      r.fail(at, "needs a \"vector\" object");
+    } else if (vec->get("tensor")) {
+      t.vector.tensor = r.string(*vec, "tensor", at + ".vector");
+      t.vector.scale = r.number(*vec, "scale", 1.0, at + ".vector");
+      t.vector.offset = r.number(*vec, "offset", 0.0, at + ".vector");
+    } else if (const json::Array *values = vec->getArray("values")) {
+      for (const json::Value &x : *values) {
+        std::optional<double> d = x.getAsNumber();
+        if (!d || !std::isfinite(*d))
+          r.fail(at + ".vector", "holds a value that is not a finite number");
+        t.vector.values.push_back(d.value_or(0.0));
+      }
+    } else {
+      r.fail(at + ".vector", "needs \"tensor\" or \"values\"");
+    }
+    if (r.error)
+      return bad(*r.error);
+    // What the op makes of the source must be what the plan says it makes.
+    int64_t k = t.sourceShape[t.axis];
+    if (!t.vector.values.empty() &&
+        static_cast<int64_t>(t.vector.values.size()) != k)
+      return bad(at + formatv(": the vector has {0} values, the source's "
+                              "axis {1} has {2}",
+                              t.vector.values.size(), t.axis, k));
+    SmallVector<int64_t> expected;
+    if (t.op == PlanTensor::Op::Scale) {
+      expected = t.sourceShape;
+      if (t.dtype != t.sourceDType)
+        return bad(at + ": a scaled tensor keeps its source's dtype");
+    } else {
+      int64_t n = 1;
+      for (auto [d, size] : llvm::enumerate(t.sourceShape))
+        if (static_cast<int64_t>(d) != t.axis)
+          n *= size;
+      expected = {n};
+    }
+    if (ArrayRef<int64_t>(expected) != ArrayRef<int64_t>(t.shape))
+      return bad(at + ": its shape does not follow from the source's");
+    if (!names.insert(t.name).second)
+      return bad(at + ": the plan writes '" + t.name + "' twice");
+    plan.tensors.push_back(std::move(t));
+  }
+  if (const json::Array *drop = root->getArray("drop"))
+    for (const json::Value &v : *drop) {
+      std::optional<StringRef> name = v.getAsString();
+      if (!name)
+        return bad("\"drop\" holds a value that is not a tensor name");
+      plan.drop.push_back(name->str());
+    }
+  return plan;
+}

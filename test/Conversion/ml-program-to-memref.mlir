@@ -1,0 +1,42 @@
+// RUN: flashnorm-opt %s --flashnorm-ml-program-to-memref --split-input-file --verify-diagnostics | FileCheck %s
+
+// An extern global becomes a public external memref.global (the runner
+// binds it by name), one with a value a private constant; loads become
+// read-only tensors of memref.get_global.
+// CHECK: memref.global constant @w.weight : memref<2x3xf32>
+// CHECK-NOT: =
+// CHECK: memref.global "private" constant @g : memref<2xf32> = dense<[1.000000e+00, 2.000000e+00]>
+// CHECK-LABEL: func.func @f
+// CHECK: %[[W:.*]] = memref.get_global @w.weight : memref<2x3xf32>
+// CHECK: bufferization.to_tensor %[[W]] restrict : memref<2x3xf32> to tensor<2x3xf32>
+// CHECK: %[[G:.*]] = memref.get_global @g : memref<2xf32>
+// CHECK: bufferization.to_tensor %[[G]] restrict
+// CHECK-NOT: ml_program
+ml_program.global private @"w.weight"(#ml_program.extern : tensor<2x3xf32>) : tensor<2x3xf32>
+ml_program.global private @g(dense<[1.0, 2.0]> : tensor<2xf32>) : tensor<2xf32>
+func.func @f() -> (tensor<2x3xf32>, tensor<2xf32>) {
+  %w = ml_program.global_load_const @"w.weight" : tensor<2x3xf32>
+  %g = ml_program.global_load @g : tensor<2xf32>
+  return %w, %g : tensor<2x3xf32>, tensor<2xf32>
+}
+
+// -----
+
+// A mutable global with a value is left to upstream's bufferization.
+// CHECK: ml_program.global private mutable @state
+// CHECK: ml_program.global_load @state
+ml_program.global private mutable @state(dense<0.0> : tensor<4xf32>) : tensor<4xf32>
+func.func @mutable() -> tensor<4xf32> {
+  %s = ml_program.global_load @state : tensor<4xf32>
+  return %s : tensor<4xf32>
+}
+
+// -----
+
+// expected-error @below {{a mutable extern global cannot be lowered}}
+ml_program.global private mutable @ext(#ml_program.extern : tensor<4xf32>) : tensor<4xf32>
+
+// -----
+
+// expected-error @below {{a global needs a statically shaped tensor type}}
+ml_program.global private @dyn(#ml_program.extern : tensor<?xf32>) : tensor<?xf32>

@@ -1,0 +1,85 @@
+"""Writes safetensors files that are broken in every way a reader must
+catch, plus a good one to break plans against, into the directory argv[1]:
+
+  good.safetensors      w [2, 3] F32, g [3] F32 (and metadata)
+  dup.safetensors       g again (a shard set with a duplicate)
+  short.safetensors     5 bytes: no header length
+  huge-header           the length says 2^40
+  past-end              the header needs more bytes than the file has
+  not-json              the header is not JSON
+  bad-dtype             dtype Q7
+  bad-size              [2, 3] F32 in 20 bytes
+  beyond                data_offsets past the end of the data
+  overlap               two tensors on the same bytes
+"""
+import json
+import os
+import struct
+import sys
+
+out = sys.argv[1]
+os.makedirs(out, exist_ok=True)
+
+
+def write(name, header, data=b"", raw_header=None):
+    h = raw_header if raw_header is not None else json.dumps(header).encode()
+    h += b" " * ((8 - len(h) % 8) % 8)
+    with open(os.path.join(out, name), "wb") as f:
+        f.write(struct.pack("<Q", len(h)) + h + data)
+
+
+w = struct.pack("<6f", 1, 2, 3, -2, -3, -4)
+g = struct.pack("<3f", 2.0, 0.5, 1.0)
+entry = lambda dtype, shape, b, e: {"dtype": dtype, "shape": shape,
+                                    "data_offsets": [b, e]}
+write("good.safetensors", {"__metadata__": {"format": "pt"},
+                           "w": entry("F32", [2, 3], 0, 24),
+                           "g": entry("F32", [3], 24, 36)}, w + g)
+write("dup.safetensors", {"g": entry("F32", [3], 0, 12)}, g)
+with open(os.path.join(out, "short.safetensors"), "wb") as f:
+    f.write(b"\x05\x00\x00\x00\x00")
+with open(os.path.join(out, "huge-header.safetensors"), "wb") as f:
+    f.write(struct.pack("<Q", 1 << 40) + b"{}")
+with open(os.path.join(out, "past-end.safetensors"), "wb") as f:
+    f.write(struct.pack("<Q", 4096) + b'{"w": {}}')
+write("not-json.safetensors", None, w, raw_header=b'{"w": {"dtype": ')
+write("bad-dtype.safetensors", {"w": entry("Q7", [2, 3], 0, 24)}, w)
+write("bad-size.safetensors", {"w": entry("F32", [2, 3], 0, 20)}, w)
+write("beyond.safetensors", {"w": entry("F32", [2, 3], 8, 32)}, w)
+write("overlap.safetensors", {"w": entry("F32", [2, 3], 0, 24),
+                              "v": entry("F32", [3], 12, 24)}, w)
+
+# Plans against good.safetensors: one that applies, and one broken each way.
+def plan(name, tensors, drop=(), raw=None):
+    with open(os.path.join(out, name), "w") as f:
+        f.write(raw if raw is not None else json.dumps(
+            {"format": "flashnorm-fold-plan", "version": 1,
+             "tensors": tensors, "drop": list(drop)}))
+
+
+def scale(**over):
+    t = {"name": "w.flashnorm", "op": "scale", "source": "w",
+         "source_dtype": "F32", "source_shape": [2, 3], "dtype": "F32",
+         "shape": [2, 3], "axis": 1, "center": False,
+         "vector": {"tensor": "g", "scale": 1.0, "offset": 1.0}}
+    t.update(over)
+    return t
+
+
+plan("good.json", [scale(), {
+    "name": "w.bias", "op": "contract", "source": "w", "source_dtype": "F32",
+    "source_shape": [2, 3], "dtype": "F32", "shape": [2], "axis": 1,
+    "vector": {"values": [1.0, 2.0, 3.0]}}], drop=["w"])
+plan("missing-source.json", [scale(source="nope")])
+plan("shape-mismatch.json", [scale(source_shape=[3, 2], shape=[3, 2],
+                                   axis=0)])
+plan("dtype-mismatch.json", [scale(source_dtype="BF16", dtype="BF16")])
+plan("missing-gain.json", [scale(vector={"tensor": "gone"})])
+plan("gain-size.json", [scale(axis=0, vector={"tensor": "g"})])
+plan("collision.json", [scale(name="g")])
+plan("drop-missing.json", [], drop=["nope"])
+plan("not-a-plan.json", [], raw='{"format": "something else"}')
+plan("bad-values.json", [scale(vector={"values": [1.0, 2.0]})])
+plan("bad-shape.json", [scale(shape=[6])])
+plan("center-bf16.json", [scale(source_dtype="BF16", dtype="BF16",
+                                center=True)])
