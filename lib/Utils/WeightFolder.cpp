@@ -168,19 +168,41 @@ template <> struct Codec<FloatKind::F32> {
   using Storage = float;
   LLVM_ATTRIBUTE_ALWAYS_INLINE static double load(Storage s) { return s; }
   static Storage store(double v) { return static_cast<float>(v); }
-  LLVM_ATTRIBUTE_ALWAYS_INLINE static Storage storeFast(double v, bool &) {
-    return static_cast<float>(v);
+  /// Exact as it is; `slow` marks a result that is not finite (an
+  /// overflow, counted by the exact pass).
+  LLVM_ATTRIBUTE_ALWAYS_INLINE static Storage storeFast(double v, bool &slow) {
+    float f = static_cast<float>(v);
+    slow |= (llvm::bit_cast<uint32_t>(f) & 0x7f800000u) == 0x7f800000u;
+    return f;
   }
 };
 template <> struct Codec<FloatKind::F64> {
   using Storage = double;
   LLVM_ATTRIBUTE_ALWAYS_INLINE static double load(Storage s) { return s; }
   static Storage store(double v) { return v; }
-  LLVM_ATTRIBUTE_ALWAYS_INLINE static Storage storeFast(double v, bool &) {
+  LLVM_ATTRIBUTE_ALWAYS_INLINE static Storage storeFast(double v, bool &slow) {
+    slow |= (llvm::bit_cast<uint64_t>(v) & 0x7ff0000000000000ull) ==
+            0x7ff0000000000000ull;
     return v;
   }
 };
 } // namespace
+
+/// Whether the element of storage `s` is finite, from its bits alone (the
+/// overflow check reads every folded element: it must vectorize).
+template <FloatKind Kind>
+LLVM_ATTRIBUTE_ALWAYS_INLINE static bool
+isFiniteBits(typename Codec<Kind>::Storage s) {
+  if constexpr (Kind == FloatKind::F16)
+    return (s & 0x7c00u) != 0x7c00u;
+  else if constexpr (Kind == FloatKind::BF16)
+    return (s & 0x7f80u) != 0x7f80u;
+  else if constexpr (Kind == FloatKind::F32)
+    return (llvm::bit_cast<uint32_t>(s) & 0x7f800000u) != 0x7f800000u;
+  else
+    return (llvm::bit_cast<uint64_t>(s) & 0x7ff0000000000000ull) !=
+           0x7ff0000000000000ull;
+}
 
 /// The folder's one element-type dispatch: calls `fn` with a
 /// std::integral_constant holding the FloatKind.
@@ -200,9 +222,10 @@ template <typename Fn> static void dispatchKind(FloatKind kind, Fn &&fn) {
 /// out[j] = round(in[j] * s[j]) for j < n, with `in` a single element when
 /// `splat` and `s` a single factor unless `perElement`. The fast pass is
 /// branch-free so it vectorizes; a run with any value outside the fast
-/// encoder's range is redone exactly.
+/// encoder's range (overflows included) is redone exactly, which counts
+/// the overflows: returns how many finite inputs gave a non-finite result.
 template <FloatKind Kind, bool splat, bool perElement>
-LLVM_ATTRIBUTE_ALWAYS_INLINE static void
+LLVM_ATTRIBUTE_ALWAYS_INLINE static int64_t
 scaleRun(const typename Codec<Kind>::Storage *in,
          typename Codec<Kind>::Storage *out, int64_t n, const double *s) {
   Codec<Kind> codec;
@@ -211,112 +234,189 @@ scaleRun(const typename Codec<Kind>::Storage *in,
   bool slow = false;
   for (int64_t j = 0; j < n; ++j)
     out[j] = Codec<Kind>::storeFast(FLASHNORM_VALUE(j), slow);
-  if (slow)
-    for (int64_t j = 0; j < n; ++j)
-      out[j] = Codec<Kind>::store(FLASHNORM_VALUE(j));
+  if (!slow)
+    return 0;
+  int64_t overflows = 0;
+  for (int64_t j = 0; j < n; ++j) {
+    out[j] = Codec<Kind>::store(FLASHNORM_VALUE(j));
+    overflows +=
+        isFiniteBits<Kind>(in[splat ? 0 : j]) && !isFiniteBits<Kind>(out[j]);
+  }
+  return overflows;
 #undef FLASHNORM_VALUE
+}
+
+/// bf16 weights times factors that f32 holds exactly (a bf16 or f16 gain,
+/// 1 + g of one, most merged corrections): the same values as scaleRun, in
+/// f32 lanes, twice as many per vector. The exact product w * g (at most
+/// 32 significant bits; the f64 path holds it exactly too) is p + e, an
+/// error-free transformation with one FMA; rounding it to odd at f32's 24
+/// bits and then to nearest even at bf16's 8 rounds the exact product once
+/// (odd rounding leaves 16 spare bits, more than the 2 needed). A product
+/// outside f32's normal range sends the run to the exact path.
+template <bool splat, bool perElement>
+LLVM_ATTRIBUTE_ALWAYS_INLINE static int64_t
+scaleRunBF16(const uint16_t *__restrict in, uint16_t *__restrict out, int64_t n,
+             const double *s, const float *s32) {
+  uint32_t slow = 0;
+  for (int64_t j = 0; j < n; ++j) {
+    float w = llvm::bit_cast<float>(uint32_t(in[splat ? 0 : j]) << 16);
+    float g = s32[perElement ? j : 0];
+    float p = w * g;
+    float e = __builtin_fmaf(w, g, -p);
+    uint32_t b = llvm::bit_cast<uint32_t>(p), mag = b & 0x7fffffffu;
+    slow |= mag != 0 && (mag - 0x00800000u) >= (0x7f800000u - 0x00800000u);
+    uint32_t eb = llvm::bit_cast<uint32_t>(e);
+    uint32_t inexact = (eb & 0x7fffffffu) != 0;
+    // Odd rounding: truncate towards zero (one ulp down when e shrinks
+    // |p|), then set the last bit if anything was lost.
+    b = (b - (((eb ^ b) >> 31) & inexact)) | inexact;
+    out[j] = static_cast<uint16_t>((b + 0x7fffu + ((b >> 16) & 1u)) >> 16);
+  }
+  return slow ? scaleRun<FloatKind::BF16, splat, perElement>(in, out, n, s) : 0;
 }
 
 /// Rows [begin, end) of the weight viewed as [outer, K, inner]. With
 /// inner > 1 a row is one (o, k) pair scaled by scale[k]; with inner == 1 a
-/// row is one o, scaled element-wise by the whole scale vector.
-template <FloatKind Kind, bool splat>
-LLVM_ATTRIBUTE_ALWAYS_INLINE static void
+/// row is one o, scaled element-wise by the whole scale vector. `scale32`,
+/// when not null, is `scale` in f32, exactly; `fma` says the target has
+/// FMA instructions (the bf16 lanes in f32 need one per element).
+template <FloatKind Kind, bool splat, bool fma>
+LLVM_ATTRIBUTE_ALWAYS_INLINE static int64_t
 scaleRows(const char *inBytes, char *outBytes, ArrayRef<double> scale,
-          int64_t inner, int64_t begin, int64_t end) {
+          const float *scale32, int64_t inner, int64_t begin, int64_t end) {
   using S = typename Codec<Kind>::Storage;
   const S *in = reinterpret_cast<const S *>(inBytes);
   S *out = reinterpret_cast<S *>(outBytes);
-  int64_t numK = scale.size();
+  int64_t numK = scale.size(), overflows = 0;
+  if constexpr (fma && Kind == FloatKind::BF16) {
+    if (scale32) {
+      if (inner == 1) {
+        for (int64_t o = begin; o < end; ++o)
+          overflows += scaleRunBF16<splat, true>(in + (splat ? 0 : o * numK),
+                                                 out + o * numK, numK,
+                                                 scale.data(), scale32);
+        return overflows;
+      }
+      for (int64_t row = begin; row < end; ++row)
+        overflows += scaleRunBF16<splat, false>(
+            in + (splat ? 0 : row * inner), out + row * inner, inner,
+            &scale[row % numK], &scale32[row % numK]);
+      return overflows;
+    }
+  }
   if (inner == 1) {
     for (int64_t o = begin; o < end; ++o)
-      scaleRun<Kind, splat, true>(in + (splat ? 0 : o * numK), out + o * numK,
-                                  numK, scale.data());
-    return;
+      overflows += scaleRun<Kind, splat, true>(
+          in + (splat ? 0 : o * numK), out + o * numK, numK, scale.data());
+    return overflows;
   }
   for (int64_t row = begin; row < end; ++row)
-    scaleRun<Kind, splat, false>(in + (splat ? 0 : row * inner),
-                                 out + row * inner, inner, &scale[row % numK]);
+    overflows += scaleRun<Kind, splat, false>(in + (splat ? 0 : row * inner),
+                                              out + row * inner, inner,
+                                              &scale[row % numK]);
+  return overflows;
 }
 
-template <FloatKind Kind>
-LLVM_ATTRIBUTE_ALWAYS_INLINE static void
+template <FloatKind Kind, bool fma>
+LLVM_ATTRIBUTE_ALWAYS_INLINE static int64_t
 scaleRowsOf(bool splat, const char *in, char *out, ArrayRef<double> scale,
-            int64_t inner, int64_t begin, int64_t end) {
+            const float *scale32, int64_t inner, int64_t begin, int64_t end) {
   if (splat)
-    scaleRows<Kind, true>(in, out, scale, inner, begin, end);
-  else
-    scaleRows<Kind, false>(in, out, scale, inner, begin, end);
+    return scaleRows<Kind, true, fma>(in, out, scale, scale32, inner, begin,
+                                      end);
+  return scaleRows<Kind, false, fma>(in, out, scale, scale32, inner, begin,
+                                     end);
 }
 
-// The row kernel compiled twice: for baseline x86-64 and, picked at run time
-// where the CPU has them, for AVX2 and FMA, which vectorize the f16/bf16
-// rounding better. Everything above is always-inline so that each copy is
-// compiled for its own target; a macro because a target attribute cannot
-// depend on a template parameter.
-#define FLASHNORM_ROW_KERNEL(NAME, ATTRS)                                      \
-  ATTRS static void NAME(FloatKind kind, bool splat, const char *in,           \
-                         char *out, ArrayRef<double> scale, int64_t inner,     \
-                         int64_t begin, int64_t end) {                         \
+// The row kernel compiled three times: for baseline x86-64 and, picked at
+// run time where the CPU has them, for AVX2 with FMA and for AVX-512,
+// which vectorize the f16/bf16 rounding 4, 8 and 16 lanes wide. Everything
+// above is always-inline so that each copy is compiled for its own target;
+// a macro because a target attribute cannot depend on a template parameter.
+#define FLASHNORM_ROW_KERNEL(NAME, ATTRS, FMA)                                 \
+  ATTRS static int64_t NAME(FloatKind kind, bool splat, const char *in,        \
+                            char *out, ArrayRef<double> scale,                 \
+                            const float *scale32, int64_t inner,               \
+                            int64_t begin, int64_t end) {                      \
     switch (kind) {                                                            \
     case FloatKind::F16:                                                       \
-      return scaleRowsOf<FloatKind::F16>(splat, in, out, scale, inner, begin,  \
-                                         end);                                 \
+      return scaleRowsOf<FloatKind::F16, FMA>(splat, in, out, scale, scale32,  \
+                                              inner, begin, end);              \
     case FloatKind::BF16:                                                      \
-      return scaleRowsOf<FloatKind::BF16>(splat, in, out, scale, inner, begin, \
-                                          end);                                \
+      return scaleRowsOf<FloatKind::BF16, FMA>(splat, in, out, scale, scale32, \
+                                               inner, begin, end);             \
     case FloatKind::F32:                                                       \
-      return scaleRowsOf<FloatKind::F32>(splat, in, out, scale, inner, begin,  \
-                                         end);                                 \
+      return scaleRowsOf<FloatKind::F32, FMA>(splat, in, out, scale, scale32,  \
+                                              inner, begin, end);              \
     case FloatKind::F64:                                                       \
-      return scaleRowsOf<FloatKind::F64>(splat, in, out, scale, inner, begin,  \
-                                         end);                                 \
+      return scaleRowsOf<FloatKind::F64, FMA>(splat, in, out, scale, scale32,  \
+                                              inner, begin, end);              \
     }                                                                          \
+    return 0;                                                                  \
   }
 
-FLASHNORM_ROW_KERNEL(scaleRowsBaseline, )
+FLASHNORM_ROW_KERNEL(scaleRowsBaseline, , false)
+using RowKernel = decltype(&scaleRowsBaseline);
 #if defined(__x86_64__) && defined(__GNUC__)
-FLASHNORM_ROW_KERNEL(scaleRowsAvx2, __attribute__((target("avx2,fma"))))
-/// FLASHNORM_FOLD_KERNEL=baseline forces the baseline copy (tests run both).
-static bool hasAvx2() {
-  static const bool has = [] {
-    const char *forced = std::getenv("FLASHNORM_FOLD_KERNEL");
-    if (forced && StringRef(forced) == "baseline")
-      return false;
-    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+FLASHNORM_ROW_KERNEL(scaleRowsAvx2, __attribute__((target("avx2,fma"))), true)
+FLASHNORM_ROW_KERNEL(scaleRowsAvx512,
+                     __attribute__((target("avx512f,avx512bw,avx512vl,"
+                                           "avx512dq,avx2,fma"))),
+                     true)
+/// The widest copy this CPU runs. FLASHNORM_FOLD_KERNEL=baseline or avx2
+/// forces a narrower one (the tests run each).
+static RowKernel getRowKernel() {
+  static const RowKernel kernel = [] {
+    const char *forcedText = std::getenv("FLASHNORM_FOLD_KERNEL");
+    StringRef forced = forcedText ? forcedText : "";
+    bool avx2 = forced != "baseline" && __builtin_cpu_supports("avx2") &&
+                __builtin_cpu_supports("fma");
+    bool avx512 = avx2 && forced != "avx2" &&
+                  __builtin_cpu_supports("avx512f") &&
+                  __builtin_cpu_supports("avx512bw") &&
+                  __builtin_cpu_supports("avx512vl") &&
+                  __builtin_cpu_supports("avx512dq");
+    return avx512 ? scaleRowsAvx512 : avx2 ? scaleRowsAvx2 : scaleRowsBaseline;
   }();
-  return has;
+  return kernel;
 }
 #else
-static bool hasAvx2() { return false; }
-#define scaleRowsAvx2 scaleRowsBaseline
+static RowKernel getRowKernel() { return scaleRowsBaseline; }
 #endif
 #undef FLASHNORM_ROW_KERNEL
 
-void flashnorm::scaleRawAlongAxis(FloatKind kind, const char *in, bool inSplat,
-                                  char *out, int64_t outer,
-                                  ArrayRef<double> scale, int64_t inner,
-                                  MLIRContext *ctx) {
+int64_t flashnorm::scaleRawAlongAxis(FloatKind kind, const char *in,
+                                     bool inSplat, char *out, int64_t outer,
+                                     ArrayRef<double> scale, int64_t inner,
+                                     MLIRContext *ctx) {
   int64_t numK = scale.size();
   int64_t rows = inner == 1 ? outer : outer * numK;
   int64_t rowLength = inner == 1 ? numK : inner;
   if (rows == 0 || rowLength == 0)
-    return; // Nothing to write (and no chunk size to divide by).
-  auto *rowKernel = hasAvx2() ? scaleRowsAvx2 : scaleRowsBaseline;
+    return 0; // Nothing to write (and no chunk size to divide by).
+  RowKernel rowKernel = getRowKernel();
+  // The factors in f32, if f32 holds them exactly (the bf16 fast path).
+  SmallVector<float> scale32;
+  if (kind == FloatKind::BF16 && llvm::all_of(scale, [](double g) {
+        return static_cast<double>(static_cast<float>(g)) == g;
+      }))
+    scale32.assign(scale.begin(), scale.end());
+  const float *s32 = scale32.empty() ? nullptr : scale32.data();
   auto kernel = [&](int64_t b, int64_t e) {
-    rowKernel(kind, inSplat, in, out, scale, inner, b, e);
+    return rowKernel(kind, inSplat, in, out, scale, s32, inner, b, e);
   };
   // Chunks of about 1M elements amortize the thread-pool hand-off.
   int64_t rowsPerChunk = std::max<int64_t>(1, (int64_t(1) << 20) / rowLength);
   int64_t numChunks = (rows + rowsPerChunk - 1) / rowsPerChunk;
-  if (!ctx || numChunks <= 1) {
-    kernel(0, rows);
-    return;
-  }
+  if (!ctx || numChunks <= 1)
+    return kernel(0, rows);
+  std::atomic<int64_t> overflows{0};
   parallelFor(ctx, 0, numChunks, [&](size_t c) {
     int64_t b = static_cast<int64_t>(c) * rowsPerChunk;
-    kernel(b, std::min(rows, b + rowsPerChunk));
+    overflows += kernel(b, std::min(rows, b + rowsPerChunk));
   });
+  return overflows;
 }
 
 //===----------------------------------------------------------------------===//
@@ -448,14 +548,12 @@ int64_t flashnorm::countOverflowsRaw(FloatKind kind, const char *in,
                                      bool inSplat, const char *out, int64_t n) {
   int64_t count = 0;
   dispatchKind(kind, [&](auto k) {
-    using C = Codec<k.value>;
-    using S = typename C::Storage;
+    using S = typename Codec<k.value>::Storage;
     const S *before = reinterpret_cast<const S *>(in);
     const S *after = reinterpret_cast<const S *>(out);
-    C codec;
     for (int64_t j = 0; j < n; ++j)
-      count += std::isfinite(codec.load(before[inSplat ? 0 : j])) &&
-               !std::isfinite(codec.load(after[j]));
+      count += isFiniteBits<k.value>(before[inSplat ? 0 : j]) &&
+               !isFiniteBits<k.value>(after[j]);
   });
   return count;
 }
@@ -505,22 +603,19 @@ static FailureOr<ElementsAttr> foldAlongAxis(ElementsAttr weight, int64_t axis,
   int64_t outer = axisView->outer, inner = axisView->inner;
   size_t bytes = byteWidth(view->kind) * type.getNumElements();
   MLIRContext *ctx = type.getContext();
-  // Products grow past the inputs only through a factor over 1 or the
-  // centering (up to twice the largest): only then can they overflow.
-  bool mayOverflow = center || llvm::any_of(scale, [](double g) {
-                       return !(std::fabs(g) <= 1.0);
-                     });
+  // A fold that overflows the type is refused (the kernel counts them; the
+  // centered fold is counted after).
   auto fill = [&](char *out) -> LogicalResult {
-    if (!center)
-      scaleRawAlongAxis(view->kind, view->data.data(), view->splat, out, outer,
-                        scale, inner, ctx);
-    else
+    int64_t overflows = 0;
+    if (!center) {
+      overflows = scaleRawAlongAxis(view->kind, view->data.data(), view->splat,
+                                    out, outer, scale, inner, ctx);
+    } else {
       scaleAndCenter(view->kind, view->data.data(), view->splat, out, outer,
                      scale, inner);
-    if (!mayOverflow)
-      return success();
-    int64_t overflows = countOverflowsRaw(
-        view->kind, view->data.data(), view->splat, out, type.getNumElements());
+      overflows = countOverflowsRaw(view->kind, view->data.data(), view->splat,
+                                    out, type.getNumElements());
+    }
     if (!overflows)
       return success();
     std::string typeName;

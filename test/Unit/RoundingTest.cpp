@@ -109,6 +109,41 @@ int main() {
                     isHalf ? "f16" : "bf16", values[i], out[i], ref);
     }
   }
+  // bf16 weights times factors f32 holds exactly take the kernel's f32
+  // path (an FMA error-free product, odd then even rounding) in rows of
+  // 4096 vector lanes, one f32 factor per row, against APFloat on the exact
+  // f64 product: rows of weights whose products stay normal (the fast path
+  // throughout; about one element in 2^15 is a double-rounding case, which
+  // odd rounding gets right), then rows of any bit pattern (NaNs,
+  // infinities, subnormals: the exact fallback).
+  {
+    std::uniform_int_distribution<uint32_t> half(0, 0xffff);
+    std::uniform_int_distribution<uint32_t> moderate(0x2000, 0x5fff);
+    std::uniform_real_distribution<double> exponent(-140.0, 140.0);
+    std::vector<uint16_t> w(4096), out(4096);
+    for (int row = 0; row < 1000; ++row) {
+      for (uint16_t &x : w)
+        x = static_cast<uint16_t>(
+            row < 900 ? moderate(rng) | (half(rng) & 0x8000) : half(rng));
+      float g = static_cast<float>(
+          (row & 1 ? -1 : 1) *
+          std::exp2(row < 900 ? exponent(rng) / 8 : exponent(rng)));
+      double scale = g;
+      scaleRawAlongAxis(FloatKind::BF16,
+                        reinterpret_cast<const char *>(w.data()),
+                        /*inSplat=*/false, reinterpret_cast<char *>(out.data()),
+                        /*outer=*/1, scale, /*inner=*/w.size(),
+                        /*ctx=*/nullptr);
+      for (size_t i = 0; i < w.size(); ++i) {
+        uint16_t ref =
+            viaAPFloat(decodeBFloat(w[i]) * scale, llvm::APFloat::BFloat());
+        if (!same(out[i], ref, 8, 7) && failures++ < 10)
+          std::printf("bf16 f32-path mismatch for 0x%04x * %.9g: got 0x%04x, "
+                      "APFloat 0x%04x\n",
+                      w[i], g, out[i], ref);
+      }
+    }
+  }
   // Decoding must be exact for every bit pattern.
   for (uint32_t h = 0; h < 0x10000; ++h) {
     double ref = llvm::APFloat(llvm::APFloat::IEEEhalf(), llvm::APInt(16, h))

@@ -12,11 +12,11 @@
 // size: the output layout (header and every offset) is fixed before a byte
 // of data moves, so worker threads write their tensors in place (pwrite)
 // in any order; copies are copy_file_range (the kernel moves the bytes),
-// folds stream the mapped input in blocks of consecutive k into a
-// per-thread buffer and release the input pages they have read. Nothing is
-// trusted before it is checked (headers, the plan against the tensors),
-// and nothing partial is left behind: the output is a temporary file in the
-// destination's directory, allocated in full first (no space is an error
+// folds read the input in blocks of consecutive k into per-thread buffers
+// (the memory is those buffers and the column sums, whatever the size). Nothing
+// is trusted before it is checked (headers, the plan against the tensors), and
+// nothing partial is left behind: the output is a temporary file in the
+// destination's directory, sized in full first (no space is an error
 // before any work), renamed into place at the end and removed on any
 // error or interrupt.
 //
@@ -41,8 +41,8 @@
 #include <cstring>
 #include <fcntl.h>
 #include <mutex>
-#include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <thread>
 #include <unistd.h>
 
@@ -183,15 +183,25 @@ void copyTensor(int outFD, const Source &src, uint64_t offset) {
   }
 }
 
-/// Drops the pages of [begin, end) of a mapping from this process (they
-/// stay in the page cache): what a fold has read stops counting against
-/// its memory.
-void release(const char *begin, const char *end) {
-  static const uintptr_t page = ::sysconf(_SC_PAGESIZE);
-  uintptr_t b = (reinterpret_cast<uintptr_t>(begin) + page - 1) & ~(page - 1);
-  uintptr_t e = reinterpret_cast<uintptr_t>(end) & ~(page - 1);
-  if (e > b)
-    ::madvise(reinterpret_cast<void *>(b), e - b, MADV_DONTNEED);
+/// Reads `size` bytes of a source tensor from byte `offset` of its data
+/// into `buffer`. Reading (one copy out of the page cache) beats mapping
+/// here: a worker that maps and releases blocks makes the kernel shoot
+/// down the other workers' TLB entries at every release.
+const char *readBlock(const Source &src, uint64_t offset, uint64_t size,
+                      std::vector<char> &buffer) {
+  buffer.resize(size);
+  uint64_t at = src.file->getDataStart() + src.tensor->begin + offset;
+  for (uint64_t done = 0; done < size;) {
+    ssize_t n = ::pread(src.file->getFD(), buffer.data() + done, size - done,
+                        static_cast<off_t>(at + done));
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0)
+      die(llvm::formatv("{0}: cannot read '{1}'", src.file->getPath(),
+                        src.tensor->name));
+    done += n;
+  }
+  return buffer.data();
 }
 
 /// The [outer, K, inner] view of a source around the plan's axis.
@@ -230,27 +240,28 @@ void forEachBlock(const AxisView &v, uint64_t budget, Fn fn) {
       fn(Block{o, 1, k0, std::min(kPerBlock, v.numK - k0)});
 }
 
-/// Computes a plan tensor from its mapped source, block by block.
+/// Computes a plan tensor from its source, block by block (`input` and
+/// `buffer` are the worker's: its memory).
 void foldTensor(int outFD, const Job &job, const Source &src,
-                std::vector<char> &buffer) {
+                std::vector<char> &input, std::vector<char> &buffer) {
   const PlanTensor &t = *job.fold;
   FloatKind kind = *floatKind(src.tensor->dtype);
   size_t width = getByteWidth(kind);
   AxisView v = axisView(src.tensor->shape, t.axis);
-  const char *in = src.file->getData(*src.tensor);
   uint64_t budget = kBlockBytes / width;
   llvm::ArrayRef<double> vec(job.vector);
   // Where a block starts (elements), and its size.
   auto start = [&](const Block &b) { return (b.o0 * v.numK + b.k0) * v.inner; };
   auto count = [&](const Block &b) { return b.oc * b.kc * v.inner; };
+  auto read = [&](const Block &b) {
+    return readBlock(src, start(b) * width, count(b) * width, input);
+  };
 
   if (t.op == PlanTensor::Op::Contract) {
     std::vector<double> sums(v.outer * v.inner, 0.0);
     forEachBlock(v, budget, [&](const Block &b) {
-      const char *p = in + start(b) * width;
-      sumAlongAxisRaw(kind, p, false, b.oc, vec.slice(b.k0, b.kc), v.inner,
-                      sums.data() + b.o0 * v.inner);
-      release(p, p + count(b) * width);
+      sumAlongAxisRaw(kind, read(b), false, b.oc, vec.slice(b.k0, b.kc),
+                      v.inner, sums.data() + b.o0 * v.inner);
     });
     FloatKind outKind = *floatKind(t.dtype);
     buffer.resize(sums.size() * getByteWidth(outKind));
@@ -265,37 +276,32 @@ void foldTensor(int outFD, const Job &job, const Source &src,
   if (t.center) {
     shift.assign(v.outer * v.inner, 0.0);
     forEachBlock(v, budget, [&](const Block &b) {
-      const char *p = in + start(b) * width;
-      sumAlongAxisRaw(kind, p, false, b.oc, vec.slice(b.k0, b.kc), v.inner,
-                      shift.data() + b.o0 * v.inner);
-      release(p, p + count(b) * width);
+      sumAlongAxisRaw(kind, read(b), false, b.oc, vec.slice(b.k0, b.kc),
+                      v.inner, shift.data() + b.o0 * v.inner);
     });
     for (double &m : shift)
       m /= static_cast<double>(v.numK);
   }
-  bool mayOverflow = t.center || llvm::any_of(vec, [](double g) {
-                       return !(std::fabs(g) <= 1.0);
-                     });
   forEachBlock(v, budget, [&](const Block &b) {
-    const char *p = in + start(b) * width;
+    const char *p = read(b);
     uint64_t elements = count(b), bytes = elements * width;
     buffer.resize(bytes);
-    if (t.center)
+    int64_t overflows;
+    if (t.center) {
       scaleAndShiftRaw(kind, p, false, buffer.data(), b.oc,
                        vec.slice(b.k0, b.kc), v.inner,
                        shift.data() + b.o0 * v.inner);
-    else
-      scaleRawAlongAxis(kind, p, false, buffer.data(), b.oc,
-                        vec.slice(b.k0, b.kc), v.inner, nullptr);
-    if (mayOverflow)
-      if (int64_t n =
-              countOverflowsRaw(kind, p, false, buffer.data(), elements))
-        die(llvm::formatv("folding '{0}' into '{1}': {2} element(s) overflow "
-                          "{3} (the original is finite); the IR would have "
-                          "refused this fold",
-                          t.source, t.name, n, t.dtype));
+      overflows = countOverflowsRaw(kind, p, false, buffer.data(), elements);
+    } else {
+      overflows = scaleRawAlongAxis(kind, p, false, buffer.data(), b.oc,
+                                    vec.slice(b.k0, b.kc), v.inner, nullptr);
+    }
+    if (overflows)
+      die(llvm::formatv("folding '{0}' into '{1}': {2} element(s) overflow "
+                        "{3} (the original is finite); the IR would have "
+                        "refused this fold",
+                        t.source, t.name, overflows, t.dtype));
     writeAt(outFD, buffer.data(), bytes, job.offset + start(b) * width);
-    release(p, p + bytes);
   });
 }
 
@@ -315,8 +321,10 @@ std::vector<double> resolveVector(const PlanTensor &t, int64_t numK,
   if (!kind || g.getNumElements() != numK)
     die(llvm::formatv("'{0}' is {1} {2}; folding '{3}' needs {4} floats",
                       g.name, g.dtype, shapeString(g.shape), t.name, numK));
+  std::vector<char> bytes;
   std::vector<double> values(numK);
-  decodeRaw(*kind, it->second.file->getData(g), numK, values.data());
+  decodeRaw(*kind, readBlock(it->second, 0, g.size(), bytes), numK,
+            values.data());
   for (double &x : values)
     x = t.vector.scale * x + t.vector.offset;
   return values;
@@ -343,7 +351,7 @@ int main(int argc, char **argv) {
   std::vector<st::File> files;
   files.reserve(inputs.size());
   for (const std::string &path : inputs) {
-    llvm::Expected<st::File> file = st::File::open(path, /*map=*/true);
+    llvm::Expected<st::File> file = st::File::open(path, /*map=*/false);
     if (!file)
       die(llvm::toString(file.takeError()));
     files.push_back(std::move(*file));
@@ -452,10 +460,19 @@ int main(int argc, char **argv) {
   mode_t mask = ::umask(0);
   ::umask(mask);
   ::fchmod(outFD, 0666 & ~mask);
-  if (int err = ::posix_fallocate(outFD, 0, static_cast<off_t>(total));
-      err && err != EOPNOTSUPP && err != EINVAL)
-    die(llvm::formatv("cannot allocate {0} bytes for {1}: {2}", total,
-                      output.getValue(), std::strerror(err)));
+  // The full size, now: a file size limit fails here; and the space, now:
+  // a full disk is an error before any work, not after most of it. (No
+  // fallocate: like cp, let the file system place the blocks as they come.)
+  if (::ftruncate(outFD, static_cast<off_t>(total)) != 0)
+    die(llvm::formatv("cannot make {1} {0} bytes long: {2}", total,
+                      output.getValue(), std::strerror(errno)));
+  struct statvfs fs;
+  if (::fstatvfs(outFD, &fs) == 0 &&
+      static_cast<uint64_t>(fs.f_bavail) * fs.f_frsize < total)
+    die(llvm::formatv("no space left for {0}: it needs {1} bytes, the file "
+                      "system has {2}",
+                      output.getValue(), total,
+                      static_cast<uint64_t>(fs.f_bavail) * fs.f_frsize));
   writeAt(outFD, header.data(), header.size(), 0);
 
   // Largest first, so the last tensors to finish are small.
@@ -466,11 +483,11 @@ int main(int argc, char **argv) {
                             : std::max(1u, std::thread::hardware_concurrency());
   std::atomic<size_t> next{0};
   auto work = [&] {
-    std::vector<char> buffer;
+    std::vector<char> input, buffer;
     for (size_t i; (i = next.fetch_add(1)) < jobs.size();) {
       const Job &job = jobs[i];
       if (job.fold)
-        foldTensor(outFD, job, *job.copy, buffer);
+        foldTensor(outFD, job, *job.copy, input, buffer);
       else
         copyTensor(outFD, *job.copy, job.offset);
     }

@@ -35,10 +35,11 @@ uint16_t encodeBFloat(double value);
 /// The raw-buffer kernel: `out[o, k, i] = round(in[o, k, i] * scale[k])` for
 /// a tensor viewed as [outer, scale.size(), inner]. With `inSplat`, `in`
 /// holds one element that stands for all. Runs on the context's thread pool
-/// when `ctx` is given and threading is enabled.
-void scaleRawAlongAxis(FloatKind kind, const char *in, bool inSplat, char *out,
-                       int64_t outer, ArrayRef<double> scale, int64_t inner,
-                       MLIRContext *ctx);
+/// when `ctx` is given and threading is enabled. Returns how many elements
+/// overflowed (finite in `in`, not in `out`).
+int64_t scaleRawAlongAxis(FloatKind kind, const char *in, bool inSplat,
+                          char *out, int64_t outer, ArrayRef<double> scale,
+                          int64_t inner, MLIRContext *ctx);
 
 /// The rest of the raw-buffer folder, on the same [outer, K, inner] view
 /// (K = vec.size() or scale.size()), f64 throughout, one rounding. Callers

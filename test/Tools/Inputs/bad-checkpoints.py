@@ -83,3 +83,4 @@ plan("bad-values.json", [scale(vector={"values": [1.0, 2.0]})])
 plan("bad-shape.json", [scale(shape=[6])])
 plan("center-bf16.json", [scale(source_dtype="BF16", dtype="BF16",
                                 center=True)])
+plan("overflow.json", [scale(vector={"values": [1e38, 1e38, 1e38]})])
