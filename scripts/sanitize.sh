@@ -17,6 +17,7 @@ if [ ! -f $dir/build.ninja ]; then
     -DLLVM_EXTERNAL_LIT=/usr/lib/llvm-22/bin/lit
 fi
 ninja -C $dir flashnorm-opt flashnorm-gen flashnorm-run flashnorm-rounding-test \
+  flashnorm-fold-checkpoint \
   FlashNormPlugin
 # (Not `ninja -t targets | grep -q`: with pipefail, grep closing the pipe
 # early fails the pipeline and the runtime would silently not be built.)
