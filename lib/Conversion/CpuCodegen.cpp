@@ -1,24 +1,39 @@
-//===- CpuCodegen.cpp - Tile and vectorize linalg on buffers for the CPU
-//---===//
+//===- CpuCodegen.cpp - Tile and vectorize linalg on buffers for the CPU --===//
 //
-// Projections are tiled over (m, n, k) and every other linalg op over its
-// innermost dimension, with tiles that divide the static sizes, and each
-// tile is vectorized (linalg::vectorize), so that LLVM sees vector code it
-// can map to AVX2/FMA. Runs after flashnorm-async-schedule: it works inside
-// the async tasks as anywhere else. Ops with dynamic sizes stay as they are
-// (convert-linalg-to-loops lowers them).
+// Projections become register-blocked micro-kernels, built from upstream
+// transforms only: the contraction is tiled (roles from
+// inferContractionDims) so that one tile is a row block of `mt` rows by `nt`
+// outputs, one k at a time; each tile is vectorized into a vector.contract
+// (lowered later to broadcasts and FMAs); the tiles' subviews are folded
+// into the transfers so that the accumulator's read and write leave the k
+// loop (upstream's hoisting refuses transfers on views), and the
+// accumulator lives in registers across k. Output blocks are the outer
+// loops, row blocks inside them: the weights of one block (a panel, when
+// flashnorm-pack-weights laid them out contiguously) are reused from cache
+// by every row block. Decode shapes (a few rows) take wide blocks, prefill
+// shapes 8 x 32 (16 accumulators of 16 f32 lanes).
+//
+// Every other linalg op is tiled over its innermost loop by `vector-width`
+// and vectorized. Sizes are static here (tiles divide them); ops with
+// dynamic sizes are left to convert-linalg-to-loops. Runs after
+// flashnorm-async-schedule: it works inside the async tasks as anywhere
+// else.
 //
 //===----------------------------------------------------------------------===//
 
 #include "flashnorm/Conversion/Passes.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Linalg/IR/LinalgInterfaces.h"
 #include "mlir/Dialect/Linalg/Transforms/Hoisting.h"
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
+#include "mlir/Dialect/MemRef/Transforms/Transforms.h"
 #include "mlir/Dialect/SCF/Transforms/TileUsingInterface.h"
+#include "mlir/Dialect/SCF/Transforms/Transforms.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/PatternMatch.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
 namespace mlir::flashnorm {
 #define GEN_PASS_DEF_CPUCODEGEN
@@ -37,29 +52,74 @@ int64_t fitTile(int64_t size, int64_t want) {
   return t;
 }
 
+/// How one op is tiled: sizes per loop and the loop order.
+struct TilePlan {
+  SmallVector<int64_t> sizes;
+  SmallVector<int64_t> interchange;
+  bool contraction = false;
+};
+
 struct CpuCodegenPass : flashnorm::impl::CpuCodegenBase<CpuCodegenPass> {
   using CpuCodegenBase::CpuCodegenBase;
 
-  /// Tile sizes for `op`, one per loop, or nothing if its sizes are dynamic.
-  std::optional<SmallVector<int64_t>> tileSizesFor(linalg::LinalgOp op) {
+  /// The micro-kernel's tile of a contraction: for (m, n, k) = the
+  /// innermost m and n dimensions and k, `tile-sizes` if given, else
+  /// (M, 256, 1) for decode (M < 4 rows: wide rows of W stream) and
+  /// (8, 32, 1) otherwise; every other dimension one at a time. An n
+  /// dimension that indexes whole panels (flashnorm-pack-weights) is taken
+  /// one panel at a time with the panel's width as the tile.
+  std::optional<TilePlan> planContraction(linalg::LinalgOp op,
+                                          ArrayRef<int64_t> ranges) {
+    FailureOr<linalg::ContractionDimensions> dims =
+        linalg::inferContractionDims(op);
+    if (failed(dims) || dims->m.empty() || dims->n.empty() || dims->k.empty())
+      return std::nullopt;
+    unsigned m = dims->m.back(), n = dims->n.back();
+    int64_t rows = ranges[m];
+    SmallVector<int64_t> want =
+        !tileSizes.empty()
+            ? SmallVector<int64_t>(tileSizes.begin(), tileSizes.end())
+        : rows < 4 ? SmallVector<int64_t>{rows, 256, 1}
+                   : SmallVector<int64_t>{8, 32, 1};
+    TilePlan plan;
+    plan.contraction = true;
+    plan.sizes.assign(ranges.size(), 1);
+    plan.sizes[m] = fitTile(rows, want[0]);
+    // A panel dimension: the innermost n is a panel's width (<= 64).
+    bool panels = dims->n.size() > 1 && ranges[n] <= 64;
+    plan.sizes[n] = panels ? ranges[n] : fitTile(ranges[n], want[1]);
+    for (unsigned k : dims->k)
+      plan.sizes[k] = fitTile(ranges[k], want[2]);
+    // Loop order: batch, outer n (whole blocks of outputs), m, inner n, k.
+    auto append = [&](ArrayRef<unsigned> ds, bool skipLast) {
+      for (unsigned d : skipLast ? ds.drop_back() : ds)
+        plan.interchange.push_back(d);
+    };
+    append(dims->batch, false);
+    append(dims->n, /*skipLast=*/true);
+    append(dims->m, false);
+    plan.interchange.push_back(n);
+    append(dims->k, false);
+    // Loops in no role (none for a contraction) keep their place at the end.
+    for (unsigned d = 0; d < ranges.size(); ++d)
+      if (!llvm::is_contained(plan.interchange, d))
+        plan.interchange.push_back(d);
+    return plan;
+  }
+
+  /// Tile sizes for `op`, or nothing if its sizes are dynamic.
+  std::optional<TilePlan> planTiles(linalg::LinalgOp op) {
     SmallVector<int64_t> ranges = op.getStaticLoopRanges();
     if (ranges.empty() || llvm::any_of(ranges, ShapedType::isDynamic))
       return std::nullopt;
-    SmallVector<int64_t> tiles(ranges.size(), 1);
-    if (linalg::isaContractionOpInterface(op) && ranges.size() >= 3) {
-      // (.., m, n, k): batch dims one at a time.
-      size_t n = ranges.size();
-      SmallVector<int64_t> want =
-          tileSizes.empty()
-              ? SmallVector<int64_t>{4, 16, 1}
-              : SmallVector<int64_t>(tileSizes.begin(), tileSizes.end());
-      for (int i = 0; i < 3; ++i)
-        tiles[n - 3 + i] = fitTile(ranges[n - 3 + i], want[i]);
-      return tiles;
-    }
+    if (linalg::isaContractionOpInterface(op) && ranges.size() >= 3)
+      if (std::optional<TilePlan> plan = planContraction(op, ranges))
+        return plan;
     // Element-wise ops and row reductions: one row, a vector of the last dim.
-    tiles.back() = fitTile(ranges.back(), vectorWidth);
-    return tiles;
+    TilePlan plan;
+    plan.sizes.assign(ranges.size(), 1);
+    plan.sizes.back() = fitTile(ranges.back(), vectorWidth);
+    return plan;
   }
 
   void runOnOperation() override {
@@ -69,19 +129,26 @@ struct CpuCodegenPass : flashnorm::impl::CpuCodegenBase<CpuCodegenPass> {
           << tileSizes.size();
       return signalPassFailure();
     }
-    SmallVector<linalg::LinalgOp> ops;
+    if (llvm::any_of(tileSizes, [](int64_t t) { return t <= 0; }) ||
+        vectorWidth <= 0) {
+      getOperation()->emitError() << "flashnorm-cpu-codegen: tile-sizes and "
+                                     "vector-width must be positive";
+      return signalPassFailure();
+    }
+    SmallVector<std::pair<linalg::LinalgOp, TilePlan>> work;
     getOperation()->walk([&](linalg::LinalgOp op) {
-      if (op.hasPureBufferSemantics())
-        ops.push_back(op);
+      if (!op.hasPureBufferSemantics())
+        return;
+      if (std::optional<TilePlan> plan = planTiles(op))
+        work.emplace_back(op, std::move(*plan));
     });
     IRRewriter rewriter(&getContext());
-    for (linalg::LinalgOp op : ops) {
-      std::optional<SmallVector<int64_t>> tiles = tileSizesFor(op);
-      if (!tiles)
-        continue;
+    for (auto &[op, plan] : work) {
       rewriter.setInsertionPoint(op);
       scf::SCFTilingOptions options;
-      options.setTileSizes(getAsIndexOpFoldResult(&getContext(), *tiles));
+      options.setTileSizes(getAsIndexOpFoldResult(&getContext(), plan.sizes));
+      if (!plan.interchange.empty())
+        options.setInterchange(plan.interchange);
       FailureOr<scf::SCFTilingResult> tiled = scf::tileUsingSCF(
           rewriter, cast<TilingInterface>(op.getOperation()), options);
       if (failed(tiled))
@@ -89,12 +156,56 @@ struct CpuCodegenPass : flashnorm::impl::CpuCodegenBase<CpuCodegenPass> {
       rewriter.eraseOp(op);
       for (Operation *tile : tiled->tiledOps) {
         rewriter.setInsertionPoint(tile);
-        if (succeeded(linalg::vectorize(rewriter, tile)))
+        FailureOr<linalg::VectorizationResult> vectorized = linalg::vectorize(
+            rewriter, tile, /*inputVectorSizes=*/{},
+            /*inputScalableVecDims=*/{},
+            /*vectorizeNDExtract=*/false, /*flatten1DDepthwiseConv=*/false,
+            /*assumeDynamicDimsMatchVecSizes=*/false,
+            /*createNamedContraction=*/plan.contraction);
+        if (failed(vectorized))
+          continue;
+        if (vectorized->replacements.empty())
           rewriter.eraseOp(tile);
+        else
+          rewriter.replaceOp(tile, vectorized->replacements);
       }
     }
+    // Mixed precision (bf16 or f16 weights, f32 accumulator): the operands
+    // are widened explicitly, which the contract lowering needs.
+    getOperation()->walk([&](vector::ContractionOp contract) {
+      Type acc = getElementTypeOrSelf(contract.getAccType());
+      if (!isa<FloatType>(acc))
+        return;
+      rewriter.setInsertionPoint(contract);
+      for (OpOperand *operand :
+           {&contract.getLhsMutable(), &contract.getRhsMutable()}) {
+        auto type = cast<VectorType>(operand->get().getType());
+        if (type.getElementType() == acc ||
+            !isa<FloatType>(type.getElementType()))
+          continue;
+        Value wide = arith::ExtFOp::create(rewriter, contract.getLoc(),
+                                           type.clone(acc), operand->get());
+        rewriter.modifyOpInPlace(contract, [&] { operand->set(wide); });
+      }
+    });
+    // Transfers on the tiles' subviews index the buffers themselves: then
+    // the accumulator's read and write can leave the k loop.
+    RewritePatternSet patterns(&getContext());
+    memref::populateFoldMemRefAliasOpPatterns(patterns);
+    (void)applyPatternsGreedily(getOperation(), std::move(patterns));
     // Keep accumulators in registers across the k loop.
     linalg::hoistRedundantVectorTransfers(getOperation());
+    // Panels of packed projections: a loop on one core for small weights,
+    // else parallel (async-parallel-for makes them tasks).
+    SmallVector<scf::ForallOp> foralls;
+    getOperation()->walk([&](scf::ForallOp op) { foralls.push_back(op); });
+    for (scf::ForallOp op : foralls) {
+      rewriter.setInsertionPoint(op);
+      if (failed(op->hasAttr(kSerialPanelsAttr)
+                     ? scf::forallToForLoop(rewriter, op)
+                     : scf::forallToParallelLoop(rewriter, op)))
+        return signalPassFailure();
+    }
   }
 };
 } // namespace

@@ -95,6 +95,9 @@ static LogicalResult buildCpuToBuffers(OpPassManager &pm,
     return failure();
   if (options.concurrent)
     pm.addNestedPass<func::FuncOp>(createAsyncMark());
+  // After the marks: the packed projection takes its projection's marks.
+  if (options.vectorize && options.packWeights)
+    pm.addNestedPass<func::FuncOp>(createPackWeights());
   if (failed(parsePassPipeline(kToBuffers, pm, errors)))
     return failure();
   if (options.concurrent)
@@ -108,6 +111,12 @@ static LogicalResult buildCpuBuffersToLLVM(OpPassManager &pm,
                                            const CpuPipelineOptions &options,
                                            raw_ostream &errors) {
   if (failed(buildCpuCodegen(pm, options, errors)))
+    return failure();
+  // The panels of a packed projection (scf.parallel after the codegen) as
+  // async tasks on the runtime's workers, one block of panels each.
+  if (failed(parsePassPipeline("async-parallel-for{num-workers=-1 "
+                               "min-task-size=1}",
+                               pm, errors)))
     return failure();
   return parsePassPipeline(kBuffersToLLVM, pm, errors);
 }

@@ -722,3 +722,67 @@ flashnorm::readConstantAsDoubles(Value v, std::string *whyNot) {
   }
   return readAsDoubles(cast<ElementsAttr>(attr), whyNot);
 }
+
+//===----------------------------------------------------------------------===//
+// Layout
+//===----------------------------------------------------------------------===//
+
+void flashnorm::packPanelsRaw(size_t width, const char *in, char *out,
+                              int64_t numK, int64_t numN, bool kMajor,
+                              int64_t panel) {
+  int64_t panels = numN / panel;
+  if (kMajor) {
+    // in[k][n]: each panel row is a contiguous run of the input row.
+    for (int64_t b = 0; b < panels; ++b)
+      for (int64_t k = 0; k < numK; ++k)
+        std::memcpy(out + ((b * numK + k) * panel) * width,
+                    in + (k * numN + b * panel) * width, panel * width);
+    return;
+  }
+  // in[n][k]: a transpose of each [panel, K] block, k in cache-sized steps.
+  constexpr int64_t kStep = 64;
+  for (int64_t b = 0; b < panels; ++b)
+    for (int64_t k0 = 0; k0 < numK; k0 += kStep)
+      for (int64_t j = 0; j < panel; ++j)
+        for (int64_t k = k0; k < std::min(numK, k0 + kStep); ++k)
+          std::memcpy(out + ((b * numK + k) * panel + j) * width,
+                      in + ((b * panel + j) * numK + k) * width, width);
+}
+
+FailureOr<ElementsAttr> flashnorm::packPanels(ElementsAttr weight, int64_t axis,
+                                              int64_t panel,
+                                              std::string *whyNot) {
+  ShapedType type = weight.getShapedType();
+  if (!type.hasStaticShape() || type.getRank() != 2 || axis < 0 || axis > 1)
+    return fail(whyNot, "the weight is not a static 2-D tensor");
+  int64_t numK = type.getDimSize(axis), numN = type.getDimSize(1 - axis);
+  if (panel <= 0 || numN % panel)
+    return fail(whyNot, "its " + Twine(numN) +
+                            " output features are not a multiple of the " +
+                            Twine(panel) + "-wide panels");
+  FailureOr<RawView> view = getRawView(weight, whyNot);
+  if (failed(view))
+    return failure();
+  auto packed =
+      RankedTensorType::get({numN / panel, numK, panel}, type.getElementType());
+  size_t width = byteWidth(view->kind);
+  if (view->splat)
+    return cast<ElementsAttr>(DenseElementsAttr::getFromRawBuffer(
+        packed, view->data.take_front(width)));
+  size_t bytes = width * type.getNumElements();
+  auto pack = [&](char *out) {
+    packPanelsRaw(width, view->data.data(), out, numK, numN, axis == 0, panel);
+  };
+  if (auto resource = dyn_cast<DenseResourceElementsAttr>(weight)) {
+    AsmResourceBlob blob =
+        HeapAsmResourceBlob::allocate(bytes, alignof(double));
+    pack(blob.getMutableData().data());
+    std::string name = (resource.getRawHandle().getKey() + "_panels").str();
+    return cast<ElementsAttr>(
+        DenseResourceElementsAttr::get(packed, name, std::move(blob)));
+  }
+  std::unique_ptr<char[]> buffer(new char[bytes]);
+  pack(buffer.get());
+  return cast<ElementsAttr>(DenseElementsAttr::getFromRawBuffer(
+      packed, ArrayRef<char>(buffer.get(), bytes)));
+}

@@ -555,8 +555,9 @@ FailureOr<ExecutionEngine *> compile(ModuleOp module, OpPassManager *passes,
       FLASHNORM_MLIR_LIB_DIR "/libmlir_runner_utils.so"};
   for (const std::string &lib : sharedLibs)
     libs.push_back(lib);
-  if (concurrent) // Async tasks call into MLIR's async runtime.
-    libs.push_back(FLASHNORM_MLIR_LIB_DIR "/libmlir_async_runtime.so");
+  // Async tasks (concurrent statistics, projections split over the cores)
+  // call into MLIR's async runtime.
+  libs.push_back(FLASHNORM_MLIR_LIB_DIR "/libmlir_async_runtime.so");
   ExecutionEngineOptions options;
   options.sharedLibPaths = libs;
   auto transformer = makeOptimizingTransformer(2, 0, nullptr);

@@ -2,18 +2,18 @@
 #define FLASHNORM_CONVERSION_PASSES_H
 
 #include "flashnorm/Dialect/FlashNorm/IR/FlashNormDialect.h"
-#include "mlir/Dialect/Async/IR/Async.h"
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
+#include "mlir/Dialect/Async/IR/Async.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
-#include "mlir/Dialect/MemRef/IR/MemRef.h"
-#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
-#include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/Pass/Pass.h"
 
 namespace mlir::flashnorm {
@@ -32,6 +32,12 @@ constexpr llvm::StringLiteral kAsyncGroupAttr = "flashnorm.async_group";
 constexpr llvm::StringLiteral kAsyncRoleAttr = "flashnorm.async_role";
 /// Pairs a projection with the post-scale that reads it.
 constexpr llvm::StringLiteral kAsyncPairAttr = "flashnorm.async_pair";
+
+/// Set by flashnorm-pack-weights on the scf.forall over a projection's
+/// panels when they should run in a loop on one core (a small weight);
+/// flashnorm-cpu-codegen turns the others into scf.parallel for the async
+/// runtime's workers.
+constexpr llvm::StringLiteral kSerialPanelsAttr = "flashnorm.serial_panels";
 
 /// Whether flashnorm-gpu-kernels compiles `fn` for the GPU: a definition
 /// that calls no other function (drivers stay on the host).

@@ -62,14 +62,20 @@ def AsyncSchedule : Pass<"flashnorm-async-schedule", "func::FuncOp"> {
 }
 
 def CpuCodegen : Pass<"flashnorm-cpu-codegen", "func::FuncOp"> {
-  let summary = "Tile and vectorize linalg ops on buffers for the CPU";
+  let summary = "Register-blocked projections and vectorized linalg on buffers";
   let description = [{
-    Projections (contractions) are tiled over their last three loops
-    (m, n, k) with `tile-sizes`, every other linalg op over its innermost
-    loop with `vector-width`, each tile size shrunk to the largest divisor of
-    the static loop size; every tile is then vectorized and redundant vector
-    transfers hoisted out of loops. Ops with dynamic sizes are left to
-    convert-linalg-to-loops.
+    Projections (contractions, roles from `inferContractionDims`) become
+    register-blocked micro-kernels: tiled to a row block by an output
+    block, one k at a time (decode, fewer than 4 rows: M x 256; otherwise
+    8 x 32; a packed weight's panel is one output block), output blocks
+    outermost and row blocks inside them so that a block's weights are
+    reused from cache; each tile is vectorized into a `vector.contract`
+    (broadcasts and FMAs after the vector lowering); the tiles' subviews are
+    folded into the transfers and the accumulator hoisted out of the k loop,
+    so it stays in registers. Every other linalg op is tiled over its
+    innermost loop with `vector-width` and vectorized. Tile sizes shrink to
+    the largest divisor of the static loop size; ops with dynamic sizes are
+    left to convert-linalg-to-loops.
   }];
   let dependentDialects = [
     "::mlir::scf::SCFDialect",
@@ -78,9 +84,11 @@ def CpuCodegen : Pass<"flashnorm-cpu-codegen", "func::FuncOp"> {
   ];
   let options = [
     ListOption<"tileSizes", "tile-sizes", "int64_t",
-               "Projection tile sizes (m, n, k); default 4,16,1">,
-    Option<"vectorWidth", "vector-width", "int64_t", /*default=*/"8",
-           "Innermost tile of other ops (8 f32 lanes of AVX2)">,
+               "Projection tile sizes (m, n, k); default by shape: M,256,1 "
+               "below 4 rows, 8,32,1 from 4">,
+    Option<"vectorWidth", "vector-width", "int64_t", /*default=*/"16",
+           "Innermost tile of other ops (default 16: one AVX-512 vector of "
+           "f32)">,
   ];
 }
 
@@ -237,6 +245,42 @@ def MLProgramToMemRef : Pass<"flashnorm-ml-program-to-memref", "ModuleOp"> {
     "::mlir::bufferization::BufferizationDialect"
   ];
   let options = [];
+}
+
+def PackWeights : Pass<"flashnorm-pack-weights", "func::FuncOp"> {
+  let summary = "Store constant projection weights in the CPU kernel's panels";
+  let description = [{
+    For every projection on tensors (a contraction with one m, one n and
+    one k dimension, the output's last dimension n) whose weight is a 2-D
+    constant, possibly behind layout ops, in either layout (K x N, or
+    PyTorch's N x K): the weight is rewritten at compile time, by the
+    project's raw-buffer weight folder, into panels [N / P][K][P], and the
+    projection into a `linalg.generic` over them whose output is the
+    original one viewed as [.., N / P, P]. flashnorm-cpu-codegen keeps a
+    row tile by P outputs in registers across k and reads each panel as one
+    contiguous stream; no weight is relaid at run time. Projections whose N
+    is not a multiple of P, or whose weight is not a constant, are left as
+    they are. Runs in flashnorm-cpu-pipeline after flashnorm-async-mark (it
+    hands the marks of a projection on to its generic).
+  }];
+  let dependentDialects = [
+    "::mlir::linalg::LinalgDialect",
+    "::mlir::tensor::TensorDialect",
+    "::mlir::arith::ArithDialect",
+    "::mlir::affine::AffineDialect",
+    "::mlir::scf::SCFDialect"
+  ];
+  let options = [
+    Option<"panel", "panel", "int64_t", /*default=*/"32",
+           "Outputs per panel: the kernels' register tile width (default 32: "
+           "two 16-lane f32 vectors)">,
+    Option<"parallelMinBytes", "parallel-min-bytes", "int64_t",
+           /*default=*/"1048576",
+           "Weights of at least this many bytes are split over the cores "
+           "(the panels as an scf.forall); smaller ones run their panels in "
+           "a loop (default 1 MiB: below that a task costs more than it "
+           "saves)">,
+  ];
 }
 
 #endif

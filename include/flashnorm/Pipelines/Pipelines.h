@@ -57,11 +57,18 @@ struct CpuPipelineOptions : public PassPipelineOptions<CpuPipelineOptions> {
       llvm::cl::init(true)};
   PassOptions::ListOption<int64_t> tileSizes{
       *this, "tile-sizes",
-      llvm::cl::desc("Projection tiles (m, n, k); default 4,16,1")};
+      llvm::cl::desc("Projection tiles (m, n, k); default by shape: M,256,1 "
+                     "below 4 rows, 8,32,1 from 4")};
   PassOptions::Option<int64_t> vectorWidth{
       *this, "vector-width",
-      llvm::cl::desc("Innermost tile of other linalg ops (default 8)"),
-      llvm::cl::init(8)};
+      llvm::cl::desc("Innermost tile of other linalg ops (default 16)"),
+      llvm::cl::init(16)};
+  PassOptions::Option<bool> packWeights{
+      *this, "pack-weights",
+      llvm::cl::desc("Store constant projection weights as panels the "
+                     "micro-kernels stream (flashnorm-pack-weights; with "
+                     "vectorize only; default true)"),
+      llvm::cl::init(true)};
 };
 
 /// Appends the CPU lowering to LLVM (flashnorm-cpu-pipeline) to a

@@ -96,6 +96,22 @@ FailureOr<SmallVector<double>> contractAlongAxis(ElementsAttr weight,
                                                  ArrayRef<double> vec,
                                                  std::string *whyNot = nullptr);
 
+/// Weight layouts for the CPU kernels: `in` holds a 2-D weight of `numK` x
+/// `numN` elements of `width` bytes, [K, N] when `kMajor`, else [N, K]
+/// (PyTorch's); `out` gets it as panels [N / panel][K][panel], so that a
+/// kernel that keeps `panel` outputs in registers reads its weights as one
+/// contiguous stream (numN must be a multiple of `panel`). A pure
+/// permutation: no rounding.
+void packPanelsRaw(size_t width, const char *in, char *out, int64_t numK,
+                   int64_t numN, bool kMajor, int64_t panel);
+
+/// The panels of a constant 2-D weight contracted along `axis` (dense in,
+/// dense out; `dense_resource` in, a new `dense_resource` out), typed
+/// tensor<N/panel x K x panel x elt>.
+FailureOr<ElementsAttr> packPanels(ElementsAttr weight, int64_t axis,
+                                   int64_t panel,
+                                   std::string *whyNot = nullptr);
+
 /// Reads a constant float tensor into f64 values (exact).
 FailureOr<SmallVector<double>> readAsDoubles(ElementsAttr attr,
                                              std::string *whyNot = nullptr);
