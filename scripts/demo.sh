@@ -33,7 +33,7 @@ python3 test/compare-outputs.py "$tmp/original.txt" "$tmp/rewritten.txt" \
 echo
 echo "== rewritten, on the concurrent CPU pipeline (statistics as async tasks)"
 $opt "$tmp/rewritten.mlir" --flashnorm-cpu-pipeline |
-  $runner -O2 -shared-libs=/usr/lib/llvm-22/lib/libmlir_async_runtime.so \
+  $runner -O2 -shared-libs=/usr/lib/llvm-22/lib/libmlir_async_runtime.so,/usr/lib/llvm-22/lib/libomp.so \
     > "$tmp/concurrent.txt"
 python3 test/compare-outputs.py "$tmp/original.txt" "$tmp/concurrent.txt" \
   --rtol 1e-4 --atol 1e-5

@@ -76,7 +76,7 @@ link() {
 }
 export -f link
 
-runner_libs=$llvm/../lib/libmlir_runner_utils.so,$llvm/../lib/libmlir_c_runner_utils.so,$llvm/../lib/libmlir_async_runtime.so
+runner_libs=$llvm/../lib/libmlir_runner_utils.so,$llvm/../lib/libmlir_c_runner_utils.so,$llvm/../lib/libmlir_async_runtime.so,$llvm/../lib/libomp.so
 cpu_run() {
   mlir-runner -O2 -e main -entry-point-result=void -shared-libs="$runner_libs"
 }

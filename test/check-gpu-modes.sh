@@ -27,7 +27,7 @@ else
 fi
 utils="$MLIR_LIB_DIR/libmlir_runner_utils.so,$MLIR_LIB_DIR/libmlir_c_runner_utils.so"
 run() { mlir-runner -O2 -e main -entry-point-result=void -shared-libs="$utils,$1"; }
-async=$MLIR_LIB_DIR/libmlir_async_runtime.so
+async=$MLIR_LIB_DIR/libmlir_async_runtime.so,$MLIR_LIB_DIR/libomp.so
 flashnorm-opt "$model" "$pipeline" -o "$out.rewritten.mlir"
 case $target in
   cpu) flashnorm-opt "$model" --flashnorm-lower-to-llvm | run "$async" ;;

@@ -22,7 +22,7 @@ flashnorm-opt "$out.rewritten.mlir" "$lower" | run > "$out.out"
 # The concurrent CPU pipeline (async tasks; -O2 lowers their coroutines).
 flashnorm-opt "$out.rewritten.mlir" --flashnorm-cpu-pipeline |
   mlir-runner -O2 -e main -entry-point-result=void \
-    -shared-libs="$MLIR_LIB_DIR/libmlir_runner_utils.so,$MLIR_LIB_DIR/libmlir_c_runner_utils.so,$MLIR_LIB_DIR/libmlir_async_runtime.so" \
+    -shared-libs="$MLIR_LIB_DIR/libmlir_runner_utils.so,$MLIR_LIB_DIR/libmlir_c_runner_utils.so,$MLIR_LIB_DIR/libmlir_async_runtime.so,$MLIR_LIB_DIR/libomp.so" \
     > "$out.async"
 grep -o 'flashnorm-gen: .*' "$out.mlir"
 echo "raised=$(grep -c 'raised a' "$out.remarks" || true)" \

@@ -33,8 +33,11 @@ def runner(flags, libs):
 
 utils = ["libmlir_runner_utils.so", "libmlir_c_runner_utils.so"]
 config.substitutions.append(("%run", runner("", utils)))
+# The CPU pipeline's programs: async tasks (concurrent statistics) and
+# OpenMP threads (projections split over the cores).
 config.substitutions.append(
-    ("%async-run", runner("-O2 ", utils + ["libmlir_async_runtime.so"])))
+    ("%async-run",
+     runner("-O2 ", utils + ["libmlir_async_runtime.so", "libomp.so"])))
 config.substitutions.append(
     ("%plugin", os.path.join(config.flashnorm_lib_dir, "FlashNormPlugin.so"))
 )

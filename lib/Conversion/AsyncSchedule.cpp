@@ -15,7 +15,9 @@
 #include "flashnorm/Utils/Remarks.h"
 
 #include "mlir/Dialect/Async/IR/Async.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/IR/Builders.h"
+#include "mlir/Interfaces/ViewLikeInterface.h"
 #include "llvm/ADT/MapVector.h"
 
 namespace mlir::flashnorm {
@@ -95,6 +97,8 @@ struct AsyncSchedulePass
       for (auto *ops : {&group.stat, &group.proj, &group.post})
         llvm::erase_if(*ops,
                        [](Operation *op) { return op->getNumResults() != 0; });
+      if (!group.post.empty())
+        adoptDeallocations(group.stat, group.post.front());
       schedule(group, reporter);
     }
     // The marks have done their job.
@@ -105,6 +109,38 @@ struct AsyncSchedulePass
       op->removeAttr(kAsyncRoleAttr);
       op->removeAttr(kAsyncPairAttr);
     });
+  }
+
+  /// A buffer only `task` uses is freed after the task's last use of it
+  /// (buffer deallocation ran before the schedule): a free before `await`
+  /// (where the task is awaited) moves into the task, else it would run
+  /// while the task may still read the buffer; frees after it are safe.
+  static void adoptDeallocations(SmallVector<Operation *> &task,
+                                 Operation *await) {
+    if (task.empty() || await->getBlock() != task.front()->getBlock())
+      return;
+    llvm::SmallPtrSet<Operation *, 16> inTask(task.begin(), task.end());
+    // Whether every use of `buffer` (through views) is in the task.
+    std::function<bool(Value, Operation *)> onlyTask = [&](Value buffer,
+                                                           Operation *free) {
+      return llvm::all_of(buffer.getUsers(), [&](Operation *user) {
+        if (user == free || inTask.contains(user))
+          return true;
+        if (isa<ViewLikeOpInterface>(user) && user->getNumResults() == 1)
+          return onlyTask(user->getResult(0), free);
+        return false;
+      });
+    };
+    Block *block = task.front()->getBlock();
+    for (Operation &op : *block) {
+      auto free = dyn_cast<memref::DeallocOp>(&op);
+      if (!free || !free.getMemref().getDefiningOp<memref::AllocOp>() ||
+          !task.back()->isBeforeInBlock(free) ||
+          !free->isBeforeInBlock(await) || !onlyTask(free.getMemref(), free))
+        continue;
+      task.push_back(free);
+      inTask.insert(free);
+    }
   }
 
   static int64_t pairOf(Operation *op) {

@@ -7,11 +7,12 @@
 // (lowered later to broadcasts and FMAs); the tiles' subviews are folded
 // into the transfers so that the accumulator's read and write leave the k
 // loop (upstream's hoisting refuses transfers on views), and the
-// accumulator lives in registers across k. Output blocks are the outer
-// loops, row blocks inside them: the weights of one block (a panel, when
-// flashnorm-pack-weights laid them out contiguously) are reused from cache
-// by every row block. Decode shapes (a few rows) take wide blocks, prefill
-// shapes 8 x 32 (16 accumulators of 16 f32 lanes).
+// accumulator lives in registers across k. Extra output dimensions (whole
+// blocks of outputs) are the outer loops, then row blocks, then output
+// tiles: a packed projection is one contraction per panel
+// (flashnorm-pack-weights), whose weights every row block then reads from
+// cache. Decode shapes (a few rows) take wide blocks, prefill shapes 8 x 32
+// (16 accumulators of 16 f32 lanes).
 //
 // Every other linalg op is tiled over its innermost loop by `vector-width`
 // and vectorized. Sizes are static here (tiles divide them); ops with
@@ -23,16 +24,20 @@
 
 #include "flashnorm/Conversion/Passes.h"
 
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Linalg/IR/LinalgInterfaces.h"
 #include "mlir/Dialect/Linalg/Transforms/Hoisting.h"
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/MemRef/Transforms/Transforms.h"
 #include "mlir/Dialect/SCF/Transforms/TileUsingInterface.h"
 #include "mlir/Dialect/SCF/Transforms/Transforms.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/Dominance.h"
 #include "mlir/IR/PatternMatch.h"
+#include "mlir/Transforms/CSE.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
 namespace mlir::flashnorm {
@@ -188,15 +193,30 @@ struct CpuCodegenPass : flashnorm::impl::CpuCodegenBase<CpuCodegenPass> {
         rewriter.modifyOpInPlace(contract, [&] { operand->set(wide); });
       }
     });
-    // Transfers on the tiles' subviews index the buffers themselves: then
-    // the accumulator's read and write can leave the k loop.
+    // Transfers on the tiles' subviews index the buffers themselves, and
+    // the index arithmetic of one tile is one value (CSE): then the
+    // accumulator's read and write name the same element and can leave the
+    // k loop. (A panel written back onto itself, as bufferization leaves a
+    // forall's insert, is a self-copy that folds away.)
     RewritePatternSet patterns(&getContext());
     memref::populateFoldMemRefAliasOpPatterns(patterns);
+    affine::AffineApplyOp::getCanonicalizationPatterns(patterns, &getContext());
+    memref::SubViewOp::getCanonicalizationPatterns(patterns, &getContext());
+    memref::CopyOp::getCanonicalizationPatterns(patterns, &getContext());
+    scf::ForOp::getCanonicalizationPatterns(patterns, &getContext());
     (void)applyPatternsGreedily(getOperation(), std::move(patterns));
+    DominanceInfo dominance;
+    eliminateCommonSubExpressions(rewriter, dominance, getOperation());
+    {
+      RewritePatternSet copies(&getContext());
+      memref::CopyOp::getCanonicalizationPatterns(copies, &getContext());
+      scf::ForOp::getCanonicalizationPatterns(copies, &getContext());
+      (void)applyPatternsGreedily(getOperation(), std::move(copies));
+    }
     // Keep accumulators in registers across the k loop.
     linalg::hoistRedundantVectorTransfers(getOperation());
-    // Panels of packed projections: a loop on one core for small weights,
-    // else parallel (async-parallel-for makes them tasks).
+    // Panels of packed projections: a loop on one core for small weights
+    // and within a chunk, else parallel (OpenMP threads, in the pipeline).
     SmallVector<scf::ForallOp> foralls;
     getOperation()->walk([&](scf::ForallOp op) { foralls.push_back(op); });
     for (scf::ForallOp op : foralls) {

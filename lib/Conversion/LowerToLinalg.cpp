@@ -39,12 +39,16 @@ Value floatConstant(OpBuilder &b, Location loc, Type t, double v) {
 /// dimension of `x` in `statType`, then an element-wise epilogue.
 class RowOps {
 public:
-  RowOps(OpBuilder &b, Location loc, Value x, Type statType)
+  RowOps(OpBuilder &b, Location loc, Value x, Type statType, int64_t lanes)
       : b(b), loc(loc), x(x), statType(statType),
-        rank(cast<RankedTensorType>(x.getType()).getRank()) {}
+        rank(cast<RankedTensorType>(x.getType()).getRank()), lanes(lanes) {}
 
   /// sum_k (x[r, k] - shift[r])^2, or sum_k x[r, k] when `square` is false.
   Value reduce(Value shift, bool square) {
+    auto type = cast<RankedTensorType>(x.getType());
+    int64_t k = type.getShape().back();
+    if (lanes > 1 && !ShapedType::isDynamic(k) && k > lanes && k % lanes == 0)
+      return reduceInLanes(shift, square, k);
     Value acc =
         linalg::FillOp::create(b, loc, constant(0.0), emptyRows(statType))
             .getResult(0);
@@ -69,6 +73,78 @@ public:
                  linalg::YieldOp::create(
                      nb, l,
                      Value(arith::AddFOp::create(nb, l, args.back(), v)));
+               })
+        .getResult(0);
+  }
+
+  /// The same sum in `lanes` partial sums per row (x seen as [.., K / L,
+  /// L], summed over K / L into [.., L], then the L added): a vector code
+  /// generator keeps the partial sums in one register across the row and
+  /// reduces horizontally once per row, not once per vector.
+  Value reduceInLanes(Value shift, bool square, int64_t k) {
+    auto type = cast<RankedTensorType>(x.getType());
+    SmallVector<int64_t> shape(type.getShape());
+    shape.back() = k / lanes;
+    shape.push_back(lanes);
+    SmallVector<ReassociationIndices> groups;
+    for (int64_t d = 0; d + 1 < rank; ++d)
+      groups.push_back({d});
+    groups.push_back({rank - 1, rank});
+    Value blocks = tensor::ExpandShapeOp::create(
+        b, loc, RankedTensorType::get(shape, type.getElementType()), x, groups);
+    MLIRContext *ctx = b.getContext();
+    SmallVector<AffineExpr> rows, partial;
+    for (unsigned d = 0; d + 1 < rank; ++d)
+      rows.push_back(getAffineDimExpr(d, ctx));
+    partial = rows;
+    partial.push_back(getAffineDimExpr(rank, ctx));
+    SmallVector<int64_t> partialShape(type.getShape().drop_back());
+    partialShape.push_back(lanes);
+    SmallVector<OpFoldResult> sizes = tensor::getMixedSizes(b, loc, x);
+    sizes.back() = b.getIndexAttr(lanes);
+    Value empty = tensor::EmptyOp::create(b, loc, sizes, statType);
+    Value acc =
+        linalg::FillOp::create(b, loc, constant(0.0), empty).getResult(0);
+    SmallVector<Value> inputs{blocks};
+    SmallVector<AffineMap> maps{
+        AffineMap::getMultiDimIdentityMap(rank + 1, ctx)};
+    if (shift) {
+      inputs.push_back(shift);
+      maps.push_back(AffineMap::get(rank + 1, 0, rows, ctx));
+    }
+    maps.push_back(AffineMap::get(rank + 1, 0, partial, ctx));
+    SmallVector<utils::IteratorType> iters(rank + 1,
+                                           utils::IteratorType::parallel);
+    iters[rank - 1] = utils::IteratorType::reduction;
+    Value sums =
+        linalg::GenericOp::create(
+            b, loc, TypeRange{acc.getType()}, inputs, ValueRange{acc}, maps,
+            iters,
+            [&](OpBuilder &nb, Location l, ValueRange args) {
+              Value v = castFloat(nb, l, args[0], statType);
+              if (shift)
+                v = arith::SubFOp::create(nb, l, v, args[1]);
+              if (square)
+                v = arith::MulFOp::create(nb, l, v, v);
+              linalg::YieldOp::create(
+                  nb, l, Value(arith::AddFOp::create(nb, l, args.back(), v)));
+            })
+            .getResult(0);
+    // The L partial sums of each row.
+    Value total =
+        linalg::FillOp::create(b, loc, constant(0.0), emptyRows(statType))
+            .getResult(0);
+    SmallVector<utils::IteratorType> rowIters(rank,
+                                              utils::IteratorType::parallel);
+    rowIters.back() = utils::IteratorType::reduction;
+    return linalg::GenericOp::create(
+               b, loc, TypeRange{total.getType()}, ValueRange{sums},
+               ValueRange{total}, ArrayRef<AffineMap>{fullMap(), rowMap()},
+               rowIters,
+               [&](OpBuilder &nb, Location l, ValueRange args) {
+                 linalg::YieldOp::create(
+                     nb, l,
+                     Value(arith::AddFOp::create(nb, l, args[1], args[0])));
                })
         .getResult(0);
   }
@@ -200,6 +276,8 @@ private:
   Value x;
   Type statType;
   unsigned rank;
+  /// Partial sums per row in a reduction (0 or 1: one running sum).
+  int64_t lanes;
 };
 
 /// f32 for the statistics, f64 for f64 inputs or when asked for.
@@ -221,12 +299,13 @@ std::pair<Value, Value> layerStats(RowOps &rows, double eps) {
 }
 
 template <typename OpTy> struct FlashNormLowering : OpRewritePattern<OpTy> {
-  FlashNormLowering(MLIRContext *ctx, bool statsF64)
-      : OpRewritePattern<OpTy>(ctx), statsF64(statsF64) {}
+  FlashNormLowering(MLIRContext *ctx, bool statsF64, int64_t lanes)
+      : OpRewritePattern<OpTy>(ctx), statsF64(statsF64), lanes(lanes) {}
   LogicalResult matchAndRewrite(OpTy op,
                                 PatternRewriter &rewriter) const override {
     Value x = op.getInput();
-    RowOps rows(rewriter, op.getLoc(), x, statTypeFor(rewriter, x, statsF64));
+    RowOps rows(rewriter, op.getLoc(), x, statTypeFor(rewriter, x, statsF64),
+                lanes);
     Operation *before = op->getPrevNode();
     Value lowered = lower(op, rows);
     // The ops built for a statistic or a post-scale carry its async-schedule
@@ -242,6 +321,7 @@ template <typename OpTy> struct FlashNormLowering : OpRewritePattern<OpTy> {
   }
   Value lower(OpTy op, RowOps &rows) const;
   bool statsF64;
+  int64_t lanes;
 };
 
 template <>
@@ -287,7 +367,12 @@ struct LowerToLinalgPass
     target.addIllegalDialect<FlashNormDialect>();
     target.markUnknownOpDynamicallyLegal([](Operation *) { return true; });
     RewritePatternSet patterns(&getContext());
-    populateLowerToLinalgPatterns(patterns, statsF64);
+    if (sumLanes < 0) {
+      mlir::emitError(getOperation()->getLoc())
+          << "flashnorm-lower-to-linalg: sum-lanes must not be negative";
+      return signalPassFailure();
+    }
+    populateLowerToLinalgPatterns(patterns, statsF64, sumLanes);
     if (failed(applyPartialConversion(getOperation(), target,
                                       std::move(patterns))))
       signalPassFailure();
@@ -296,8 +381,9 @@ struct LowerToLinalgPass
 } // namespace
 
 void flashnorm::populateLowerToLinalgPatterns(RewritePatternSet &patterns,
-                                              bool statsF64) {
+                                              bool statsF64, int64_t lanes) {
   patterns.add<FlashNormLowering<RMSNormOp>, FlashNormLowering<RMSInvOp>,
                FlashNormLowering<LayerNormOp>, FlashNormLowering<LayerInvOp>,
-               FlashNormLowering<PostScaleOp>>(patterns.getContext(), statsF64);
+               FlashNormLowering<PostScaleOp>>(patterns.getContext(), statsF64,
+                                               lanes);
 }

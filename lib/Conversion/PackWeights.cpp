@@ -5,16 +5,19 @@
 // walk (K x N: rows of N floats apart; N x K: P columns), one new page per k
 // for large N, which no prefetcher follows. Constants are relaid once, at
 // compile time, into panels [N / P][K][P] (contiguous per tile), and the
-// projection becomes a generic over them; the output is the original one
-// seen as [.., N / P, P] (a reshape, no copy). Plan, then apply: a
-// projection is checked to the end (roles from inferContractionDims, the
-// weight traced to its constant, the panels computed) before anything is
-// replaced.
+// projection becomes a loop over panels, each a contraction of the
+// activation with one panel into its columns of the output. Large weights
+// are split over the cores (an scf.forall of one chunk of panels per core);
+// a post-scale that only reads the projection is applied per panel while the
+// panel's outputs are in cache. Plan, then apply: a projection is checked to
+// the end (roles from inferContractionDims, the weight traced to its
+// constant, the panels computed) before anything is replaced.
 //
 //===----------------------------------------------------------------------===//
 
 #include "flashnorm/Analysis/Projection.h"
 #include "flashnorm/Conversion/Passes.h"
+#include "flashnorm/Dialect/FlashNorm/IR/FlashNormOps.h"
 #include "flashnorm/Utils/Cleanup.h"
 #include "flashnorm/Utils/WeightFolder.h"
 
@@ -25,8 +28,11 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/IRMapping.h"
+#include "mlir/IR/Matchers.h"
 #include "mlir/IR/PatternMatch.h"
 #include "llvm/Support/Debug.h"
+
+#include <thread>
 
 #define DEBUG_TYPE "flashnorm-pack-weights"
 
@@ -44,8 +50,13 @@ struct PackPlan {
   linalg::LinalgOp op;
   unsigned weightIndex;
   unsigned nDim, kDim;
+  /// Outputs per panel.
+  int64_t panel;
   ElementsAttr panels;
   Location loc;
+  /// The projection's one user, a post-scale, applied to each panel's
+  /// product while it is in cache (its epilogue); null if none.
+  PostScaleOp post;
 };
 
 /// Decides whether `op` is packed; the plan or why not (for -debug-only).
@@ -64,6 +75,16 @@ FailureOr<PackPlan> planPacking(linalg::LinalgOp op, int64_t panel,
       !dims->batch.empty())
     return fail("not one n and one k dimension without batch");
   unsigned n = dims->n.front(), k = dims->k.front();
+  // Panels as wide as the micro-kernel's tile (flashnorm-cpu-codegen):
+  // decode (a few rows) keeps 128 outputs (8 vectors, 8 independent FMA
+  // chains, 512 contiguous bytes per k) in registers, prefill 8 rows by 32.
+  if (panel == 0) {
+    SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+    int64_t rows = 1;
+    for (unsigned m : dims->m)
+      rows *= ranges[m];
+    panel = rows < 4 && ranges[n] % 128 == 0 ? 128 : 32;
+  }
   MLIRContext *ctx = op.getContext();
   AffineMap outMap = op.getMatchingIndexingMap(op.getDpsInitOperand(0));
   if (!outMap.isProjectedPermutation() || outMap.getNumResults() == 0 ||
@@ -94,7 +115,14 @@ FailureOr<PackPlan> planPacking(linalg::LinalgOp op, int64_t panel,
         packPanels(source->value, source->axis, panel, &traceWhy);
     if (failed(panels))
       return fail(traceWhy);
-    return PackPlan{op, in->getOperandNumber(), n, k, *panels, op.getLoc()};
+    PackPlan plan{
+        op, in->getOperandNumber(), n, k, panel, *panels, op.getLoc(), nullptr};
+    Value result = op->getResult(0);
+    if (result.hasOneUse())
+      if (auto post = dyn_cast<PostScaleOp>(*result.getUsers().begin());
+          post && post.getInput() == result)
+        plan.post = post;
+    return plan;
   }
   return fail("no input is indexed by n and k alone");
 }
@@ -104,11 +132,15 @@ FailureOr<PackPlan> planPacking(linalg::LinalgOp op, int64_t panel,
 /// of the activation with panel b ([K, P], contiguous) into the output's
 /// columns [b P, (b + 1) P), as a `linalg.contract` (operands cast to the
 /// accumulator's type), which the vectorizer turns into a vector.contract.
-void applyPacking(RewriterBase &rewriter, const PackPlan &plan, int64_t panel,
-                  bool parallel) {
+void applyPacking(RewriterBase &rewriter, const PackPlan &plan, bool parallel,
+                  int64_t threads, bool fusePost) {
+  int64_t panel = plan.panel;
   linalg::LinalgOp op = plan.op;
   MLIRContext *ctx = op.getContext();
-  rewriter.setInsertionPoint(op);
+  PostScaleOp post = fusePost ? plan.post : nullptr;
+  // A fused post-scale's scale may be computed after the projection; the
+  // projection's operands dominate the post-scale, which uses its result.
+  rewriter.setInsertionPoint(post ? post.getOperation() : op.getOperation());
   Location loc = plan.loc;
   auto panelsType = cast<RankedTensorType>(plan.panels.getShapedType());
   Value panels =
@@ -131,10 +163,26 @@ void applyPacking(RewriterBase &rewriter, const PackPlan &plan, int64_t panel,
       AffineMapAttr::get(op.getMatchingIndexingMap(op.getDpsInitOperand(0))));
   ArrayAttr mapsAttr = rewriter.getArrayAttr(maps);
 
-  // One panel's contraction, with `acc` the output so far and `b` the panel.
-  auto panelSlices = [&](OpBuilder &b, Location l, Value index, Value acc) {
-    Value offset = affine::AffineApplyOp::create(
-        b, l, AffineMap::get(1, 0, getAffineDimExpr(0, ctx) * panel), index);
+  // Columns [offset, offset + width) of `acc` (the last dimension).
+  auto columns = [&](OpBuilder &b, Location l, Value acc, OpFoldResult offset,
+                     int64_t width) {
+    SmallVector<OpFoldResult> offsets(rank, b.getIndexAttr(0)),
+        sizes = tensor::getMixedSizes(b, l, acc),
+        strides(rank, b.getIndexAttr(1));
+    offsets.back() = offset;
+    sizes.back() = b.getIndexAttr(width);
+    return std::make_tuple(offsets, sizes, strides);
+  };
+  auto times = [&](OpBuilder &b, Location l, Value v, int64_t c) {
+    return affine::AffineApplyOp::create(
+               b, l, AffineMap::get(1, 0, getAffineDimExpr(0, ctx) * c), v)
+        .getResult();
+  };
+  // Panel `index`'s contraction into the columns at `offset` of `acc`
+  // (of the projection's columns at `global`, and post-scaled there, when
+  // the post-scale is fused).
+  auto panelStep = [&](OpBuilder &b, Location l, Value index, Value acc,
+                       Value offset, Value global) {
     auto weightType =
         RankedTensorType::get({numK, panel}, panelsType.getElementType());
     Value weight = tensor::ExtractSliceOp::create(
@@ -143,64 +191,120 @@ void applyPacking(RewriterBase &rewriter, const PackPlan &plan, int64_t panel,
         ArrayRef<OpFoldResult>{b.getIndexAttr(1), b.getIndexAttr(numK),
                                b.getIndexAttr(panel)},
         SmallVector<OpFoldResult>(3, b.getIndexAttr(1)));
-    SmallVector<OpFoldResult> offsets(rank, b.getIndexAttr(0)),
-        sizes = tensor::getMixedSizes(b, l, acc),
-        strides(rank, b.getIndexAttr(1));
-    offsets.back() = offset;
-    sizes.back() = b.getIndexAttr(panel);
-    SmallVector<int64_t> shape(initType.getShape());
+    auto [offsets, sizes, strides] = columns(b, l, acc, offset, panel);
+    SmallVector<int64_t> shape(
+        cast<RankedTensorType>(acc.getType()).getShape());
     shape.back() = panel;
     auto outType = RankedTensorType::get(shape, initType.getElementType());
-    Value out = tensor::ExtractSliceOp::create(b, l, outType, acc, offsets,
-                                               sizes, strides);
+    Value out;
+    if (post) {
+      // A zero accumulator is filled panel by panel, in cache, rather than
+      // all at once before.
+      auto fill = init.getDefiningOp<linalg::FillOp>();
+      bool zeroFill = fill && matchPattern(fill.value(), m_AnyZeroFloat());
+      Value base = zeroFill ? fill.getOutputs()[0] : init;
+      auto [o, z, t] = columns(b, l, base, global, panel);
+      out = tensor::ExtractSliceOp::create(b, l, outType, base, o, z, t);
+      if (zeroFill)
+        out = linalg::FillOp::create(b, l, fill.value(), out).getResult(0);
+    } else {
+      out = tensor::ExtractSliceOp::create(b, l, outType, acc, offsets, sizes,
+                                           strides);
+    }
     SmallVector<Value> inputs;
     for (OpOperand *in : op.getDpsInputOperands())
       inputs.push_back(in->getOperandNumber() == plan.weightIndex ? weight
                                                                   : in->get());
-    auto contract = linalg::ContractOp::create(b, l, TypeRange{outType}, inputs,
-                                               ValueRange{out}, mapsAttr);
-    return std::make_tuple(contract.getResult(0), offsets, sizes, strides);
+    Value product = linalg::ContractOp::create(b, l, TypeRange{outType}, inputs,
+                                               ValueRange{out}, mapsAttr)
+                        .getResult(0);
+    if (post)
+      product = PostScaleOp::create(
+          b, l, RankedTensorType::get(shape, post.getType().getElementType()),
+          product, post.getScale());
+    return std::make_tuple(product, offsets, sizes, strides);
   };
 
+  // `chunks` tasks (one per core), each a loop over its consecutive panels:
+  // a task per panel would cost more than a decode panel's work.
+  int64_t chunks = 1;
+  for (int64_t c = std::min(threads, numPanels); c > 1; --c)
+    if (numPanels % c == 0) {
+      chunks = c;
+      break;
+    }
+  int64_t perChunk = numPanels / chunks;
+  // The forall writes the post-scale's result when it is fused, else the
+  // projection's.
+  Value shared = init;
+  if (post)
+    shared = tensor::EmptyOp::create(rewriter, loc,
+                                     tensor::getMixedSizes(rewriter, loc, init),
+                                     post.getType().getElementType());
+  auto sharedType = cast<RankedTensorType>(shared.getType());
   auto forall = scf::ForallOp::create(
-      rewriter, loc, ArrayRef<OpFoldResult>{rewriter.getIndexAttr(numPanels)},
-      ValueRange{init}, std::nullopt);
+      rewriter, loc, ArrayRef<OpFoldResult>{rewriter.getIndexAttr(chunks)},
+      ValueRange{shared}, std::nullopt);
   {
     OpBuilder::InsertionGuard guard(rewriter);
     rewriter.setInsertionPoint(forall.getTerminator());
     Value acc = forall.getRegionIterArgs().front();
-    auto [value, offsets, sizes, strides] =
-        panelSlices(rewriter, loc, forall.getInductionVars().front(), acc);
+    Value chunk = forall.getInductionVars().front();
+    Value chunkOffset = times(rewriter, loc, chunk, perChunk * panel);
+    auto [offsets, sizes, strides] =
+        columns(rewriter, loc, acc, chunkOffset, perChunk * panel);
+    SmallVector<int64_t> shape(initType.getShape());
+    shape.back() = perChunk * panel;
+    Value chunkAcc = tensor::ExtractSliceOp::create(
+        rewriter, loc,
+        RankedTensorType::get(shape, sharedType.getElementType()), acc, offsets,
+        sizes, strides);
+    Value first = times(rewriter, loc, chunk, perChunk);
+    // The chunk's panels: independent too (a forall, so that nothing is
+    // carried from one to the next), run one after the other.
+    auto inner = scf::ForallOp::create(
+        rewriter, loc, ArrayRef<OpFoldResult>{rewriter.getIndexAttr(perChunk)},
+        ValueRange{chunkAcc}, std::nullopt);
+    inner->setAttr(kSerialPanelsAttr, rewriter.getUnitAttr());
+    {
+      OpBuilder::InsertionGuard innerGuard(rewriter);
+      rewriter.setInsertionPoint(inner.getTerminator());
+      Value c = inner.getInductionVars().front();
+      Value index = arith::AddIOp::create(rewriter, loc, first, c);
+      Value innerAcc = inner.getRegionIterArgs().front();
+      auto [value, o, z, t] = panelStep(rewriter, loc, index, innerAcc,
+                                        times(rewriter, loc, c, panel),
+                                        times(rewriter, loc, index, panel));
+      rewriter.setInsertionPointToStart(inner.getTerminator().getBody());
+      tensor::ParallelInsertSliceOp::create(rewriter, loc, value, innerAcc, o,
+                                            z, t);
+    }
     rewriter.setInsertionPointToStart(forall.getTerminator().getBody());
-    tensor::ParallelInsertSliceOp::create(rewriter, loc, value, acc, offsets,
-                                          sizes, strides);
+    tensor::ParallelInsertSliceOp::create(rewriter, loc, inner.getResult(0),
+                                          acc, offsets, sizes, strides);
   }
-  if (!parallel) {
-    // One core: the panels in a loop (flashnorm-cpu-codegen), which may
-    // still run beside its statistic: it takes over the async marks.
+  if (!parallel || chunks == 1) {
+    // One core: the loop runs where the forall stands (flashnorm-cpu-
+    // codegen), possibly beside its statistic: it takes over the marks.
     forall->setAttr(kSerialPanelsAttr, rewriter.getUnitAttr());
     for (NamedAttribute attr : op->getDiscardableAttrs())
       forall->setAttr(attr.getName(), attr.getValue());
   }
-  Value result = forall.getResult(0);
-  rewriter.replaceOp(op, result);
+  if (post) {
+    rewriter.replaceOp(post, forall.getResult(0));
+    rewriter.eraseOp(op);
+    return;
+  }
+  rewriter.replaceOp(op, forall.getResult(0));
 }
 
-/// A projection split over the cores leaves no core for its statistic:
-/// groups (flashnorm-async-mark) left without a projection run serially.
-void unmarkGroupsWithoutProjection(func::FuncOp fn,
-                                   const llvm::DenseSet<int64_t> &groups) {
-  llvm::DenseSet<int64_t> withProjection;
+/// A projection split over the cores leaves no core for its statistic, and
+/// its fused post-scale reads the statistic: the groups
+/// (flashnorm-async-mark) of such projections run serially, all of them.
+void unmarkGroups(func::FuncOp fn, const llvm::DenseSet<int64_t> &groups) {
   fn.walk([&](Operation *op) {
     auto group = op->getAttrOfType<IntegerAttr>(kAsyncGroupAttr);
-    auto role = op->getAttrOfType<StringAttr>(kAsyncRoleAttr);
-    if (group && role && role.getValue() == "proj")
-      withProjection.insert(group.getInt());
-  });
-  fn.walk([&](Operation *op) {
-    auto group = op->getAttrOfType<IntegerAttr>(kAsyncGroupAttr);
-    if (!group || !groups.contains(group.getInt()) ||
-        withProjection.contains(group.getInt()))
+    if (!group || !groups.contains(group.getInt()))
       return;
     for (StringRef name : {kAsyncGroupAttr, kAsyncRoleAttr, kAsyncPairAttr})
       op->removeAttr(name);
@@ -210,9 +314,20 @@ void unmarkGroupsWithoutProjection(func::FuncOp fn,
 struct PackWeightsPass : flashnorm::impl::PackWeightsBase<PackWeightsPass> {
   using PackWeightsBase::PackWeightsBase;
   void runOnOperation() override {
-    if (panel <= 0) {
-      getOperation().emitError()
-          << "flashnorm-pack-weights: panel must be positive, not " << panel;
+    if (panel < 0) {
+      emitError(getOperation().getLoc())
+          << "flashnorm-pack-weights: panel must be 0 (by shape) or positive, "
+             "not "
+          << panel.getValue();
+      return signalPassFailure();
+    }
+    if (threads < 0 || parallelMinBytes < 0) {
+      emitError(getOperation().getLoc())
+          << "flashnorm-pack-weights: "
+          << (threads < 0 ? "threads must be 0 (this machine's) or positive, "
+                            "not "
+                          : "parallel-min-bytes must not be negative, not ")
+          << (threads < 0 ? threads.getValue() : parallelMinBytes.getValue());
       return signalPassFailure();
     }
     SmallVector<PackPlan> plans;
@@ -227,18 +342,26 @@ struct PackWeightsPass : flashnorm::impl::PackWeightsBase<PackWeightsPass> {
     });
     RewriteCleanup cleanup(getOperation());
     IRRewriter rewriter(&getContext());
+    int64_t numThreads =
+        threads > 0 ? threads
+                    : std::max<int64_t>(1, std::thread::hardware_concurrency());
     llvm::DenseSet<int64_t> splitGroups;
     for (const PackPlan &plan : plans) {
       // Both cores only where the panels are worth a task each.
       int64_t bytes = plan.panels.getShapedType().getNumElements() *
                       plan.panels.getElementType().getIntOrFloatBitWidth() / 8;
-      bool parallel = bytes >= parallelMinBytes;
-      if (auto group = plan.op->getAttrOfType<IntegerAttr>(kAsyncGroupAttr);
-          group && parallel)
+      bool parallel = bytes >= parallelMinBytes && numThreads > 1;
+      auto group = plan.op->getAttrOfType<IntegerAttr>(kAsyncGroupAttr);
+      if (group && parallel)
         splitGroups.insert(group.getInt());
-      applyPacking(rewriter, plan, panel, parallel);
+      // The post-scale runs in the projection's epilogue, unless the
+      // projection runs as a task beside its statistic (a concurrent group
+      // on one core), which the post-scale must wait for.
+      bool fusePost = !group || parallel;
+      applyPacking(rewriter, plan, parallel, parallel ? numThreads : 1,
+                   fusePost);
     }
-    unmarkGroupsWithoutProjection(getOperation(), splitGroups);
+    unmarkGroups(getOperation(), splitGroups);
     // The unpacked weights (and their layout ops), once nothing reads them.
     cleanup.eraseNewlyDead();
   }

@@ -40,11 +40,13 @@ void flashnorm::buildFlashNormPipeline(
 static constexpr llvm::StringLiteral kTosaToLinalg =
     "func.func(tosa-to-linalg-named,tosa-to-linalg,tosa-to-arith,"
     "tosa-to-tensor)";
-/// flashnorm ops to linalg, checkpoint globals to memref globals, bufferized
-/// across function boundaries (identity layouts).
+/// After flashnorm-lower-to-linalg: checkpoint globals to memref globals,
+/// bufferized across function boundaries (identity layouts). Empty tensors that
+/// are inserted into a bigger one become that tensor's slice (an op that fills
+/// a panel of a packed projection's output writes it in place).
 static constexpr llvm::StringLiteral kToBuffers =
-    "flashnorm-lower-to-linalg,flashnorm-ml-program-to-memref,"
-    "convert-elementwise-to-linalg,"
+    "flashnorm-ml-program-to-memref,"
+    "convert-elementwise-to-linalg,eliminate-empty-tensors,"
     "one-shot-bufferize{bufferize-function-boundaries "
     "function-boundary-type-conversion=identity-layout-map}";
 /// Buffers to LLVM: vector and scalar loops, async tasks on the MLIR async
@@ -59,7 +61,7 @@ static constexpr llvm::StringLiteral kBuffersToLLVM =
     "expand-strided-metadata,lower-affine,convert-scf-to-cf,"
     "convert-math-to-llvm,"
     "convert-vector-to-llvm{vector-contract-lowering=outerproduct},"
-    "convert-to-llvm,reconcile-unrealized-casts";
+    "convert-openmp-to-llvm,convert-to-llvm,reconcile-unrealized-casts";
 
 /// The tile-and-vectorize step of the CPU pipeline, with its options.
 static LogicalResult buildCpuCodegen(OpPassManager &pm,
@@ -98,8 +100,16 @@ static LogicalResult buildCpuToBuffers(OpPassManager &pm,
   // After the marks: the packed projection takes its projection's marks.
   if (options.vectorize && options.packWeights)
     pm.addNestedPass<func::FuncOp>(createPackWeights());
+  // Vectorized statistics sum a row in one vector of partial sums.
+  pm.addPass(createLowerToLinalg(
+      {/*statsF64=*/false,
+       /*sumLanes=*/options.vectorize ? options.vectorWidth.getValue() : 0}));
   if (failed(parsePassPipeline(kToBuffers, pm, errors)))
     return failure();
+  // Intermediate buffers are freed after their last use (before the
+  // schedule, which does not model tasks' lifetimes: the statistic's task
+  // takes the frees of its own buffers along).
+  pm.addPass(createFreeBuffers());
   if (options.concurrent)
     pm.addNestedPass<func::FuncOp>(createAsyncSchedule());
   return success();
@@ -112,10 +122,9 @@ static LogicalResult buildCpuBuffersToLLVM(OpPassManager &pm,
                                            raw_ostream &errors) {
   if (failed(buildCpuCodegen(pm, options, errors)))
     return failure();
-  // The panels of a packed projection (scf.parallel after the codegen) as
-  // async tasks on the runtime's workers, one block of panels each.
-  if (failed(parsePassPipeline("async-parallel-for{num-workers=-1 "
-                               "min-task-size=1}",
+  // The panels of a packed projection (scf.parallel after the codegen) on
+  // OpenMP threads, one block of panels each.
+  if (failed(parsePassPipeline("convert-scf-to-openmp,func.func(canonicalize)",
                                pm, errors)))
     return failure();
   return parsePassPipeline(kBuffersToLLVM, pm, errors);
@@ -242,6 +251,7 @@ static LogicalResult buildGpuToKernels(OpPassManager &pm,
   if (failed(parsePassPipeline(kTosaToLinalg, pm, errors)))
     return failure();
   pm.addNestedPass<func::FuncOp>(createAsyncMark());
+  pm.addPass(createLowerToLinalg());
   if (failed(parsePassPipeline(kToBuffers, pm, errors)))
     return failure();
   if (mode == "streams")

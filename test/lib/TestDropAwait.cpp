@@ -1,10 +1,12 @@
-//===- TestDropAwait.cpp - A deliberately broken join, for tests
-//-----------===//
+//===- TestDropAwait.cpp - A deliberately broken join, for tests ----------===//
 //
 // Removes, in every function, the first join on a projection task: the
 // post-scale then waits on the statistic only, the bug FLASHNORM.md §6
 // describes (it reads a buffer the projection has not finished writing). The
 // recurrent stress test runs the result to show that its check sees it.
+// The function's frees go too: without the join they would release buffers
+// under the running task, and the race would show as heap corruption (a
+// hang inside malloc) instead of wrong numbers.
 //
 //===----------------------------------------------------------------------===//
 
@@ -12,6 +14,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Linalg/IR/LinalgInterfaces.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Pass/Pass.h"
 #include "mlir/Pass/PassRegistry.h"
 
@@ -27,7 +30,7 @@ struct TestDropAwaitPass
            "function";
   }
   void runOnOperation() override {
-    getOperation().walk([](async::AwaitOp await) {
+    WalkResult dropped = getOperation().walk([](async::AwaitOp await) {
       auto task = await.getOperand().getDefiningOp<async::ExecuteOp>();
       bool projection =
           task && task.getBodyRegion()
@@ -42,6 +45,12 @@ struct TestDropAwaitPass
       await.erase();
       return WalkResult::interrupt();
     });
+    if (!dropped.wasInterrupted())
+      return;
+    SmallVector<memref::DeallocOp> frees;
+    getOperation().walk([&](memref::DeallocOp op) { frees.push_back(op); });
+    for (memref::DeallocOp op : frees)
+      op.erase();
   }
 };
 } // namespace

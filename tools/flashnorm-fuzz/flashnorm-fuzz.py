@@ -759,7 +759,7 @@ class Tools:
         self.opt = os.path.join(bin_dir, "flashnorm-opt")
         self.runner = os.path.join("/usr/lib/llvm-22/bin", "mlir-runner")
         libs = ["libmlir_runner_utils.so", "libmlir_c_runner_utils.so",
-                "libmlir_async_runtime.so"]
+                "libmlir_async_runtime.so", "libomp.so"]
         self.libs = ",".join(os.path.join(lib_dir, l) for l in libs)
 
 

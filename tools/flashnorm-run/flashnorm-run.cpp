@@ -51,6 +51,8 @@
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <map>
@@ -137,6 +139,11 @@ static cl::list<std::string> sharedLibs(
              "MLIR's runner utilities are always loaded)"),
     cl::CommaSeparated, cl::cat(runCategory));
 enum class PrintMode { Checksum, Values, None };
+static cl::opt<unsigned> timeRuns(
+    "time",
+    cl::desc("Also call the function N more times and print the median "
+             "wall time of a call (the first, compiling, call excluded)"),
+    cl::init(0), cl::cat(runCategory));
 static cl::opt<PrintMode> printMode(
     "print", cl::desc("What to print of each output"),
     cl::init(PrintMode::Checksum),
@@ -558,6 +565,8 @@ FailureOr<ExecutionEngine *> compile(ModuleOp module, OpPassManager *passes,
   // Async tasks (concurrent statistics, projections split over the cores)
   // call into MLIR's async runtime.
   libs.push_back(FLASHNORM_MLIR_LIB_DIR "/libmlir_async_runtime.so");
+  // Projections split over the cores run on OpenMP threads.
+  libs.push_back(FLASHNORM_MLIR_LIB_DIR "/libomp.so");
   ExecutionEngineOptions options;
   options.sharedLibPaths = libs;
   auto transformer = makeOptimizingTransformer(2, 0, nullptr);
@@ -905,6 +914,21 @@ int main(int argc, char **argv) {
         invoke(**engine, entry, *type, *inputs);
     if (failed(result))
       exitWith(1);
+    if (timeRuns) {
+      std::vector<double> times;
+      for (unsigned i = 0; i < timeRuns; ++i) {
+        auto start = std::chrono::steady_clock::now();
+        if (failed(invoke(**engine, entry, *type, *inputs)))
+          exitWith(1);
+        times.push_back(std::chrono::duration<double>(
+                            std::chrono::steady_clock::now() - start)
+                            .count());
+      }
+      std::sort(times.begin(), times.end());
+      llvm::outs() << llvm::format("time: median %.3f ms of %u calls\n",
+                                   times[times.size() / 2] * 1e3,
+                                   timeRuns.getValue());
+    }
     outputs = std::move(*result);
   }
   if (!reference) {

@@ -33,10 +33,10 @@ constexpr llvm::StringLiteral kAsyncRoleAttr = "flashnorm.async_role";
 /// Pairs a projection with the post-scale that reads it.
 constexpr llvm::StringLiteral kAsyncPairAttr = "flashnorm.async_pair";
 
-/// Set by flashnorm-pack-weights on the scf.forall over a projection's
-/// panels when they should run in a loop on one core (a small weight);
-/// flashnorm-cpu-codegen turns the others into scf.parallel for the async
-/// runtime's workers.
+/// Set by flashnorm-pack-weights on an scf.forall over a projection's
+/// panels that runs as a loop on one core (a small weight, or a chunk's
+/// panels); flashnorm-cpu-codegen turns the others into scf.parallel, which
+/// the CPU pipeline runs on OpenMP threads.
 constexpr llvm::StringLiteral kSerialPanelsAttr = "flashnorm.serial_panels";
 
 /// Whether flashnorm-gpu-kernels compiles `fn` for the GPU: a definition
@@ -47,7 +47,10 @@ bool isGpuDeviceFunction(func::FuncOp fn);
 void registerConvertFlashNormToLLVMInterface(DialectRegistry &registry);
 
 /// Adds the patterns that lower flashnorm ops to linalg on tensors.
-void populateLowerToLinalgPatterns(RewritePatternSet &patterns, bool statsF64);
+/// `lanes` > 1: statistics as that many partial sums per row, then their
+/// sum (for vector code generators).
+void populateLowerToLinalgPatterns(RewritePatternSet &patterns, bool statsF64,
+                                   int64_t lanes = 0);
 
 } // namespace mlir::flashnorm
 

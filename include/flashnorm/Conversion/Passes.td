@@ -22,6 +22,10 @@ def LowerToLinalg : Pass<"flashnorm-lower-to-linalg"> {
     Option<"statsF64", "stats-f64", "bool", /*default=*/"false",
            "Accumulate the statistics in f64 instead of f32 (f64 inputs "
            "always use f64)">,
+    Option<"sumLanes", "sum-lanes", "int64_t", /*default=*/"0",
+           "Sum each row of a statistic in this many partial sums, then add "
+           "them (rows divisible by it; the CPU pipeline asks for one vector "
+           "width, so the sum stays in a register; default 0: one sum)">,
   ];
 }
 
@@ -67,15 +71,18 @@ def CpuCodegen : Pass<"flashnorm-cpu-codegen", "func::FuncOp"> {
     Projections (contractions, roles from `inferContractionDims`) become
     register-blocked micro-kernels: tiled to a row block by an output
     block, one k at a time (decode, fewer than 4 rows: M x 256; otherwise
-    8 x 32; a packed weight's panel is one output block), output blocks
-    outermost and row blocks inside them so that a block's weights are
-    reused from cache; each tile is vectorized into a `vector.contract`
-    (broadcasts and FMAs after the vector lowering); the tiles' subviews are
-    folded into the transfers and the accumulator hoisted out of the k loop,
-    so it stays in registers. Every other linalg op is tiled over its
-    innermost loop with `vector-width` and vectorized. Tile sizes shrink to
-    the largest divisor of the static loop size; ops with dynamic sizes are
-    left to convert-linalg-to-loops.
+    8 x 32; a packed weight's panel is one output block), row blocks
+    outside output tiles (a packed projection is one contraction per
+    panel, whose weights every row block reads from cache); each tile is
+    vectorized into a `vector.contract` (broadcasts and FMAs after the
+    vector lowering); the tiles' subviews are folded into the transfers and
+    the accumulator hoisted out of the k loop, so it stays in registers.
+    Every other linalg op is tiled over its innermost loop with
+    `vector-width` and vectorized. Tile sizes shrink to the largest divisor
+    of the static loop size; ops with dynamic sizes are left to
+    convert-linalg-to-loops. The panel loops of flashnorm-pack-weights
+    become `scf.for` (those marked `flashnorm.serial_panels`) or
+    `scf.parallel` (split over the cores).
   }];
   let dependentDialects = [
     "::mlir::scf::SCFDialect",
@@ -255,13 +262,26 @@ def PackWeights : Pass<"flashnorm-pack-weights", "func::FuncOp"> {
     constant, possibly behind layout ops, in either layout (K x N, or
     PyTorch's N x K): the weight is rewritten at compile time, by the
     project's raw-buffer weight folder, into panels [N / P][K][P], and the
-    projection into a `linalg.generic` over them whose output is the
-    original one viewed as [.., N / P, P]. flashnorm-cpu-codegen keeps a
-    row tile by P outputs in registers across k and reads each panel as one
-    contiguous stream; no weight is relaid at run time. Projections whose N
-    is not a multiple of P, or whose weight is not a constant, are left as
-    they are. Runs in flashnorm-cpu-pipeline after flashnorm-async-mark (it
-    hands the marks of a projection on to its generic).
+    projection into an `scf.forall` over chunks of consecutive panels (one
+    chunk per core when the weight is large enough to split, else one),
+    each an inner loop (`flashnorm.serial_panels`) of a `linalg.contract`
+    of the activation with one panel into its P output columns.
+    flashnorm-cpu-codegen keeps a row tile by P outputs in registers across
+    k and reads each panel as one contiguous stream; no weight is relaid at
+    run time.
+
+    A post-scale that is the projection's only user runs in each panel's
+    epilogue (and a zero accumulator is filled there), while the panel is in
+    cache, unless the projection runs on one core beside its statistic in a
+    concurrent group (flashnorm-async-mark): then the loop takes the
+    projection's marks and the post-scale waits for the join. A projection
+    split over the cores leaves no core for a concurrent statistic: its
+    group's marks are removed and the group runs serially.
+
+    Projections whose N is not a multiple of P, whose weight is not a
+    constant (an argument, an ml_program global) or that have an empty
+    dimension are left as they are. Runs in flashnorm-cpu-pipeline after
+    flashnorm-async-mark.
   }];
   let dependentDialects = [
     "::mlir::linalg::LinalgDialect",
@@ -271,16 +291,36 @@ def PackWeights : Pass<"flashnorm-pack-weights", "func::FuncOp"> {
     "::mlir::scf::SCFDialect"
   ];
   let options = [
-    Option<"panel", "panel", "int64_t", /*default=*/"32",
-           "Outputs per panel: the kernels' register tile width (default 32: "
-           "two 16-lane f32 vectors)">,
+    Option<"panel", "panel", "int64_t", /*default=*/"0",
+           "Outputs per panel, the micro-kernel's register tile width "
+           "(default 0, by shape: 128 for fewer than 4 rows, else 32)">,
     Option<"parallelMinBytes", "parallel-min-bytes", "int64_t",
            /*default=*/"1048576",
            "Weights of at least this many bytes are split over the cores "
            "(the panels as an scf.forall); smaller ones run their panels in "
            "a loop (default 1 MiB: below that a task costs more than it "
            "saves)">,
+    Option<"threads", "threads", "int64_t", /*default=*/"0",
+           "Cores to split a large weight's panels over: one task per core, "
+           "each a loop over consecutive panels (default 0: this machine's "
+           "hardware threads)">,
   ];
+}
+
+def FreeBuffers : Pass<"flashnorm-free-buffers", "ModuleOp"> {
+  let summary = "Free the buffers bufferization allocated after their last use";
+  let description = [{
+    One-shot bufferization allocates the program's intermediate buffers
+    and frees none of them: a function called once per token leaks every
+    activation it makes. This pass runs upstream's ownership-based buffer
+    deallocation (with its simplification and lowering; the clones it adds
+    for results become an alloc and a copy), so a function frees what it
+    allocated and its caller owns what it returns. A module that already
+    frees memory itself (any op with a free effect on a memref, such as
+    `memref.dealloc`) manages its own buffers; it is left exactly as it is
+    (upstream's analysis refuses such programs).
+  }];
+  let options = [];
 }
 
 #endif
