@@ -11,8 +11,11 @@
 // against OpenBLAS's cblas_sgemv / cblas_sgemm on one and on two threads on
 // an f32 copy of the weights (Debian's OpenBLAS has no bf16 GEMM: a user
 // with bf16 weights runs them in f32). Activations are in the weight's type,
-// outputs f32 (the accumulator). Prints medians, the ratios and one summary
-// line. A benchmark: exit 0.
+// outputs f32 (the accumulator). All six are timed in interleaved rounds;
+// prints medians, the ratios and one summary line. A second table measures
+// the concurrent statistic's cost rule: the rewritten program on weights
+// small enough for one core, its statistic beside the projection or serial,
+// for statistics of 16 KiB to 16 MiB. A benchmark: exit 0.
 //
 //===----------------------------------------------------------------------===//
 
@@ -38,12 +41,17 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
+#include <limits>
+#include <memory>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 extern "C" {
@@ -99,9 +107,10 @@ std::string program(Mode mode, int64_t m, int64_t k, int64_t n, const char *elt,
   return s + "  return %y : " + y + "\n}\n";
 }
 
-std::unique_ptr<ExecutionEngine> compile(MLIRContext &ctx, Mode mode, int64_t m,
-                                         int64_t k, int64_t n, bool bf16,
-                                         const std::vector<char> &weight) {
+std::unique_ptr<ExecutionEngine>
+compile(MLIRContext &ctx, Mode mode, int64_t m, int64_t k, int64_t n, bool bf16,
+        const std::vector<char> &weight,
+        int64_t concurrentMinBytes = 16 << 20) {
   OwningOpRef<ModuleOp> module = parseSourceString<ModuleOp>(
       program(mode, m, k, n, bf16 ? "bf16" : "f32", "w"), &ctx);
   if (!module)
@@ -117,22 +126,11 @@ std::unique_ptr<ExecutionEngine> compile(MLIRContext &ctx, Mode mode, int64_t m,
   PassManager pm(&ctx);
   flashnorm::CpuPipelineOptions options;
   options.concurrent = mode == Mode::FlashNorm;
+  if (mode == Mode::LimitOneCore)
+    options.threads = 1; // The panels in a loop.
+  options.concurrentMinBytes = concurrentMinBytes;
   if (failed(flashnorm::buildCpuPipeline(pm, options, llvm::errs())))
     return nullptr;
-  if (mode == Mode::LimitOneCore) {
-    // The same pipeline with the panels kept on one core.
-    pm.clear();
-    if (failed(parsePassPipeline(
-            "func.func(flashnorm-pack-weights{parallel-min-bytes="
-            "9223372036854775807})",
-            pm, llvm::errs())))
-      return nullptr;
-    flashnorm::CpuPipelineOptions rest;
-    rest.concurrent = false;
-    rest.packWeights = false;
-    if (failed(flashnorm::buildCpuPipeline(pm, rest, llvm::errs())))
-      return nullptr;
-  }
   if (failed(pm.run(*module)))
     return nullptr;
   ExecutionEngineOptions engineOptions;
@@ -163,44 +161,59 @@ double median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
-/// Median seconds of `fn` over enough calls to fill ~0.3 s (at least 5).
-template <typename Fn> double timeIt(Fn &&fn) {
+/// Median seconds per call of each of `fns`, timed in interleaved rounds
+/// (calls of each in turn for ~0.1 s, five rounds): a shared machine's slow
+/// and fast moments fall on all of them alike, so their ratios hold within
+/// one run. A pause before each lets the previous one's idle threads (OpenMP
+/// and OpenBLAS workers spin for a while after a parallel call) go to sleep
+/// instead of competing for the cores.
+std::vector<double> timeInterleaved(std::vector<std::function<void()>> fns) {
   using clock = std::chrono::steady_clock;
-  for (int i = 0; i < 2; ++i)
-    fn();
-  std::vector<double> times;
-  auto start = clock::now();
-  while (times.size() < 5 ||
-         (std::chrono::duration<double>(clock::now() - start).count() < 0.3 &&
-          times.size() < 200)) {
-    auto t0 = clock::now();
-    fn();
-    times.push_back(std::chrono::duration<double>(clock::now() - t0).count());
-  }
-  return median(times);
+  std::vector<std::vector<double>> times(fns.size());
+  for (int round = 0; round < 5; ++round)
+    for (size_t i = 0; i < fns.size(); ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(250));
+      fns[i](); // Warm: caches, pages, the workers' wake-up.
+      double spent = 0;
+      for (int calls = 0; calls < 3 || (spent < 0.1 && calls < 300); ++calls) {
+        auto t0 = clock::now();
+        fns[i]();
+        double t = std::chrono::duration<double>(clock::now() - t0).count();
+        times[i].push_back(t);
+        spent += t;
+      }
+    }
+  std::vector<double> medians;
+  for (auto &t : times)
+    medians.push_back(median(t));
+  return medians;
 }
 
-double runJit(ExecutionEngine &engine, void *x, void *g, int64_t m, int64_t k) {
-  Descriptor dx{x, 0, {m, k}, {k, 1}, 2}, dg{g, 0, {k, 0}, {1, 0}, 1};
-  std::vector<void *> args;
-  for (Descriptor *d : {&dx, &dg}) {
-    args.push_back(&d->ptr);
-    args.push_back(&d->ptr);
-    args.push_back(&d->offset);
+/// A call of @f(x, g) (its result freed).
+std::function<void()> jitCall(ExecutionEngine &engine, void *x, void *g,
+                              int64_t m, int64_t k) {
+  auto dx = std::make_shared<Descriptor>(Descriptor{x, 0, {m, k}, {k, 1}, 2});
+  auto dg = std::make_shared<Descriptor>(Descriptor{g, 0, {k, 0}, {1, 0}, 1});
+  // allocated, aligned, offset, sizes[2], strides[2]
+  auto result = std::make_shared<std::array<int64_t, 7>>();
+  auto args = std::make_shared<std::vector<void *>>();
+  for (Descriptor *d : {dx.get(), dg.get()}) {
+    args->push_back(&d->ptr);
+    args->push_back(&d->ptr);
+    args->push_back(&d->offset);
     for (int i = 0; i < d->rank; ++i)
-      args.push_back(&d->sizes[i]);
+      args->push_back(&d->sizes[i]);
     for (int i = 0; i < d->rank; ++i)
-      args.push_back(&d->strides[i]);
+      args->push_back(&d->strides[i]);
   }
-  int64_t result[7]; // allocated, aligned, offset, sizes[2], strides[2]
-  args.push_back(result);
-  return timeIt([&] {
-    if (llvm::Error err = engine.invokePacked("f", args)) {
+  args->push_back(result->data());
+  return [&engine, dx, dg, result, args] {
+    if (llvm::Error err = engine.invokePacked("f", *args)) {
       llvm::errs() << llvm::toString(std::move(err)) << "\n";
       std::exit(1);
     }
-    std::free(reinterpret_cast<void *>(result[0]));
-  });
+    std::free(reinterpret_cast<void *>((*result)[0]));
+  };
 }
 
 /// f32 values as the weight type's bytes (bf16: rounded once), and back.
@@ -275,7 +288,7 @@ int main(int argc, char **argv) {
             v = 1 + dist(rng) / 2;
           std::vector<char> x = encode(xf, bf16), g = encode(gf, bf16);
           xf = decode(x, bf16);
-          double t[4];
+          std::vector<std::function<void()>> calls;
           for (Mode mode : kModes) {
             std::unique_ptr<ExecutionEngine> engine =
                 compile(ctx, mode, m, k, n, bf16, w);
@@ -283,15 +296,14 @@ int main(int argc, char **argv) {
               std::fprintf(stderr, "cannot compile mode %d\n", int(mode));
               return 1;
             }
-            t[int(mode)] = runJit(*engine, x.data(), g.data(), m, k);
+            calls.push_back(jitCall(*engine, x.data(), g.data(), m, k));
             // Destroying an engine that loaded the async runtime tears the
             // runtime down for the next one: keep them all until exit.
             engines.push_back(std::move(engine));
           }
-          double blas[2];
-          for (int threads : {1, 2}) {
-            openblas_set_num_threads(threads);
-            blas[threads - 1] = timeIt([&] {
+          for (int threads : {1, 2})
+            calls.push_back([&, threads] {
+              openblas_set_num_threads(threads);
               if (m == 1)
                 cblas_sgemv(CblasRowMajor, CblasTrans, k, n, 1.0f, wf.data(), n,
                             xf.data(), 1, 0.0f, y.data(), 1);
@@ -300,7 +312,8 @@ int main(int argc, char **argv) {
                             1.0f, xf.data(), k, wf.data(), n, 0.0f, y.data(),
                             n);
             });
-          }
+          std::vector<double> t = timeInterleaved(std::move(calls));
+          double blas[2] = {t[4], t[5]};
           double vs1 = t[0] / blas[0], vs2 = t[1] / blas[1], fn = t[2] / t[1],
                  ser = t[3] / t[1];
           (m == 1 ? worstDecode : worstPrefill) =
@@ -316,6 +329,64 @@ int main(int argc, char **argv) {
           std::fflush(stdout);
         }
       }
+  // The cost rule of the concurrent statistic (flashnorm-async-mark's
+  // min-stat-bytes): the rewritten program on projections small enough to
+  // run on one core, its statistic as a task beside them or serial.
+  std::printf("\nconcurrent statistic (weights under 1 MiB, one core each): "
+              "medians in ms\n%-5s %-5s %5s %6s %10s %10s %10s %8s\n",
+              "dtype", "M", "K", "N", "stat_bytes", "concurrent", "serial",
+              "con/ser");
+  std::vector<std::pair<int64_t, double>> gains; // stat bytes, con/ser
+  for (auto [m, k, n] : {std::array<int64_t, 3>{16, 256, 256},
+                         {64, 256, 256},
+                         {256, 256, 256},
+                         {1024, 256, 256},
+                         {4096, 256, 256},
+                         {64, 1024, 128},
+                         {256, 1024, 128},
+                         {1024, 1024, 128},
+                         {4096, 1024, 128}}) {
+    if (quick && m * k > 1024 * 1024)
+      continue;
+    std::vector<float> wf(k * n), xf(m * k), gf(k);
+    for (float &v : wf)
+      v = dist(rng) / 64;
+    for (float &v : xf)
+      v = dist(rng);
+    for (float &v : gf)
+      v = 1 + dist(rng) / 2;
+    std::vector<char> w = encode(wf, false), x = encode(xf, false),
+                      g = encode(gf, false);
+    std::vector<std::function<void()>> calls;
+    for (int64_t minBytes : {int64_t(0), std::numeric_limits<int64_t>::max()}) {
+      std::unique_ptr<ExecutionEngine> engine =
+          compile(ctx, Mode::FlashNorm, m, k, n, false, w, minBytes);
+      if (!engine) {
+        std::fprintf(stderr, "cannot compile the concurrent statistic\n");
+        return 1;
+      }
+      calls.push_back(jitCall(*engine, x.data(), g.data(), m, k));
+      engines.push_back(std::move(engine));
+    }
+    std::vector<double> t = timeInterleaved(std::move(calls));
+    int64_t bytes = m * k * 4;
+    double ratio = t[0] / t[1];
+    gains.emplace_back(bytes, ratio);
+    std::printf("%-5s %-5lld %5lld %6lld %10lld %10.3f %10.3f %8.2f\n", "f32",
+                (long long)m, (long long)k, (long long)n, (long long)bytes,
+                t[0] * 1e3, t[1] * 1e3, ratio);
+    std::fflush(stdout);
+  }
+  // The smallest statistic from which every larger one gains (-1: none).
+  std::sort(gains.begin(), gains.end());
+  int64_t paysFrom = -1;
+  for (auto it = gains.rbegin(); it != gains.rend() && it->second < 1; ++it)
+    paysFrom = it->first;
+  std::printf("concurrent_pays_from_bytes=%lld (the pipeline's rule: "
+              "16777216)"
+              "\n\n",
+              (long long)paysFrom);
+
   std::printf("targets: limit-1t <= 1.3x blas-1t at M = 1, <= 1.6x at "
               "M = 128; limit <= 1.3x blas-2t; flashnorm <= 1.03x limit\n");
   std::printf(

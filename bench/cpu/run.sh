@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # One command: build and run the CPU norm + projection benchmark, then plot
-# latency against tokens for serial, flashnorm and the projection alone.
+# latency against tokens for serial, flashnorm, the projection alone and
+# OpenBLAS.
 #   bench/cpu/run.sh [--quick]     (needs libopenblas-dev and gnuplot-nox)
 # Writes build/bench-cpu.txt and docs/cpu-latency.png.
 set -euo pipefail
@@ -16,24 +17,30 @@ cmake -S . -B build > /dev/null
 ninja -C build flashnorm-cpu-bench
 build/bin/flashnorm-cpu-bench "$@" | tee build/bench-cpu.txt
 
-# One panel per (K, N): median latency of each mode against tokens.
+# One panel per (dtype, K, N): median latency of each form against tokens.
 data=$(mktemp)
 trap 'rm -f "$data"' EXIT
-awk '$1 ~ /^[0-9]+$/ && NF == 10' build/bench-cpu.txt > "$data"
-shapes=$(awk '{print $2 "x" $3}' "$data" | sort -u | sort -t x -n -k1,1 -k2,2)
+awk '($1 == "f32" || $1 == "bf16") && NF == 14' build/bench-cpu.txt > "$data"
+shapes=$(awk '{print $1, $3, $4}' "$data" | sort -u | sort -k1,1r -k2,2n -k3,3n |
+  awk '{print $1 ":" $2 "x" $3}')
 n=$(echo "$shapes" | wc -l)
 {
   echo "set terminal pngcairo size 1200,$((320 * ((n + 1) / 2))) font ',10'"
   echo "set output 'docs/cpu-latency.png'"
-  echo "set multiplot layout $(((n + 1) / 2)),2 title 'norm + projection on the CPU (f32, median ms, log scales)'"
+  echo "set multiplot layout $(((n + 1) / 2)),2 title 'norm + projection on the CPU (median ms, log scales)'"
   echo "set logscale xy; set xlabel 'tokens'; set ylabel 'ms'; set key left top; set grid"
+  echo "pick(t, k, n) = (strcol(1) eq t && column(3) == k && column(4) == n) ? column(2) : 1/0"
   for s in $shapes; do
-    k=${s%x*} nn=${s#*x}
-    echo "set title 'K = $k, N = $nn'"
-    echo "plot '$data' using (\$2==$k && \$3==$nn ? \$1 : 1/0):4 with linespoints title 'serial', \\"
-    echo "     '' using (\$2==$k && \$3==$nn ? \$1 : 1/0):5 with linespoints title 'flashnorm', \\"
-    echo "     '' using (\$2==$k && \$3==$nn ? \$1 : 1/0):6 with linespoints title 'projection alone', \\"
-    echo "     '' using (\$2==$k && \$3==$nn ? \$1 : 1/0):7 with linespoints title 'OpenBLAS'"
+    t=${s%%:*} kn=${s#*:}
+    k=${kn%x*} nn=${kn#*x}
+    x="(pick('$t', $k, $nn))"
+    echo "set title '$t, K = $k, N = $nn'"
+    echo "plot '$data' using $x:10 with linespoints title 'serial', \\"
+    echo "     '' using $x:9 with linespoints title 'flashnorm', \\"
+    echo "     '' using $x:7 with linespoints title 'projection alone', \\"
+    echo "     '' using $x:8 with linespoints title 'OpenBLAS 2 threads', \\"
+    echo "     '' using $x:5 with linespoints dt 2 title 'projection alone, 1 core', \\"
+    echo "     '' using $x:6 with linespoints dt 2 title 'OpenBLAS 1 thread'"
   done
   echo "unset multiplot"
 } | gnuplot

@@ -1,5 +1,4 @@
-//===- AsyncSchedule.cpp - Deferred norms on the async runtime (CPU)
-//-------===//
+//===- AsyncSchedule.cpp - Deferred norms on the async runtime (CPU) ------===//
 //
 // The CPU form of the two-stream design: the statistic (1/RMS or 1/std) and
 // the projection of the raw input run as two async tasks and the post-scale
@@ -40,14 +39,43 @@ void mark(Operation *op, int64_t group, StringRef role, int64_t pair = -1) {
     op->setAttr(kAsyncPairAttr, b.getI64IntegerAttr(pair));
 }
 
+/// The bytes a statistic reads (its input), if its shape is static.
+std::optional<int64_t> statisticBytes(Operation *stat) {
+  auto type = dyn_cast<RankedTensorType>(stat->getOperand(0).getType());
+  if (!type || !type.hasStaticShape() || !type.getElementType().isIntOrFloat())
+    return std::nullopt;
+  return type.getNumElements() *
+         llvm::divideCeil(type.getElementTypeBitWidth(), 8);
+}
+
 struct AsyncMarkPass : flashnorm::impl::AsyncMarkBase<AsyncMarkPass> {
+  using AsyncMarkBase::AsyncMarkBase;
   void runOnOperation() override {
+    if (minStatBytes < 0) {
+      emitError(getOperation().getLoc())
+          << "flashnorm-async-mark: min-stat-bytes must not be negative, not "
+          << minStatBytes.getValue();
+      return signalPassFailure();
+    }
+    PassReporter reporter(getOperation(), "flashnorm-async-mark");
     DenseMap<Operation *, int64_t> groups;
+    llvm::DenseSet<Operation *> small;
     int64_t pairs = 0;
     getOperation().walk([&](PostScaleOp post) {
       Operation *stat = post.getScale().getDefiningOp();
-      if (!isa_and_nonnull<RMSInvOp, LayerInvOp>(stat))
+      if (!isa_and_nonnull<RMSInvOp, LayerInvOp>(stat) || small.contains(stat))
         return;
+      // The cost rule: a task beside the projection pays only when the
+      // statistic's work outweighs launching and joining it.
+      if (std::optional<int64_t> bytes = statisticBytes(stat);
+          bytes && *bytes < minStatBytes && !groups.count(stat)) {
+        small.insert(stat);
+        reporter.refused(stat, "kept serial: the statistic reads " +
+                                   Twine(*bytes) +
+                                   " bytes, below min-stat-bytes (its task "
+                                   "would cost more than the overlap saves)");
+        return;
+      }
       auto [it, inserted] = groups.try_emplace(stat, groups.size());
       int64_t group = it->second;
       if (inserted)

@@ -19,6 +19,7 @@
 #include "flashnorm/Conversion/Passes.h"
 #include "flashnorm/Dialect/FlashNorm/IR/FlashNormOps.h"
 #include "flashnorm/Utils/Cleanup.h"
+#include "flashnorm/Utils/Remarks.h"
 #include "flashnorm/Utils/WeightFolder.h"
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
@@ -59,9 +60,10 @@ struct PackPlan {
   PostScaleOp post;
 };
 
-/// Decides whether `op` is packed; the plan or why not (for -debug-only).
+/// Decides whether `op` is packed; the plan or why not (for -debug-only,
+/// and as a remark once the weight is known to be in the IR: `constant`).
 FailureOr<PackPlan> planPacking(linalg::LinalgOp op, int64_t panel,
-                                std::string &why) {
+                                std::string &why, bool &constant) {
   auto fail = [&](const Twine &msg) {
     why = msg.str();
     return failure();
@@ -102,6 +104,7 @@ FailureOr<PackPlan> planPacking(linalg::LinalgOp op, int64_t panel,
         traceWeightToConstant(in->get(), axis, &traceWhy);
     if (failed(source))
       return fail(traceWhy);
+    constant = true;
     // A checkpoint's weight (an ml_program global) keeps its layout: its
     // bytes are not in the IR, or belong to the global.
     if (source->global)
@@ -330,15 +333,19 @@ struct PackWeightsPass : flashnorm::impl::PackWeightsBase<PackWeightsPass> {
           << (threads < 0 ? threads.getValue() : parallelMinBytes.getValue());
       return signalPassFailure();
     }
+    PassReporter reporter(getOperation(), "flashnorm-pack-weights");
     SmallVector<PackPlan> plans;
     getOperation().walk([&](linalg::LinalgOp op) {
       std::string why;
-      FailureOr<PackPlan> plan = planPacking(op, panel, why);
+      bool constant = false;
+      FailureOr<PackPlan> plan = planPacking(op, panel, why, constant);
       LLVM_DEBUG(llvm::dbgs()
                  << "[pack-weights] " << op->getName() << " at " << op.getLoc()
                  << ": " << (succeeded(plan) ? "packed" : why) << "\n");
       if (succeeded(plan))
         plans.push_back(*plan);
+      else if (constant)
+        reporter.refused(op, "weight left in its layout: " + why);
     });
     RewriteCleanup cleanup(getOperation());
     IRRewriter rewriter(&getContext());
@@ -358,6 +365,18 @@ struct PackWeightsPass : flashnorm::impl::PackWeightsBase<PackWeightsPass> {
       // projection runs as a task beside its statistic (a concurrent group
       // on one core), which the post-scale must wait for.
       bool fusePost = !group || parallel;
+      std::string what =
+          "weight packed into " +
+          std::to_string(plan.panels.getShapedType().getDimSize(0)) +
+          " panels of " + std::to_string(plan.panel) + " outputs, " +
+          (parallel ? "split over " + std::to_string(numThreads) + " cores"
+                    : std::string("in a loop on one core"));
+      if (fusePost && plan.post)
+        what += ", post-scale fused";
+      if (group && parallel)
+        what += "; its norm runs serially (no core is left for a concurrent "
+                "statistic)";
+      reporter.applied(plan.op, what);
       applyPacking(rewriter, plan, parallel, parallel ? numThreads : 1,
                    fusePost);
     }

@@ -96,10 +96,14 @@ static LogicalResult buildCpuToBuffers(OpPassManager &pm,
   if (failed(parsePassPipeline(kTosaToLinalg, pm, errors)))
     return failure();
   if (options.concurrent)
-    pm.addNestedPass<func::FuncOp>(createAsyncMark());
+    pm.addNestedPass<func::FuncOp>(
+        createAsyncMark({options.concurrentMinBytes.getValue()}));
   // After the marks: the packed projection takes its projection's marks.
-  if (options.vectorize && options.packWeights)
-    pm.addNestedPass<func::FuncOp>(createPackWeights());
+  if (options.vectorize && options.packWeights) {
+    PackWeightsOptions pack;
+    pack.threads = options.threads;
+    pm.addNestedPass<func::FuncOp>(createPackWeights(pack));
+  }
   // Vectorized statistics sum a row in one vector of partial sums.
   pm.addPass(createLowerToLinalg(
       {/*statsF64=*/false,

@@ -2,15 +2,22 @@
 // an async.execute, both awaited before every post-scale; also when the
 // statistic comes after the projection in the input.
 // An in-place update of the statistic's input before the post-scale keeps the
-// group serial (the task would race with it).
-// RUN: flashnorm-opt %S/../Integration/Inputs/inplace-update.mlir --flashnorm-cpu-to-buffers --remarks-filter=flashnorm --remark-format=emitRemark -o /dev/null 2>&1 | FileCheck %s --check-prefix=INPLACE
+// group serial (the task would race with it). The cost rule is off here
+// (concurrent-min-bytes=0) except where it is tested.
+// RUN: flashnorm-opt %S/../Integration/Inputs/inplace-update.mlir '--flashnorm-cpu-to-buffers=concurrent-min-bytes=0' --remarks-filter=flashnorm --remark-format=emitRemark -o /dev/null 2>&1 | FileCheck %s --check-prefix=INPLACE
 // INPLACE: kept serial: an op before the post-scale writes a buffer the statistic or a projection uses
-// RUN: flashnorm-opt %s --flashnorm-cpu-to-buffers | FileCheck %s
-// RUN: flashnorm-opt %s --flashnorm-cpu-to-buffers --remarks-filter=flashnorm \
+// RUN: flashnorm-opt %s '--flashnorm-cpu-to-buffers=concurrent-min-bytes=0' | FileCheck %s
+// RUN: flashnorm-opt %s '--flashnorm-cpu-to-buffers=concurrent-min-bytes=0' --remarks-filter=flashnorm \
 // RUN:   --remark-format=emitRemark 2>&1 >/dev/null | FileCheck %s --check-prefix=REMARK
 // RUN: flashnorm-run %s -e stat_after_projection --concurrent --compare \
 // RUN:   --compare-with=%s | FileCheck %s --check-prefix=SAME
 // RUN: flashnorm-run %s -e two_projections --concurrent | FileCheck %s --check-prefix=RAN
+// The cost rule (the pipeline's default concurrent-min-bytes, 16 MiB): these
+// statistics are far too small for a task of their own.
+// RUN: flashnorm-opt %s --flashnorm-cpu-to-buffers --remarks-filter=flashnorm \
+// RUN:   --remark-format=emitRemark 2>&1 >/dev/null | FileCheck %s --check-prefix=RULE
+// RULE: kept serial: the statistic reads 128 bytes, below min-stat-bytes (its task would cost more than the overlap saves)
+// RULE-NOT: run as async tasks
 
 // REMARK-DAG: Function=stat_after_projection | Remark="statistic and 1 projection(s) run as async tasks, joined before 1 post-scale(s)"
 // REMARK-DAG: Function=two_projections | Remark="statistic and 2 projection(s) run as async tasks, joined before 2 post-scale(s)"

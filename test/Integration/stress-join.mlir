@@ -3,22 +3,28 @@
 // with buffers reused across steps. Under --flashnorm and the concurrent CPU
 // pipeline the statistic and the projection run as async tasks joined before
 // the post-scale; every step's checksum must match the serial original
-// (rtol 1e-4). The test-only pass flashnorm-test-drop-await removes the join
+// (rtol 1e-4; the cost rule is off, concurrent-min-bytes=0: on its own the
+// pipeline keeps a statistic this small serial). The test-only pass flashnorm-test-drop-await removes the join
 // on the projection task: the post-scale then reads a buffer the matmul has
 // not finished writing (or last step's), and the same check must fail.
 // RUN: flashnorm-opt %s %lower-to-llvm | %async-run > %t.ref
-// RUN: flashnorm-opt %s --flashnorm | flashnorm-opt --flashnorm-cpu-pipeline | %async-run > %t.async
+// RUN: flashnorm-opt %s --flashnorm | flashnorm-opt '--flashnorm-cpu-pipeline=concurrent-min-bytes=0' | %async-run > %t.async
 // RUN: %compare %t.ref %t.async --rtol 1e-4 --atol 1e-4 | FileCheck %s --check-prefix=JOINED
 // RUN: flashnorm-opt %s --flashnorm | flashnorm-opt '--flashnorm-cpu-pipeline=concurrent=false' | %async-run > %t.serial
 // RUN: %compare %t.ref %t.serial --rtol 1e-4 --atol 1e-4 | FileCheck %s --check-prefix=JOINED
-// RUN: flashnorm-opt %s --flashnorm | flashnorm-opt --flashnorm-cpu-to-buffers \
+// RUN: flashnorm-opt %s --flashnorm | flashnorm-opt '--flashnorm-cpu-to-buffers=concurrent-min-bytes=0' \
 // RUN:   | flashnorm-opt --pass-pipeline='builtin.module(func.func(flashnorm-test-drop-await))' \
 // RUN:   | flashnorm-opt --flashnorm-cpu-buffers-to-llvm | %async-run > %t.mutant
 // RUN: not %compare %t.ref %t.mutant --rtol 1e-4 --atol 1e-4 | FileCheck %s --check-prefix=MUTANT
 // The schedule itself: one task for the statistic, one for the projection
 // (its weight packed into panels, run in a loop on one core: 256 KiB),
 // both awaited before the post-scale.
-// RUN: flashnorm-opt %s --flashnorm | flashnorm-opt --flashnorm-cpu-to-buffers | FileCheck %s
+// RUN: flashnorm-opt %s --flashnorm | flashnorm-opt '--flashnorm-cpu-to-buffers=concurrent-min-bytes=0' | FileCheck %s
+// With the pipeline's cost rule the 64 KiB statistic runs serially.
+// RUN: flashnorm-opt %s --flashnorm | flashnorm-opt --flashnorm-cpu-to-buffers | FileCheck %s --check-prefix=RULE
+// RULE-LABEL: func.func @step
+// RULE-NOT: async.execute
+// RULE: return
 // JOINED: MATCH: 512 numbers
 // MUTANT: MISMATCH
 // CHECK-LABEL: func.func @step

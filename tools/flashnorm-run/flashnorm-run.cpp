@@ -107,9 +107,10 @@ static cl::opt<unsigned> seed("seed", cl::desc("Seed of the random inputs"),
                               cl::init(1), cl::cat(runCategory));
 static cl::opt<bool> concurrent(
     "concurrent",
-    cl::desc("Lower with flashnorm-cpu-pipeline: deferred norms' statistics "
-             "and projections as async tasks (default: the serial reference "
-             "lowering)"),
+    cl::desc("Run every deferred norm's statistic and projection as async "
+             "tasks (flashnorm-cpu-pipeline with concurrent-min-bytes=0: the "
+             "cost rule off, so that tests see the schedule; default: "
+             "concurrent=false)"),
     cl::init(false), cl::cat(runCategory));
 static cl::opt<double>
     inputRange("input-range",
@@ -549,6 +550,7 @@ FailureOr<ExecutionEngine *> compile(ModuleOp module, OpPassManager *passes,
   pm.addPass(createSymbolDCEPass());
   flashnorm::CpuPipelineOptions cpu;
   cpu.concurrent = concurrent.getValue();
+  cpu.concurrentMinBytes = 0;
   if (failed(flashnorm::buildCpuPipeline(pm, cpu, errorStream))) {
     llvm::errs() << "error: " << errors << "\n";
     return failure();

@@ -37,8 +37,19 @@ def AsyncMark : Pass<"flashnorm-async-mark", "func::FuncOp"> {
     the post-scale's input and the post-scale with one group id and their
     roles. The marks survive `flashnorm-lower-to-linalg` and bufferization;
     `flashnorm-async-schedule` turns them into `async.execute` regions.
+
+    The cost rule: a statistic whose input has a static shape of fewer than
+    `min-stat-bytes` bytes stays serial (unmarked, with a remark): two task
+    launches and a join cost more than such a statistic takes to run beside
+    the projection. (flashnorm-pack-weights further unmarks groups whose
+    projection it splits over the cores.)
   }];
-  let options = [];
+  let options = [
+    Option<"minStatBytes", "min-stat-bytes", "int64_t", /*default=*/"0",
+           "Statistics reading fewer bytes run serially (default 0: every "
+           "group is marked; flashnorm-cpu-pipeline passes its "
+           "concurrent-min-bytes, 16 MiB)">,
+  ];
 }
 
 def AsyncSchedule : Pass<"flashnorm-async-schedule", "func::FuncOp"> {

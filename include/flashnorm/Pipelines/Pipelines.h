@@ -69,6 +69,18 @@ struct CpuPipelineOptions : public PassPipelineOptions<CpuPipelineOptions> {
                      "micro-kernels stream (flashnorm-pack-weights; with "
                      "vectorize only; default true)"),
       llvm::cl::init(true)};
+  PassOptions::Option<int64_t> threads{
+      *this, "threads",
+      llvm::cl::desc("Cores a packed projection of at least 1 MiB is split "
+                     "over (default 0: this machine's hardware threads; 1: "
+                     "every projection on one core)"),
+      llvm::cl::init(0)};
+  PassOptions::Option<int64_t> concurrentMinBytes{
+      *this, "concurrent-min-bytes",
+      llvm::cl::desc("With concurrent: statistics that read fewer bytes run "
+                     "serially (flashnorm-async-mark's cost rule; default "
+                     "16 MiB, where the overlap stopped losing on 2 cores)"),
+      llvm::cl::init(16 << 20)};
 };
 
 /// Appends the CPU lowering to LLVM (flashnorm-cpu-pipeline) to a
