@@ -11,6 +11,8 @@
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Transforms/DialectConversion.h"
 
+#include <functional>
+
 namespace mlir::flashnorm {
 #define GEN_PASS_DEF_LOWERTOLINALG
 #include "flashnorm/Conversion/Passes.h.inc"
@@ -43,6 +45,22 @@ public:
       : b(b), loc(loc), x(x), statType(statType),
         rank(cast<RankedTensorType>(x.getType()).getRank()), lanes(lanes) {}
 
+  /// The body of a sum over x: acc + (x - shift)^2, without the shift
+  /// (no shift operand) or the square as asked, in the statistic's type.
+  std::function<void(OpBuilder &, Location, ValueRange)>
+  sumBody(bool shifted, bool square) const {
+    Type type = statType;
+    return [=](OpBuilder &nb, Location l, ValueRange args) {
+      Value v = castFloat(nb, l, args[0], type);
+      if (shifted)
+        v = arith::SubFOp::create(nb, l, v, args[1]);
+      if (square)
+        v = arith::MulFOp::create(nb, l, v, v);
+      linalg::YieldOp::create(
+          nb, l, Value(arith::AddFOp::create(nb, l, args.back(), v)));
+    };
+  }
+
   /// sum_k (x[r, k] - shift[r])^2, or sum_k x[r, k] when `square` is false.
   Value reduce(Value shift, bool square) {
     auto type = cast<RankedTensorType>(x.getType());
@@ -64,16 +82,7 @@ public:
     return linalg::GenericOp::create(
                b, loc, TypeRange{acc.getType()}, inputs, ValueRange{acc}, maps,
                iters,
-               [&](OpBuilder &nb, Location l, ValueRange args) {
-                 Value v = castFloat(nb, l, args[0], statType);
-                 if (shift)
-                   v = arith::SubFOp::create(nb, l, v, args[1]);
-                 if (square)
-                   v = arith::MulFOp::create(nb, l, v, v);
-                 linalg::YieldOp::create(
-                     nb, l,
-                     Value(arith::AddFOp::create(nb, l, args.back(), v)));
-               })
+               sumBody(bool(shift), square))
         .getResult(0);
   }
 
@@ -120,15 +129,7 @@ public:
         linalg::GenericOp::create(
             b, loc, TypeRange{acc.getType()}, inputs, ValueRange{acc}, maps,
             iters,
-            [&](OpBuilder &nb, Location l, ValueRange args) {
-              Value v = castFloat(nb, l, args[0], statType);
-              if (shift)
-                v = arith::SubFOp::create(nb, l, v, args[1]);
-              if (square)
-                v = arith::MulFOp::create(nb, l, v, v);
-              linalg::YieldOp::create(
-                  nb, l, Value(arith::AddFOp::create(nb, l, args.back(), v)));
-            })
+            sumBody(bool(shift), square))
             .getResult(0);
     // The L partial sums of each row.
     Value total =
