@@ -79,10 +79,9 @@ public:
     maps.push_back(rowMap());
     SmallVector<utils::IteratorType> iters(rank, utils::IteratorType::parallel);
     iters.back() = utils::IteratorType::reduction;
-    return linalg::GenericOp::create(
-               b, loc, TypeRange{acc.getType()}, inputs, ValueRange{acc}, maps,
-               iters,
-               sumBody(bool(shift), square))
+    return linalg::GenericOp::create(b, loc, TypeRange{acc.getType()}, inputs,
+                                     ValueRange{acc}, maps, iters,
+                                     sumBody(bool(shift), square))
         .getResult(0);
   }
 
@@ -125,12 +124,10 @@ public:
     SmallVector<utils::IteratorType> iters(rank + 1,
                                            utils::IteratorType::parallel);
     iters[rank - 1] = utils::IteratorType::reduction;
-    Value sums =
-        linalg::GenericOp::create(
-            b, loc, TypeRange{acc.getType()}, inputs, ValueRange{acc}, maps,
-            iters,
-            sumBody(bool(shift), square))
-            .getResult(0);
+    Value sums = linalg::GenericOp::create(b, loc, TypeRange{acc.getType()},
+                                           inputs, ValueRange{acc}, maps, iters,
+                                           sumBody(bool(shift), square))
+                     .getResult(0);
     // The L partial sums of each row.
     Value total =
         linalg::FillOp::create(b, loc, constant(0.0), emptyRows(statType))
