@@ -93,6 +93,19 @@ static LogicalResult buildCpuCodegen(OpPassManager &pm,
 static LogicalResult buildCpuToBuffers(OpPassManager &pm,
                                        const CpuPipelineOptions &options,
                                        raw_ostream &errors) {
+  // Options are checked once, here, rather than by each pass in each
+  // function.
+  if (options.threads < 0 || options.concurrentMinBytes < 0 ||
+      options.vectorWidth <= 0) {
+    errors << "flashnorm-cpu-pipeline: "
+           << (options.threads < 0 ? "threads must be 0 (all cores) or "
+                                     "positive"
+               : options.concurrentMinBytes < 0
+                   ? "concurrent-min-bytes must not be negative"
+                   : "vector-width must be positive")
+           << "\n";
+    return failure();
+  }
   if (failed(parsePassPipeline(kTosaToLinalg, pm, errors)))
     return failure();
   if (options.concurrent)

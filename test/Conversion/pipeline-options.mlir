@@ -4,6 +4,13 @@
 // RUN: not flashnorm-opt %s --flashnorm-gpu-pipeline=gemm=magic 2>&1 | FileCheck %s --check-prefix=GEMM
 // RUN: not flashnorm-opt %s --flashnorm-gpu-streams-to-llvm=defer-mode=bogus 2>&1 | FileCheck %s --check-prefix=MODE
 // RUN: not flashnorm-opt %s --flashnorm-cpu-pipeline=tile-sizes=1,2 2>&1 | FileCheck %s --check-prefix=TILES
+// RUN: not flashnorm-opt %s --flashnorm-cpu-pipeline=threads=-1 2>&1 | FileCheck %s --check-prefix=CPU-THREADS
+// RUN: not flashnorm-opt %s --flashnorm-cpu-pipeline=concurrent-min-bytes=-5 2>&1 | FileCheck %s --check-prefix=CPU-MIN
+// RUN: not flashnorm-opt %s --flashnorm-cpu-to-buffers=vector-width=0 2>&1 | FileCheck %s --check-prefix=CPU-WIDTH
+// CPU-THREADS: flashnorm-cpu-pipeline: threads must be 0 (all cores) or positive
+// CPU-THREADS-NOT: error
+// CPU-MIN: flashnorm-cpu-pipeline: concurrent-min-bytes must not be negative
+// CPU-WIDTH: flashnorm-cpu-pipeline: vector-width must be positive
 // RUN: not flashnorm-opt %s --flashnorm-gpu-pipeline=threads=0 2>&1 | FileCheck %s --check-prefix=THREADS
 // RUN: not flashnorm-opt %s --flashnorm-gpu-pipeline=threads=100000 2>&1 | FileCheck %s --check-prefix=THREADS
 // RUN: not flashnorm-opt %s --flashnorm-gpu-pipeline=reduce-threads=-4 2>&1 | FileCheck %s --check-prefix=REDUCE
