@@ -464,16 +464,17 @@ loadCheckpoints(ArrayRef<std::string> paths) {
   return tensors;
 }
 
-/// Where each extern ml_program global of `module` is found in the
+/// Where each extern ml_program global that `module` loads is found in the
 /// checkpoints `paths`: its name to the address of its bytes. Checks dtype
-/// and shape; every extern global must be there.
+/// and shape; every such global must be there (one nothing loads need not).
 FailureOr<std::map<std::string, const char *>>
 bindExternGlobals(ModuleOp module, ArrayRef<std::string> paths,
                   StringRef what) {
   SmallVector<ml_program::GlobalOp> externs;
   for (auto global : module.getOps<ml_program::GlobalOp>())
     if (isa_and_nonnull<ml_program::ExternAttr>(
-            global.getValue().value_or(Attribute())))
+            global.getValue().value_or(Attribute())) &&
+        !SymbolTable::symbolKnownUseEmpty(global, module))
       externs.push_back(global);
   std::map<std::string, const char *> bound;
   if (externs.empty())
@@ -541,13 +542,17 @@ FailureOr<ExecutionEngine *> compile(ModuleOp module, OpPassManager *passes,
     if (failed(userPm.run(module)))
       return failure(); // The diagnostics are already printed.
   }
-  // After the user's pipeline, which may load other globals.
+  // After the user's pipeline, which may load other globals, and once the
+  // functions that are not run (and what only they load) are gone.
+  PassManager dce(module.getContext());
+  dce.addPass(createSymbolDCEPass());
+  if (failed(dce.run(module)))
+    return failure();
   FailureOr<std::map<std::string, const char *>> externs =
       bindExternGlobals(module, params, what);
   if (failed(externs))
     return failure();
   PassManager pm(module.getContext());
-  pm.addPass(createSymbolDCEPass());
   flashnorm::CpuPipelineOptions cpu;
   cpu.concurrent = concurrent.getValue();
   cpu.concurrentMinBytes = 0;
