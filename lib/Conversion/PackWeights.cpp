@@ -77,6 +77,8 @@ FailureOr<PackPlan> planPacking(linalg::LinalgOp op, int64_t panel,
       !dims->batch.empty())
     return fail("not one n and one k dimension without batch");
   unsigned n = dims->n.front(), k = dims->k.front();
+  if (llvm::is_contained(op.getStaticLoopRanges(), 0))
+    return fail("a dimension is empty");
   // Panels as wide as the micro-kernel's tile (flashnorm-cpu-codegen):
   // decode (a few rows) keeps 128 outputs (8 vectors, 8 independent FMA
   // chains, 512 contiguous bytes per k) in registers, prefill 8 rows by 32.
@@ -112,8 +114,6 @@ FailureOr<PackPlan> planPacking(linalg::LinalgOp op, int64_t panel,
     ShapedType type = source->value.getShapedType();
     if (type.getRank() != 2)
       return fail("the weight constant is not 2-D");
-    if (llvm::is_contained(op.getStaticLoopRanges(), 0))
-      return fail("a dimension is empty");
     FailureOr<ElementsAttr> panels =
         packPanels(source->value, source->axis, panel, &traceWhy);
     if (failed(panels))
