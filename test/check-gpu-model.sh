@@ -3,11 +3,12 @@
 # flashnorm-gpu-pipeline in each defer mode down to sm_90 cubins (ptxas), and
 # prints, per mode, the launches, streams and the kernels the cubin holds.
 #   check-gpu-model.sh OUT_PREFIX -- [flashnorm-gen options...]
+# FLASHNORM_PIPELINE overrides the rewrite (default --flashnorm).
 set -euo pipefail
 out=$1
 shift 2
 flashnorm-gen "$@" -o "$out.mlir"
-flashnorm-opt "$out.mlir" --flashnorm -o "$out.rewritten.mlir"
+flashnorm-opt "$out.mlir" "${FLASHNORM_PIPELINE:---flashnorm}" -o "$out.rewritten.mlir"
 grep -o 'flashnorm-gen: .*' "$out.mlir"
 for mode in streams fused serial; do
   flashnorm-opt "$out.rewritten.mlir" \

@@ -31,6 +31,8 @@ void flashnorm::buildFlashNormPipeline(
   // scale-invariant norm cancels must be weightless first (QK-norm).
   fpm.addPass(createDropRedundant({options.allowApproximate}));
   fpm.addPass(createDeferScale({options.partial}));
+  if (options.moveScales)
+    fpm.addPass(createMoveScale());
   // No canonicalize or CSE: each pass erases what it made dead and nothing
   // else (RewriteCleanup); the rest of the module is the user's.
 }

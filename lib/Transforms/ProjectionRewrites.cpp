@@ -118,3 +118,70 @@ void flashnorm::addOutputBias(RewriterBase &rewriter, Operation *projection,
     rewriter.modifyOpInPlace(use->getOwner(),
                              [&] { use->set(add.getResult(0)); });
 }
+
+/// Narrower than f32 (f16, bf16, f8 types): the unnormalized product could
+/// overflow there (FLASHNORM.md §2).
+static bool isNarrowFloat(Type t) {
+  return isa<FloatType>(t) && t.getIntOrFloatBitWidth() < 32;
+}
+
+/// A zero-filled f32 tensor shaped like `like`.
+static Value createZeroF32Like(OpBuilder &b, Location loc, Value like) {
+  SmallVector<OpFoldResult> sizes = tensor::getMixedSizes(b, loc, like);
+  Value empty = tensor::EmptyOp::create(b, loc, sizes, b.getF32Type());
+  Value zero = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0.0f));
+  return linalg::FillOp::create(b, loc, zero, empty).getResult(0);
+}
+
+/// A multiply-accumulate generic that casts its operands to f32 first.
+static Value createWidenedContraction(OpBuilder &b, linalg::LinalgOp op,
+                                      ValueRange inputs, Value init) {
+  Type f32 = b.getF32Type();
+  auto body = [&](OpBuilder &nb, Location loc, ValueRange args) {
+    auto widen = [&](Value v) -> Value {
+      return v.getType() == f32 ? v : arith::ExtFOp::create(nb, loc, f32, v);
+    };
+    Value prod = arith::MulFOp::create(nb, loc, widen(args[0]), widen(args[1]));
+    Value sum = arith::AddFOp::create(nb, loc, args[2], prod);
+    linalg::YieldOp::create(nb, loc, sum);
+  };
+  return linalg::GenericOp::create(b, op.getLoc(), TypeRange{init.getType()},
+                                   inputs, ValueRange{init},
+                                   op.getIndexingMapsArray(),
+                                   op.getIteratorTypesArray(), body)
+      .getResult(0);
+}
+
+Value flashnorm::rebuildProjection(RewriterBase &rewriter, const Projection &p,
+                                   Value x) {
+  Operation *op = p.op;
+  auto resultType = cast<RankedTensorType>(op->getResult(0).getType());
+  if (!isNarrowFloat(resultType.getElementType())) {
+    rewriter.modifyOpInPlace(op, [&] { op->setOperand(p.activationIndex, x); });
+    return op->getResult(0);
+  }
+  rewriter.setInsertionPoint(op);
+  Location loc = op->getLoc();
+  auto wideType = resultType.clone(rewriter.getF32Type());
+  if (auto matmul = dyn_cast<tosa::MatMulOp>(op))
+    return tosa::MatMulOp::create(rewriter, loc, wideType, x, matmul.getB(),
+                                  matmul.getAZp(), matmul.getBZp());
+
+  auto linalgOp = cast<linalg::LinalgOp>(op);
+  SmallVector<Value> inputs = linalgOp.getDpsInputs();
+  inputs[p.activationIndex] = x;
+  Value init = createZeroF32Like(rewriter, loc, linalgOp.getDpsInits()[0]);
+  SmallVector<NamedAttribute> attrs;
+  for (StringRef name : {"indexing_maps", "cast"})
+    if (Attribute a = op->getAttr(name))
+      attrs.emplace_back(rewriter.getStringAttr(name), a);
+  if (isa<linalg::MatmulOp>(op))
+    return linalg::MatmulOp::create(rewriter, loc, TypeRange{wideType}, inputs,
+                                    ValueRange{init}, attrs)
+        .getResult(0);
+  if (isa<linalg::BatchMatmulOp>(op))
+    return linalg::BatchMatmulOp::create(rewriter, loc, TypeRange{wideType},
+                                         inputs, ValueRange{init}, attrs)
+        .getResult(0);
+  return createWidenedContraction(rewriter, linalgOp, inputs, init);
+}

@@ -1,7 +1,9 @@
 // A generated 32-layer model of each family: every norm the generator wrote
-// is raised, and every gain that can be folded (norms that feed only
-// projections) is folded and its 1/RMS (1/std) deferred, as counted by the
-// generator itself.
+// is raised, every gain that can be folded (norms that feed only
+// projections) is folded and its 1/RMS (1/std) deferred, and every gated
+// MLP's up-path 1/RMS moves past its down projection, as counted by the
+// generator itself. With argument weights (no prepare function) the gains
+// stay unfolded and every 1/RMS is still deferred (x * g feeds them).
 // RUN: flashnorm-gen --family=llama --flavor=linalg --layers=32 --hidden=32 --heads=2 -o %t.llama.mlir
 // RUN: flashnorm-opt %t.llama.mlir --flashnorm --remarks-filter=flashnorm --remark-format=emitRemark -o /dev/null 2> %t.llama.remarks
 // RUN: %python %S/../check-counts.py %t.llama.mlir %t.llama.remarks | FileCheck %s --check-prefix=LLAMA
@@ -11,9 +13,14 @@
 // RUN: flashnorm-gen --family=gpt2 --flavor=linalg --layers=32 --hidden=32 --heads=2 -o %t.gpt2.mlir
 // RUN: flashnorm-opt %t.gpt2.mlir --flashnorm --remarks-filter=flashnorm --remark-format=emitRemark -o /dev/null 2> %t.gpt2.remarks
 // RUN: %python %S/../check-counts.py %t.gpt2.mlir %t.gpt2.remarks | FileCheck %s --check-prefix=GPT2
-// LLAMA: norms=65 raised=65 foldable=64 folded=64 deferred=64
+// RUN: flashnorm-gen --family=llama --flavor=tosa --weights=args --layers=32 --hidden=32 --heads=2 -o %t.args.mlir
+// RUN: flashnorm-opt %t.args.mlir --flashnorm --remarks-filter=flashnorm --remark-format=emitRemark -o /dev/null 2> %t.args.remarks
+// RUN: %python %S/../check-counts.py %t.args.mlir %t.args.remarks | FileCheck %s --check-prefix=ARGS
+// LLAMA: norms=65 raised=65 foldable=64 folded=64 deferred=64 deferred_unfolded=0 ffn_moved=32
 // LLAMA-NEXT: COUNTS OK
-// GEMMA: norms=193 raised=193 foldable=64 folded=64 deferred=64
+// GEMMA: norms=193 raised=193 foldable=64 folded=64 deferred=64 deferred_unfolded=0 ffn_moved=32
 // GEMMA-NEXT: COUNTS OK
-// GPT2: norms=65 raised=65 foldable=64 folded=64 deferred=64
+// GPT2: norms=65 raised=65 foldable=64 folded=64 deferred=64 deferred_unfolded=0 ffn_moved=0
 // GPT2-NEXT: COUNTS OK
+// ARGS: norms=65 raised=65 foldable=64 folded=0 deferred=64 deferred_unfolded=64 ffn_moved=32
+// ARGS-NEXT: COUNTS OK

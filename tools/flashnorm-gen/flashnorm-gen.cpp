@@ -351,6 +351,12 @@ struct NormCounts {
   int rms = 0, layer = 0, gains = 0, qk = 0;
   /// Norms whose every user is a projection: their gains can be folded.
   int foldable = 0;
+  /// Of those, the ones --flashnorm defers without folding their gains
+  /// (argument weights without prepare-function, checkpoint weights
+  /// without fold-plan): x * g feeds the projections.
+  int deferredUnfolded = 0;
+  /// Gated MLPs whose up path's 1/RMS moves past the down projection.
+  int ffnMoved = 0;
 };
 
 enum class Gain { Plain, OnePlus };
@@ -383,6 +389,8 @@ public:
                   spec.gain == Gain::OnePlus ? ", 1 + gain)" : ")"));
     ++counts.gains; // Every norm of these families has a learned gain.
     counts.foldable += spec.projections;
+    counts.deferredUnfolded += spec.projections && !spec.layerNorm &&
+                               cfg.weights != WeightMode::Resource;
     if (spec.layerNorm) {
       ++counts.layer;
       return layerNorm(x, spec, normIndex++);
@@ -1515,6 +1523,7 @@ private:
     Val gate = e.projection(m, p + "mlp.gate_proj", cfg.mlp, false);
     Val up = e.projection(m, p + "mlp.up_proj", cfg.mlp, false);
     Val act = e.activation(gemma ? Act::GeluTanh : Act::Silu, gate, &up);
+    ++e.counts.ffnMoved;
     Val down = e.projection(act, p + "mlp.down_proj", cfg.hidden, false);
     if (gemma)
       down = e.norm(down, rmsSpec(p + "post_feedforward_layernorm", false));
@@ -1874,6 +1883,7 @@ int writeModule(const Config &cfg, std::FILE *f, std::vector<Weight> &weights) {
       cfg.style == Style::TorchMlir ? " style=torch-mlir" : "",
       " layers=", cfg.layers, " rms_norms=", n.rms, " layer_norms=", n.layer,
       " gains=", n.gains, " qk_norms=", n.qk, " foldable=", n.foldable,
+      " deferred_unfolded=", n.deferredUnfolded, " ffn_moved=", n.ffnMoved,
       "\n\n"));
 
   if (cfg.weights == WeightMode::Args) {

@@ -35,10 +35,15 @@ struct FlashNormPipelineOptions
       llvm::cl::desc("flashnorm-defer-scale: defer projections of norms that "
                      "have other users too"),
       llvm::cl::init(true)};
+  PassOptions::Option<bool> moveScales{
+      *this, "move-scales",
+      llvm::cl::desc("flashnorm-move-scale: move post-scales past the next "
+                     "projection where exact (the up path of gated MLPs)"),
+      llvm::cl::init(true)};
 };
 
 /// raise, drop-redundant (merges), fold-gains, drop-redundant (cancels),
-/// defer-scale; nothing else touches the module.
+/// defer-scale, move-scale; nothing else touches the module.
 void buildFlashNormPipeline(OpPassManager &pm,
                             const FlashNormPipelineOptions &options);
 

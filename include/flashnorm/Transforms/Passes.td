@@ -144,6 +144,40 @@ def DeferScale : Pass<"flashnorm-defer-scale", "func::FuncOp"> {
   ];
 }
 
+def MoveScale : Pass<"flashnorm-move-scale", "func::FuncOp"> {
+  let summary = "Move post-scales past the next projection (gated MLPs)";
+  let description = [{
+    Where a projection's input is an element-wise function of post-scaled
+    values (`flashnorm.post_scale` of a statistic) that is homogeneous in
+    some of their scales, those post-scales are stripped and applied to the
+    projection's result instead, exactly:
+    `down(silu(s g) * (s u)) = s (.)row down(silu(s g) * u)`. SwiGLU and
+    GeGLU move the up path's scale (the gate's stays before its
+    non-homogeneous activation); ReLU and ReGLU, positively homogeneous,
+    move every scale (`s^2` as two post-scales). The element-wise ops between
+    must each have one use and compute in f32, f64 or bf16; the projection
+    must preserve rows and accumulate into zero. A narrow projection is
+    rebuilt to accumulate in f32, as in defer-scale. A move whose added
+    post-scales would cost more element-wise bytes than the ones it removes
+    is refused (a post-scale that rounds f32 to bf16 is stripped only where
+    a generic reads it and can round in its body).
+
+    Remarks: `--remarks-filter=flashnorm`, with the scales moved and the
+    element-wise bytes per call saved.
+  }];
+  let dependentDialects = [
+    "::mlir::flashnorm::FlashNormDialect",
+    "::mlir::linalg::LinalgDialect",
+    "::mlir::tensor::TensorDialect",
+    "::mlir::arith::ArithDialect",
+    "::mlir::tosa::TosaDialect"
+  ];
+  let statistics = [
+    Statistic<"numMoved", "moved-scales",
+              "Projections whose input's post-scales moved past them">,
+  ];
+}
+
 def DropRedundant : Pass<"flashnorm-drop-redundant", "func::FuncOp"> {
   let summary = "Remove RMS norms whose effect a later norm subsumes";
   let description = [{

@@ -39,6 +39,14 @@ void addOutputBias(RewriterBase &rewriter, Operation *projection,
 /// type that dominates the projection).
 void addOutputBias(RewriterBase &rewriter, Operation *projection, Value bias);
 
+/// Re-creates `projection` reading `activation` instead of its activation
+/// (in place when its result is f32 or wider). A projection with an f16 or
+/// bf16 result is rebuilt to accumulate and return f32, so that an
+/// unnormalized product never overflows a narrow type; the post-scale that
+/// follows rounds it back. Returns the (new) result.
+Value rebuildProjection(RewriterBase &rewriter, const Projection &projection,
+                        Value activation);
+
 } // namespace mlir::flashnorm
 
 #endif

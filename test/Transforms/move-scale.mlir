@@ -1,0 +1,261 @@
+// RUN: flashnorm-opt %s --flashnorm-move-scale --split-input-file | FileCheck %s
+// RUN: flashnorm-opt %s --flashnorm-move-scale --split-input-file \
+// RUN:   --remarks-filter=flashnorm --remark-format=emitRemark 2>&1 >/dev/null \
+// RUN:   | FileCheck %s --check-prefix=REMARK
+
+// SwiGLU as one fused generic: the up path's 1/RMS moves past the down
+// projection; the gate keeps its post-scale (silu is not homogeneous).
+// CHECK-LABEL: func.func @swiglu
+// CHECK-SAME: (%[[X:.*]]: tensor<4x8xf32>
+// CHECK: %[[S:.*]] = flashnorm.rms_inv %[[X]]
+// CHECK: %[[G:.*]] = linalg.matmul ins(%[[X]], %{{.*}} : tensor<4x8xf32>, tensor<8x16xf32>)
+// CHECK: %[[GS:.*]] = flashnorm.post_scale %[[G]], %[[S]]
+// CHECK: %[[U:.*]] = linalg.matmul ins(%[[X]], %{{.*}} : tensor<4x8xf32>, tensor<8x16xf32>)
+// CHECK-NOT: flashnorm.post_scale %[[U]]
+// CHECK: %[[A:.*]] = linalg.generic {{.*}} ins(%[[GS]], %[[U]] :
+// CHECK: %[[D:.*]] = linalg.matmul ins(%[[A]], %{{.*}} : tensor<4x16xf32>, tensor<16x8xf32>)
+// CHECK: %[[DS:.*]] = flashnorm.post_scale %[[D]], %[[S]] : tensor<4x8xf32>, tensor<4xf32> -> tensor<4x8xf32>
+// CHECK: return %[[DS]]
+// REMARK: Function=swiglu | Remark="moved 1 post-scale(s) past 'linalg.matmul', applied after it as 1 post-scale(s); saves 256 element-wise bytes per call"
+func.func @swiglu(%x: tensor<4x8xf32>, %wg: tensor<8x16xf32>, %wu: tensor<8x16xf32>,
+                  %wd: tensor<16x8xf32>) -> tensor<4x8xf32> {
+  %s = flashnorm.rms_inv %x eps(1.0e-05) : tensor<4x8xf32> -> tensor<4xf32>
+  %c0 = arith.constant 0.0 : f32
+  %c1 = arith.constant 1.0 : f32
+  %e = tensor.empty() : tensor<4x16xf32>
+  %z = linalg.fill ins(%c0 : f32) outs(%e : tensor<4x16xf32>) -> tensor<4x16xf32>
+  %g = linalg.matmul ins(%x, %wg : tensor<4x8xf32>, tensor<8x16xf32>) outs(%z : tensor<4x16xf32>) -> tensor<4x16xf32>
+  %gs = flashnorm.post_scale %g, %s : tensor<4x16xf32>, tensor<4xf32> -> tensor<4x16xf32>
+  %u = linalg.matmul ins(%x, %wu : tensor<4x8xf32>, tensor<8x16xf32>) outs(%z : tensor<4x16xf32>) -> tensor<4x16xf32>
+  %us = flashnorm.post_scale %u, %s : tensor<4x16xf32>, tensor<4xf32> -> tensor<4x16xf32>
+  %a = linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>],
+                       iterator_types = ["parallel", "parallel"]}
+      ins(%gs, %us : tensor<4x16xf32>, tensor<4x16xf32>) outs(%e : tensor<4x16xf32>) {
+  ^bb0(%gv: f32, %uv: f32, %o: f32):
+    %n = arith.negf %gv : f32
+    %ex = math.exp %n : f32
+    %den = arith.addf %c1, %ex : f32
+    %silu = arith.divf %gv, %den : f32
+    %m = arith.mulf %silu, %uv : f32
+    linalg.yield %m : f32
+  } -> tensor<4x16xf32>
+  %e8 = tensor.empty() : tensor<4x8xf32>
+  %z8 = linalg.fill ins(%c0 : f32) outs(%e8 : tensor<4x8xf32>) -> tensor<4x8xf32>
+  %d = linalg.matmul ins(%a, %wd : tensor<4x16xf32>, tensor<16x8xf32>) outs(%z8 : tensor<4x8xf32>) -> tensor<4x8xf32>
+  return %d : tensor<4x8xf32>
+}
+
+// -----
+
+// ReGLU as torch-mlir writes relu (cmpf ugt + select), in separate
+// generics: relu(s g) * (s u) = s^2 (relu(g) * u), both scales move.
+// CHECK-LABEL: func.func @reglu
+// CHECK: %[[S:.*]] = flashnorm.rms_inv
+// CHECK-NOT: flashnorm.post_scale
+// CHECK: %[[D:.*]] = linalg.matmul ins(%{{.*}}, %arg3 :
+// CHECK-NOT: flashnorm.post_scale
+// CHECK: %[[D1:.*]] = flashnorm.post_scale %[[D]], %[[S]] : tensor<4x8xf32>, tensor<4xf32> -> tensor<4x8xf32>
+// CHECK: %[[D2:.*]] = flashnorm.post_scale %[[D1]], %[[S]] : tensor<4x8xf32>, tensor<4xf32> -> tensor<4x8xf32>
+// CHECK: return %[[D2]]
+// REMARK: Function=reglu | Remark="moved 2 post-scale(s) past 'linalg.matmul', applied after it as 2 post-scale(s); saves 512 element-wise bytes per call"
+#id = affine_map<(i, j) -> (i, j)>
+func.func @reglu(%x: tensor<4x8xf32>, %wg: tensor<8x16xf32>, %wu: tensor<8x16xf32>,
+                 %wd: tensor<16x8xf32>) -> tensor<4x8xf32> {
+  %s = flashnorm.rms_inv %x eps(1.0e-05) : tensor<4x8xf32> -> tensor<4xf32>
+  %c0 = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<4x16xf32>
+  %z = linalg.fill ins(%c0 : f32) outs(%e : tensor<4x16xf32>) -> tensor<4x16xf32>
+  %g = linalg.matmul ins(%x, %wg : tensor<4x8xf32>, tensor<8x16xf32>) outs(%z : tensor<4x16xf32>) -> tensor<4x16xf32>
+  %gs = flashnorm.post_scale %g, %s : tensor<4x16xf32>, tensor<4xf32> -> tensor<4x16xf32>
+  %u = linalg.matmul ins(%x, %wu : tensor<4x8xf32>, tensor<8x16xf32>) outs(%z : tensor<4x16xf32>) -> tensor<4x16xf32>
+  %us = flashnorm.post_scale %u, %s : tensor<4x16xf32>, tensor<4xf32> -> tensor<4x16xf32>
+  %r = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%gs : tensor<4x16xf32>) outs(%e : tensor<4x16xf32>) {
+  ^bb0(%in: f32, %o: f32):
+    %p = arith.cmpf ugt, %in, %c0 : f32
+    %v = arith.select %p, %in, %c0 : f32
+    linalg.yield %v : f32
+  } -> tensor<4x16xf32>
+  %m = linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%r, %us : tensor<4x16xf32>, tensor<4x16xf32>) outs(%e : tensor<4x16xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %v = arith.mulf %a, %b : f32
+    linalg.yield %v : f32
+  } -> tensor<4x16xf32>
+  %e8 = tensor.empty() : tensor<4x8xf32>
+  %z8 = linalg.fill ins(%c0 : f32) outs(%e8 : tensor<4x8xf32>) -> tensor<4x8xf32>
+  %d = linalg.matmul ins(%m, %wd : tensor<4x16xf32>, tensor<16x8xf32>) outs(%z8 : tensor<4x8xf32>) -> tensor<4x8xf32>
+  return %d : tensor<4x8xf32>
+}
+
+// -----
+
+// A ReLU MLP in TOSA (clamp to [0, max float]) accumulating in f32, then
+// rounded to bf16 as the generator writes it: moved past the down
+// projection. Where the post-scale itself rounds to bf16 for the clamp, a
+// conversion would cost what it saves: left alone, without a remark.
+// CHECK-LABEL: func.func @relu_tosa_bf16
+// CHECK: %[[S:.*]] = flashnorm.rms_inv
+// CHECK: %[[U:.*]] = tosa.matmul
+// CHECK: %[[C:.*]] = tosa.cast %[[U]] : (tensor<1x4x16xf32>) -> tensor<1x4x16xbf16>
+// CHECK: tosa.clamp %[[C]]
+// CHECK: %[[D:.*]] = tosa.matmul
+// CHECK: %[[DS:.*]] = flashnorm.post_scale %[[D]], %[[S]] : tensor<1x4x8xf32>, tensor<1x4xf32> -> tensor<1x4x8xf32>
+// CHECK: %[[U2:.*]] = tosa.matmul
+// CHECK: %[[US2:.*]] = flashnorm.post_scale %[[U2]], %[[S]] : tensor<1x4x16xf32>, tensor<1x4xf32> -> tensor<1x4x16xbf16>
+// CHECK: tosa.clamp %[[US2]]
+// CHECK: %[[D2:.*]] = tosa.matmul
+// CHECK: return %[[DS]], %[[D2]]
+// REMARK: Function=relu_tosa_bf16 | Remark="moved 1 post-scale(s) past 'tosa.matmul', applied after it as 1 post-scale(s); saves 256 element-wise bytes per call"
+// REMARK: Function=relu_tosa_bf16 | Remark="1 rewritten (0 approximate), 0 refused"
+func.func @relu_tosa_bf16(%x: tensor<1x4x8xbf16>, %wu: tensor<1x8x16xbf16>,
+                          %wd: tensor<1x16x8xbf16>) -> (tensor<1x4x8xf32>, tensor<1x4x8xf32>) {
+  %s = flashnorm.rms_inv %x eps(1.0e-05) : tensor<1x4x8xbf16> -> tensor<1x4xf32>
+  %zp = "tosa.const"() <{values = dense<0.0> : tensor<1xbf16>}> : () -> tensor<1xbf16>
+  %u = tosa.matmul %x, %wu, %zp, %zp : (tensor<1x4x8xbf16>, tensor<1x8x16xbf16>, tensor<1xbf16>, tensor<1xbf16>) -> tensor<1x4x16xf32>
+  %us = flashnorm.post_scale %u, %s : tensor<1x4x16xf32>, tensor<1x4xf32> -> tensor<1x4x16xf32>
+  %ub = tosa.cast %us : (tensor<1x4x16xf32>) -> tensor<1x4x16xbf16>
+  %r = tosa.clamp %ub {min_val = 0.0 : bf16, max_val = 3.38953139e38 : bf16} : (tensor<1x4x16xbf16>) -> tensor<1x4x16xbf16>
+  %d = tosa.matmul %r, %wd, %zp, %zp : (tensor<1x4x16xbf16>, tensor<1x16x8xbf16>, tensor<1xbf16>, tensor<1xbf16>) -> tensor<1x4x8xf32>
+  %u2 = tosa.matmul %x, %wu, %zp, %zp : (tensor<1x4x8xbf16>, tensor<1x8x16xbf16>, tensor<1xbf16>, tensor<1xbf16>) -> tensor<1x4x16xf32>
+  %us2 = flashnorm.post_scale %u2, %s : tensor<1x4x16xf32>, tensor<1x4xf32> -> tensor<1x4x16xbf16>
+  %r2 = tosa.clamp %us2 {min_val = 0.0 : bf16, max_val = 3.38953139e38 : bf16} : (tensor<1x4x16xbf16>) -> tensor<1x4x16xbf16>
+  %d2 = tosa.matmul %r2, %wd, %zp, %zp : (tensor<1x4x16xbf16>, tensor<1x16x8xbf16>, tensor<1xbf16>, tensor<1xbf16>) -> tensor<1x4x8xf32>
+  return %d, %d2 : tensor<1x4x8xf32>, tensor<1x4x8xf32>
+}
+
+// -----
+
+// A bf16 post-scale read by a generic: the generic takes the f32
+// accumulator and rounds it to bf16 in its body (one rounding, as before).
+// CHECK-LABEL: func.func @bf16_generic
+// CHECK: %[[U:.*]] = linalg.matmul {{.*}} -> tensor<4x16xf32>
+// CHECK: linalg.generic {{.*}} ins(%{{.*}}, %[[U]] : tensor<4x16xbf16>, tensor<4x16xf32>)
+// CHECK-NEXT: ^bb0(%{{.*}}: bf16, %[[IN:.*]]: f32, %{{.*}}: bf16):
+// CHECK-NEXT: arith.truncf %[[IN]] : f32 to bf16
+// CHECK: flashnorm.post_scale %{{.*}} : tensor<4x8xf32>, tensor<4xf32> -> tensor<4x8xbf16>
+func.func @bf16_generic(%x: tensor<4x8xbf16>, %gate: tensor<4x16xbf16>, %wu: tensor<8x16xbf16>,
+                        %wd: tensor<16x8xbf16>) -> tensor<4x8xbf16> {
+  %s = flashnorm.rms_inv %x eps(1.0e-05) : tensor<4x8xbf16> -> tensor<4xf32>
+  %c0 = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<4x16xf32>
+  %z = linalg.fill ins(%c0 : f32) outs(%e : tensor<4x16xf32>) -> tensor<4x16xf32>
+  %u = linalg.matmul ins(%x, %wu : tensor<4x8xbf16>, tensor<8x16xbf16>) outs(%z : tensor<4x16xf32>) -> tensor<4x16xf32>
+  %us = flashnorm.post_scale %u, %s : tensor<4x16xf32>, tensor<4xf32> -> tensor<4x16xbf16>
+  %eb = tensor.empty() : tensor<4x16xbf16>
+  %m = linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>],
+                       iterator_types = ["parallel", "parallel"]}
+      ins(%gate, %us : tensor<4x16xbf16>, tensor<4x16xbf16>) outs(%eb : tensor<4x16xbf16>) {
+  ^bb0(%a: bf16, %b: bf16, %o: bf16):
+    %v = arith.mulf %a, %b : bf16
+    linalg.yield %v : bf16
+  } -> tensor<4x16xbf16>
+  %c0b = arith.constant 0.0 : bf16
+  %e8 = tensor.empty() : tensor<4x8xbf16>
+  %z8 = linalg.fill ins(%c0b : bf16) outs(%e8 : tensor<4x8xbf16>) -> tensor<4x8xbf16>
+  %d = linalg.matmul ins(%m, %wd : tensor<4x16xbf16>, tensor<16x8xbf16>) outs(%z8 : tensor<4x8xbf16>) -> tensor<4x8xbf16>
+  return %d : tensor<4x8xbf16>
+}
+
+// -----
+
+// Refusals. GELU with a bias: 'arith.addf' adds a bias of another scale.
+// CHECK-LABEL: func.func @gelu_bias
+// CHECK: %[[FS:.*]] = flashnorm.post_scale
+// CHECK: arith.addf %[[FS]]
+// CHECK: %[[D:.*]] = linalg.matmul
+// CHECK-NOT: flashnorm.post_scale
+// CHECK: return %[[D]]
+// REMARK: Function=gelu_bias | Remark="post-scale not moved past it: its input is no multiple of the post-scale(s) it reads: 'arith.addf' at {{.*}} is not homogeneous in them"
+func.func @gelu_bias(%x: tensor<4x8xf32>, %wf: tensor<8x16xf32>, %bias: tensor<4x16xf32>,
+                     %wd: tensor<16x8xf32>) -> tensor<4x8xf32> {
+  %s = flashnorm.rms_inv %x eps(1.0e-05) : tensor<4x8xf32> -> tensor<4xf32>
+  %c0 = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<4x16xf32>
+  %z = linalg.fill ins(%c0 : f32) outs(%e : tensor<4x16xf32>) -> tensor<4x16xf32>
+  %f = linalg.matmul ins(%x, %wf : tensor<4x8xf32>, tensor<8x16xf32>) outs(%z : tensor<4x16xf32>) -> tensor<4x16xf32>
+  %fs = flashnorm.post_scale %f, %s : tensor<4x16xf32>, tensor<4xf32> -> tensor<4x16xf32>
+  %fb = arith.addf %fs, %bias : tensor<4x16xf32>
+  %r = arith.maximumf %fb, %z : tensor<4x16xf32>
+  %e8 = tensor.empty() : tensor<4x8xf32>
+  %z8 = linalg.fill ins(%c0 : f32) outs(%e8 : tensor<4x8xf32>) -> tensor<4x8xf32>
+  %d = linalg.matmul ins(%r, %wd : tensor<4x16xf32>, tensor<16x8xf32>) outs(%z8 : tensor<4x8xf32>) -> tensor<4x8xf32>
+  return %d : tensor<4x8xf32>
+}
+
+// -----
+
+// The element-wise result also returned (its users would see it unscaled),
+// a down projection with a bias in its init, and an f16 MLP: left alone.
+// CHECK-LABEL: func.func @refused
+// CHECK-COUNT-3: flashnorm.post_scale
+// CHECK-NOT: flashnorm.post_scale
+// CHECK: return
+// REMARK: Function=refused | Remark="post-scale not moved past it: its input also feeds other ops, which would see it unscaled"
+// REMARK: Function=refused | Remark="post-scale not moved past it: it accumulates into a non-zero init (a fused bias would be scaled too)"
+// REMARK: Function=refused | Remark="post-scale not moved past it: its result is f16, where an unnormalized product could overflow"
+func.func @refused(%x: tensor<4x8xf32>, %wu: tensor<8x16xf32>, %wd: tensor<16x8xf32>,
+                   %b8: tensor<4x8xf32>, %xh: tensor<4x8xf16>, %wuh: tensor<8x16xf16>,
+                   %wdh: tensor<16x8xf16>)
+    -> (tensor<4x8xf32>, tensor<4x16xf32>, tensor<4x8xf32>, tensor<4x8xf16>) {
+  %s = flashnorm.rms_inv %x eps(1.0e-05) : tensor<4x8xf32> -> tensor<4xf32>
+  %c0 = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<4x16xf32>
+  %z = linalg.fill ins(%c0 : f32) outs(%e : tensor<4x16xf32>) -> tensor<4x16xf32>
+  %e8 = tensor.empty() : tensor<4x8xf32>
+  %z8 = linalg.fill ins(%c0 : f32) outs(%e8 : tensor<4x8xf32>) -> tensor<4x8xf32>
+  %u = linalg.matmul ins(%x, %wu : tensor<4x8xf32>, tensor<8x16xf32>) outs(%z : tensor<4x16xf32>) -> tensor<4x16xf32>
+  %us = flashnorm.post_scale %u, %s : tensor<4x16xf32>, tensor<4xf32> -> tensor<4x16xf32>
+  %r = arith.maximumf %us, %z : tensor<4x16xf32>
+  %d = linalg.matmul ins(%r, %wd : tensor<4x16xf32>, tensor<16x8xf32>) outs(%z8 : tensor<4x8xf32>) -> tensor<4x8xf32>
+  %u2 = linalg.matmul ins(%x, %wu : tensor<4x8xf32>, tensor<8x16xf32>) outs(%z : tensor<4x16xf32>) -> tensor<4x16xf32>
+  %us2 = flashnorm.post_scale %u2, %s : tensor<4x16xf32>, tensor<4xf32> -> tensor<4x16xf32>
+  %r2 = arith.maximumf %us2, %z : tensor<4x16xf32>
+  %d2 = linalg.matmul ins(%r2, %wd : tensor<4x16xf32>, tensor<16x8xf32>) outs(%b8 : tensor<4x8xf32>) -> tensor<4x8xf32>
+  %sh = flashnorm.rms_inv %xh eps(1.0e-05) : tensor<4x8xf16> -> tensor<4xf32>
+  %c0h = arith.constant 0.0 : f16
+  %eh = tensor.empty() : tensor<4x16xf16>
+  %zh = linalg.fill ins(%c0h : f16) outs(%eh : tensor<4x16xf16>) -> tensor<4x16xf16>
+  %e8h = tensor.empty() : tensor<4x8xf16>
+  %z8h = linalg.fill ins(%c0h : f16) outs(%e8h : tensor<4x8xf16>) -> tensor<4x8xf16>
+  %uh = linalg.matmul ins(%xh, %wuh : tensor<4x8xf16>, tensor<8x16xf16>) outs(%zh : tensor<4x16xf16>) -> tensor<4x16xf16>
+  %ush = flashnorm.post_scale %uh, %sh : tensor<4x16xf16>, tensor<4xf32> -> tensor<4x16xf16>
+  %rh = arith.maximumf %ush, %zh : tensor<4x16xf16>
+  %dh = linalg.matmul ins(%rh, %wdh : tensor<4x16xf16>, tensor<16x8xf16>) outs(%z8h : tensor<4x8xf16>) -> tensor<4x8xf16>
+  return %d, %r, %d2, %dh : tensor<4x8xf32>, tensor<4x16xf32>, tensor<4x8xf32>, tensor<4x8xf16>
+}
+
+// -----
+
+// A post-scale that is not of a statistic is not the pass's to move, and a
+// scale reaching the projection through a transpose stops there: the
+// function comes out as it went in.
+// CHECK-LABEL: func.func @untouched
+// CHECK: flashnorm.post_scale %{{.*}}, %arg4
+// CHECK: flashnorm.post_scale %{{.*}}, %[[S:.*]] :
+// CHECK: linalg.transpose
+// CHECK-NOT: flashnorm.post_scale
+// REMARK-NOT: Function=untouched | Remark="post-scale
+// REMARK-NOT: Function=untouched | Remark="moved
+func.func @untouched(%x: tensor<4x8xf32>, %wu: tensor<8x16xf32>, %wd: tensor<16x8xf32>,
+                     %wt: tensor<4x8xf32>, %scale: tensor<4xf32>)
+    -> (tensor<4x8xf32>, tensor<16x8xf32>) {
+  %s = flashnorm.rms_inv %x eps(1.0e-05) : tensor<4x8xf32> -> tensor<4xf32>
+  %c0 = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<4x16xf32>
+  %z = linalg.fill ins(%c0 : f32) outs(%e : tensor<4x16xf32>) -> tensor<4x16xf32>
+  %e8 = tensor.empty() : tensor<4x8xf32>
+  %z8 = linalg.fill ins(%c0 : f32) outs(%e8 : tensor<4x8xf32>) -> tensor<4x8xf32>
+  %u = linalg.matmul ins(%x, %wu : tensor<4x8xf32>, tensor<8x16xf32>) outs(%z : tensor<4x16xf32>) -> tensor<4x16xf32>
+  %us = flashnorm.post_scale %u, %scale : tensor<4x16xf32>, tensor<4xf32> -> tensor<4x16xf32>
+  %r = arith.maximumf %us, %z : tensor<4x16xf32>
+  %d = linalg.matmul ins(%r, %wd : tensor<4x16xf32>, tensor<16x8xf32>) outs(%z8 : tensor<4x8xf32>) -> tensor<4x8xf32>
+  %u2 = linalg.matmul ins(%x, %wu : tensor<4x8xf32>, tensor<8x16xf32>) outs(%z : tensor<4x16xf32>) -> tensor<4x16xf32>
+  %us2 = flashnorm.post_scale %u2, %s : tensor<4x16xf32>, tensor<4xf32> -> tensor<4x16xf32>
+  %et = tensor.empty() : tensor<16x4xf32>
+  %t = linalg.transpose ins(%us2 : tensor<4x16xf32>) outs(%et : tensor<16x4xf32>) permutation = [1, 0]
+  %e16 = tensor.empty() : tensor<16x8xf32>
+  %z16 = linalg.fill ins(%c0 : f32) outs(%e16 : tensor<16x8xf32>) -> tensor<16x8xf32>
+  %d2 = linalg.matmul ins(%t, %wt : tensor<16x4xf32>, tensor<4x8xf32>) outs(%z16 : tensor<16x8xf32>) -> tensor<16x8xf32>
+  return %d, %d2 : tensor<4x8xf32>, tensor<16x8xf32>
+}
