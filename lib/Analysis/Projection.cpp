@@ -185,27 +185,19 @@ bool flashnorm::isExternGlobal(ml_program::GlobalOp global) {
       global.getValue().value_or(Attribute()));
 }
 
-FailureOr<WeightSource> flashnorm::traceWeight(Value weight, int64_t axis,
-                                               bool allowArgument,
-                                               std::string *whyNot) {
-  WeightSource src;
-  auto fail = [&](const Twine &msg) -> FailureOr<WeightSource> {
+/// Follows `weight` back through layout-only ops (transposes, broadcasts,
+/// yield-only generics, unit reshapes), keeping track of the contracted
+/// `axis` and recording the ops in `chain`, nearest first. Returns the first
+/// value that is not the result of one.
+static FailureOr<Value> throughLayout(Value weight, int64_t &axis,
+                                      SmallVectorImpl<Operation *> &chain,
+                                      std::string *whyNot) {
+  auto fail = [&](const Twine &msg) -> FailureOr<Value> {
     if (whyNot)
       *whyNot = msg.str();
     return failure();
   };
-  while (true) {
-    Operation *def = weight.getDefiningOp();
-    auto arg = dyn_cast<BlockArgument>(weight);
-    if (arg && allowArgument && arg.getOwner()->isEntryBlock() &&
-        isa<FunctionOpInterface>(arg.getOwner()->getParentOp())) {
-      src.argument = arg;
-      src.axis = axis;
-      return src;
-    }
-    if (!def)
-      return fail("its weight is not a constant (" + describeValue(weight) +
-                  ")");
+  while (Operation *def = weight.getDefiningOp()) {
     if (auto transpose = dyn_cast<linalg::TransposeOp>(def)) {
       axis = transpose.getPermutation()[axis];
       weight = transpose.getInput();
@@ -245,33 +237,128 @@ FailureOr<WeightSource> flashnorm::traceWeight(Value weight, int64_t axis,
         return fail("its weight is reshaped beyond unit dimensions");
       axis = *mapped;
       weight = def->getOperand(0);
-    } else if (isa<arith::ConstantOp, tosa::ConstOp>(def)) {
-      Attribute value = isa<arith::ConstantOp>(def)
-                            ? cast<arith::ConstantOp>(def).getValue()
-                            : cast<tosa::ConstOp>(def).getValues();
-      auto elements = dyn_cast<ElementsAttr>(value);
-      if (!elements ||
-          !isa<DenseElementsAttr, DenseResourceElementsAttr>(value))
-        return fail("its weight constant is not dense or dense_resource");
-      src.constant = def;
-      src.value = elements;
-      src.axis = axis;
-      return src;
-    } else if (ml_program::GlobalOp global = getLoadedGlobal(def)) {
-      Attribute value = global.getValue().value_or(Attribute());
-      if (!isExternGlobal(global) &&
-          !isa_and_nonnull<DenseElementsAttr, DenseResourceElementsAttr>(value))
-        return fail("its weight global @" + global.getSymName() +
-                    " is neither extern nor dense");
-      src.constant = def;
-      src.value = dyn_cast_or_null<ElementsAttr>(value);
-      src.global = global;
-      src.axis = axis;
-      return src;
     } else {
-      return fail("its weight is not a constant (defined by " +
-                  describeValue(weight) + ")");
+      break;
     }
-    src.chain.push_back(def);
+    chain.push_back(def);
   }
+  return weight;
+}
+
+FailureOr<WeightSource> flashnorm::traceWeight(Value weight, int64_t axis,
+                                               bool allowArgument,
+                                               std::string *whyNot) {
+  WeightSource src;
+  auto fail = [&](const Twine &msg) -> FailureOr<WeightSource> {
+    if (whyNot)
+      *whyNot = msg.str();
+    return failure();
+  };
+  FailureOr<Value> stop = throughLayout(weight, axis, src.chain, whyNot);
+  if (failed(stop))
+    return failure();
+  weight = *stop;
+  Operation *def = weight.getDefiningOp();
+  auto arg = dyn_cast<BlockArgument>(weight);
+  if (arg && allowArgument && arg.getOwner()->isEntryBlock() &&
+      isa<FunctionOpInterface>(arg.getOwner()->getParentOp())) {
+    src.argument = arg;
+    src.axis = axis;
+    return src;
+  }
+  if (!def)
+    return fail("its weight is not a constant (" + describeValue(weight) + ")");
+  if (isa<arith::ConstantOp, tosa::ConstOp>(def)) {
+    Attribute value = isa<arith::ConstantOp>(def)
+                          ? cast<arith::ConstantOp>(def).getValue()
+                          : cast<tosa::ConstOp>(def).getValues();
+    auto elements = dyn_cast<ElementsAttr>(value);
+    if (!elements || !isa<DenseElementsAttr, DenseResourceElementsAttr>(value))
+      return fail("its weight constant is not dense or dense_resource");
+    src.constant = def;
+    src.value = elements;
+    src.axis = axis;
+    return src;
+  }
+  if (ml_program::GlobalOp global = getLoadedGlobal(def)) {
+    Attribute value = global.getValue().value_or(Attribute());
+    if (!isExternGlobal(global) &&
+        !isa_and_nonnull<DenseElementsAttr, DenseResourceElementsAttr>(value))
+      return fail("its weight global @" + global.getSymName() +
+                  " is neither extern nor dense");
+    src.constant = def;
+    src.value = dyn_cast_or_null<ElementsAttr>(value);
+    src.global = global;
+    src.axis = axis;
+    return src;
+  }
+  if (auto generic = dyn_cast<linalg::GenericOp>(def);
+      generic && llvm::any_of(generic.getDpsInputs(), [](Value v) {
+        return isa<IntegerType>(getElementTypeOrSelf(v.getType()));
+      }))
+    return fail("its weight is dequantized from integers by a "
+                "'linalg.generic' (a gain folds only into a per-input-"
+                "channel factor of the dequantization)");
+  return fail("its weight is not a constant (defined by " +
+              describeValue(weight) + ")");
+}
+
+/// Whether `arg` reaches the yield only as a factor: its one use a multiply,
+/// and from there only multiplies and float casts, each used once.
+static bool isFactorOfResult(BlockArgument arg) {
+  Value v = arg;
+  Operation *yield = arg.getOwner()->getTerminator();
+  while (true) {
+    if (!v.hasOneUse())
+      return false;
+    Operation *user = *v.getUsers().begin();
+    if (user == yield)
+      return v != arg;
+    if (!isa<arith::MulFOp, arith::ExtFOp, arith::TruncFOp>(user))
+      return false;
+    v = user->getResult(0);
+  }
+}
+
+FailureOr<KFactorSource> flashnorm::traceWeightToKFactor(Value weight,
+                                                         int64_t axis,
+                                                         std::string *whyNot) {
+  KFactorSource src;
+  auto fail = [&](const Twine &msg) -> FailureOr<KFactorSource> {
+    if (whyNot)
+      *whyNot = msg.str();
+    return failure();
+  };
+  FailureOr<Value> stop = throughLayout(weight, axis, src.chain, whyNot);
+  if (failed(stop))
+    return failure();
+  auto generic = stop->getDefiningOp<linalg::GenericOp>();
+  if (!generic || !generic.hasPureTensorSemantics() ||
+      generic.getNumDpsInits() != 1 ||
+      generic.getNumParallelLoops() != generic.getNumLoops() ||
+      !generic.getIndexingMapsArray().back().isIdentity() ||
+      llvm::none_of(generic.getDpsInputs(), [](Value v) {
+        return isa<IntegerType>(getElementTypeOrSelf(v.getType()));
+      }))
+    return fail("its weight is not a constant nor a dequantization");
+  AffineExpr k = getAffineDimExpr(axis, generic.getContext());
+  for (OpOperand *input : generic.getDpsInputOperands()) {
+    AffineMap map = generic.getMatchingIndexingMap(input);
+    if (map.getNumResults() != 1 || map.getResult(0) != k ||
+        !isa<FloatType>(getElementTypeOrSelf(input->get().getType())) ||
+        !isFactorOfResult(generic.getMatchingBlockArgument(input)))
+      continue;
+    FailureOr<WeightSource> factor =
+        traceWeightToConstant(input->get(), /*axis=*/0, whyNot);
+    if (failed(factor) || !factor->value)
+      return fail("the per-input-channel factor of its dequantization is "
+                  "not a constant");
+    src.dequant = generic;
+    src.factorOperand = input->getOperandNumber();
+    src.factor = *factor;
+    return src;
+  }
+  return fail("its weight is dequantized from integers by a "
+              "'linalg.generic' without a per-input-channel factor to fold "
+              "the gain into (deferred without folding)");
 }

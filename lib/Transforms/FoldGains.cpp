@@ -257,6 +257,7 @@ template <typename NormOp> struct FoldGainsPattern : OpRewritePattern<NormOp> {
     bool valuesInCheckpoint = gainRef || biasRef;
 
     SmallVector<FoldTarget> targets, checkpointTargets;
+    unsigned numKFactors = 0;
     SmallVector<ArgFold> newArgFolds;
     // A LayerNorm's mean-centering goes into the weights too, unless one of
     // them is too narrow to carry it (canCarryCentering): then it stays in
@@ -279,6 +280,35 @@ template <typename NormOp> struct FoldGainsPattern : OpRewritePattern<NormOp> {
       FailureOr<WeightSource> source =
           traceWeight(projection->getWeight(), projection->weightAxis,
                       /*allowArgument=*/argFolds != nullptr, &why);
+      // A quantized weight with a per-input-channel factor: the gain folds
+      // into the factor, the integers stay (the factor becomes the target).
+      FailureOr<KFactorSource> kFactor =
+          failed(source) ? traceWeightToKFactor(projection->getWeight(),
+                                                projection->weightAxis)
+                         : FailureOr<KFactorSource>(failure());
+      if (succeeded(kFactor)) {
+        if (layer)
+          why = "its weight is quantized: a LayerNorm's mean-centering "
+                "cannot fold into the per-input-channel factor of its "
+                "dequantization";
+        else if (gainArg || valuesInCheckpoint)
+          why = "its weight's per-input-channel factor is a constant but "
+                "the gain is not";
+        else if (!kFactor->dequant->getResult(0).hasOneUse() ||
+                 llvm::any_of(kFactor->chain, [](Operation *op) {
+                   return !op->getResult(0).hasOneUse();
+                 }))
+          why = "its dequantized weight has other users";
+        else {
+          Projection factorUse;
+          factorUse.op = kFactor->dequant;
+          factorUse.weightIndex = kFactor->factorOperand;
+          targets.push_back({factorUse, kFactor->factor});
+          ++numKFactors;
+          continue;
+        }
+        return userRefusal();
+      }
       if (failed(source)) {
         if (!argFolds && succeeded(traceWeight(projection->getWeight(),
                                                projection->weightAxis,
@@ -454,6 +484,11 @@ template <typename NormOp> struct FoldGainsPattern : OpRewritePattern<NormOp> {
                  ? ""
                  : " (" + Twine(newArgFolds.size()) +
                        " argument(s), through the prepare function)") +
+            (numKFactors == 0
+                 ? ""
+                 : " (" + Twine(numKFactors) +
+                       " quantized, into the per-input-channel factor of "
+                       "their dequantization)") +
             (checkpointTargets.empty()
                  ? ""
                  : " (" + Twine(checkpointTargets.size()) +

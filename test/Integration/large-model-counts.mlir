@@ -16,6 +16,18 @@
 // RUN: flashnorm-gen --family=llama --flavor=tosa --weights=args --layers=32 --hidden=32 --heads=2 -o %t.args.mlir
 // RUN: flashnorm-opt %t.args.mlir --flashnorm --remarks-filter=flashnorm --remark-format=emitRemark -o /dev/null 2> %t.args.remarks
 // RUN: %python %S/../check-counts.py %t.args.mlir %t.args.remarks | FileCheck %s --check-prefix=ARGS
+// Quantized (weight-only): int4 keeps every gain unfolded and defers every
+// 1/RMS; int8 with a per-input-channel factor folds every gain into it.
+// RUN: flashnorm-gen --family=llama --quant=int4 --layers=32 --hidden=32 --heads=2 -o %t.int4.mlir
+// RUN: flashnorm-opt %t.int4.mlir --flashnorm --remarks-filter=flashnorm --remark-format=emitRemark -o /dev/null 2> %t.int4.remarks
+// RUN: %python %S/../check-counts.py %t.int4.mlir %t.int4.remarks | FileCheck %s --check-prefix=INT4
+// RUN: flashnorm-gen --family=gemma --quant=int8 --quant-kscale --layers=32 --hidden=32 --heads=2 -o %t.kscale.mlir
+// RUN: flashnorm-opt %t.kscale.mlir --flashnorm --remarks-filter=flashnorm --remark-format=emitRemark -o /dev/null 2> %t.kscale.remarks
+// RUN: %python %S/../check-counts.py %t.kscale.mlir %t.kscale.remarks | FileCheck %s --check-prefix=KSCALE
+// INT4: norms=65 raised=65 foldable=64 folded=0 deferred=64 deferred_unfolded=64 ffn_moved=32
+// INT4-NEXT: COUNTS OK
+// KSCALE: norms=193 raised=193 foldable=64 folded=64 deferred=64 deferred_unfolded=0 ffn_moved=32
+// KSCALE-NEXT: COUNTS OK
 // LLAMA: norms=65 raised=65 foldable=64 folded=64 deferred=64 deferred_unfolded=0 ffn_moved=32
 // LLAMA-NEXT: COUNTS OK
 // GEMMA: norms=193 raised=193 foldable=64 folded=64 deferred=64 deferred_unfolded=0 ffn_moved=32

@@ -48,6 +48,7 @@ enum class Flavor { Linalg, Tosa };
 enum class Style { Mixed, TorchMlir };
 enum class WeightMode { Resource, Args, Checkpoint };
 enum class DType { F32, BF16 };
+enum class Quant { None, Int8, Int4 };
 
 cl::OptionCategory genCategory("flashnorm-gen options");
 
@@ -121,6 +122,28 @@ cl::opt<DType> dtypeOpt(
                clEnumValN(DType::BF16, "bf16",
                           "bf16 (llama, qwen2, gemma); statistics in f32")),
     cl::cat(genCategory));
+cl::opt<Quant> quantOpt(
+    "quant",
+    cl::desc("Weight-only quantization of every projection weight (linalg "
+             "flavor, RMSNorm families), dequantized by a linalg.generic "
+             "before the matmul as frontends write it"),
+    cl::init(Quant::None),
+    cl::values(
+        clEnumValN(Quant::None, "none", "float weights"),
+        clEnumValN(Quant::Int8, "int8",
+                   "signed i8 [N, K] (extsi, sitofp) times a per-output-"
+                   "channel f32 scale [N]"),
+        clEnumValN(Quant::Int4, "int4",
+                   "unsigned 4-bit, two per i8 byte along k [N, K/2] "
+                   "(shrui, andi, extui, uitofp), minus a zero point and "
+                   "times a scale per group of k (group-wise, [N, K/G])")),
+    cl::cat(genCategory));
+cl::opt<bool> quantKScaleOpt(
+    "quant-kscale",
+    cl::desc("With --quant=int8: the dequantization also multiplies by a "
+             "per-input-channel factor [K] (activation-aware scaling); a "
+             "norm's gain folds into it"),
+    cl::init(false), cl::cat(genCategory));
 cl::opt<bool> decodeOpt(
     "decode",
     cl::desc("Write a decode step as importers do (linalg flavor, f32): "
@@ -152,6 +175,8 @@ struct Config {
   uint64_t seed;
   bool decode = false;
   int64_t cache = 0, vocab = 0;
+  Quant quant = Quant::None;
+  bool kscale = false;
 
   int64_t headDim() const { return hidden / heads; }
   bool tosa() const { return flavor == Flavor::Tosa; }
@@ -266,7 +291,19 @@ struct Val {
   int64_t last() const { return shape.back(); }
 };
 
-enum class Init { Matrix, PlainGain, OnePlusGain, Bias };
+enum class Init {
+  Matrix,
+  PlainGain,
+  OnePlusGain,
+  Bias,
+  // --quant: integers (stored as i8), their scales, zero points, k factors.
+  QInt8,
+  QPacked4,
+  QScale8,
+  QScale4,
+  QZero,
+  KScale
+};
 
 /// A weight of @forward. Matrices are defined logically as PyTorch's N x K
 /// (out x in); `kxn` says the stored layout is K x N instead, so every
@@ -372,6 +409,14 @@ struct NormSpec {
 
 enum class Act { Silu, GeluTanh };
 
+/// --quant=int4's group along k: the largest of 32, 16, ... dividing k.
+int64_t quantGroup(int64_t k) {
+  int64_t g = 32;
+  while (k % g)
+    g /= 2;
+  return g;
+}
+
 //===----------------------------------------------------------------------===//
 // Emitter: the model parts, one subclass per flavor
 //===----------------------------------------------------------------------===//
@@ -390,7 +435,8 @@ public:
     ++counts.gains; // Every norm of these families has a learned gain.
     counts.foldable += spec.projections;
     counts.deferredUnfolded += spec.projections && !spec.layerNorm &&
-                               cfg.weights != WeightMode::Resource;
+                               (cfg.weights != WeightMode::Resource ||
+                                (cfg.quant != Quant::None && !cfg.kscale));
     if (spec.layerNorm) {
       ++counts.layer;
       return layerNorm(x, spec, normIndex++);
@@ -430,8 +476,8 @@ protected:
   /// The weight as @forward sees it: a dense_resource constant or an
   /// argument.
   Val weight(const std::string &name, const Shape &shape, Init init,
-             int64_t fanIn = 1, bool kxn = false) {
-    Weight w{name, shape, cfg.elt(), init, fanIn, kxn};
+             int64_t fanIn = 1, bool kxn = false, std::string elt = "") {
+    Weight w{name, shape, elt.empty() ? cfg.elt() : elt, init, fanIn, kxn};
     weights.push_back(w);
     if (cfg.weights == WeightMode::Args)
       return Val{"%" + name, shape, w.elt};
@@ -481,7 +527,11 @@ public:
     Val y;
     // Rotate through the layouts frontends use: K x N, PyTorch's N x K read
     // through transposed indexing maps, N x K through a linalg.transpose.
-    switch (projIndex++ % 3) {
+    // (Quantized weights are N x K, as checkpoints store them.)
+    int layout = projIndex++ % 3;
+    if (cfg.quant != Quant::None && layout == 0)
+      layout = 1;
+    switch (layout) {
     case 0: {
       Val w = weight(name + ".weight", {k, n}, Init::Matrix, k, true);
       y = b.op("mm", {t, n}, "f32",
@@ -490,7 +540,7 @@ public:
       break;
     }
     case 1: {
-      Val w = weight(name + ".weight", {n, k}, Init::Matrix, k);
+      Val w = matrix(name, n, k);
       std::string maps = "[affine_map<(m, n, k) -> (m, k)>, affine_map<(m, n, "
                          "k) -> (n, k)>, affine_map<(m, n, k) -> (m, n)>]";
       y = b.op("mm", {t, n}, "f32",
@@ -499,7 +549,7 @@ public:
       break;
     }
     default: {
-      Val w = weight(name + ".weight", {n, k}, Init::Matrix, k);
+      Val w = matrix(name, n, k);
       Val wt = transpose(w, {1, 0});
       y = b.op("mm", {t, n}, "f32",
                cat("linalg.matmul ins(", x.name, ", ", wt.name, " : ", x.type(),
@@ -668,6 +718,75 @@ protected:
   };
   using BodyFn =
       std::function<std::string(Body &, const std::vector<std::string> &)>;
+
+  /// The [n, k] weight of projection `name` as @forward uses it: stored,
+  /// or (--quant) integers dequantized by a linalg.generic, as frontends
+  /// write weight-only quantization.
+  Val matrix(const std::string &name, int64_t n, int64_t k) {
+    if (cfg.quant == Quant::None)
+      return weight(name + ".weight", {n, k}, Init::Matrix, k);
+    std::string id = "affine_map<(n, k) -> (n, k)>";
+    std::vector<In> ins;
+    bool int8 = cfg.quant == Quant::Int8;
+    if (int8) {
+      ins.push_back(
+          {weight(name + ".qweight", {n, k}, Init::QInt8, k, false, "i8"), id});
+      ins.push_back(
+          {weight(name + ".scales", {n}, Init::QScale8, k, false, "f32"),
+           "affine_map<(n, k) -> (n)>"});
+    } else {
+      int64_t g = quantGroup(k);
+      std::string group = cat("affine_map<(n, k) -> (n, k floordiv ", g, ")>");
+      ins.push_back({weight(name + ".qweight", {n, k / 2}, Init::QPacked4, k,
+                            false, "i8"),
+                     "affine_map<(n, k) -> (n, k floordiv 2)>"});
+      ins.push_back(
+          {weight(name + ".scales", {n, k / g}, Init::QScale4, k, false, "f32"),
+           group});
+      ins.push_back(
+          {weight(name + ".zeros", {n, k / g}, Init::QZero, k, false, "f32"),
+           group});
+    }
+    if (cfg.kscale)
+      ins.push_back(
+          {weight(name + ".kscale", {k}, Init::KScale, k, false, "f32"),
+           "affine_map<(n, k) -> (k)>"});
+    std::string elt = cfg.elt();
+    return generic(
+        "dequant", ins, empty({n, k}, elt), id, {"parallel", "parallel"},
+        [&](Body &r, const std::vector<std::string> &a) {
+          std::string f;
+          if (int8) {
+            std::string e =
+                r.op("e", cat("arith.extsi ", a[0], " : i8 to i32"));
+            f = r.op("f", cat("arith.sitofp ", e, " : i32 to f32"));
+            f = r.op("w", cat("arith.mulf ", f, ", ", a[1], " : f32"));
+          } else {
+            // The low nibble holds even k, the high one odd k.
+            std::string kk = r.op("k", "linalg.index 1 : index");
+            std::string k8 =
+                r.op("k8", cat("arith.index_cast ", kk, " : index to i8"));
+            std::string odd = r.op("odd", cat("arith.andi ", k8, ", ",
+                                              r.constant("1", "i8"), " : i8"));
+            std::string sh = r.op("sh", cat("arith.muli ", odd, ", ",
+                                            r.constant("4", "i8"), " : i8"));
+            std::string v =
+                r.op("v", cat("arith.shrui ", a[0], ", ", sh, " : i8"));
+            std::string q = r.op("q", cat("arith.andi ", v, ", ",
+                                          r.constant("15", "i8"), " : i8"));
+            std::string e = r.op("e", cat("arith.extui ", q, " : i8 to i32"));
+            f = r.op("f", cat("arith.uitofp ", e, " : i32 to f32"));
+            f = r.op("d", cat("arith.subf ", f, ", ", a[2], " : f32"));
+            f = r.op("w", cat("arith.mulf ", f, ", ", a[1], " : f32"));
+          }
+          if (cfg.kscale)
+            f = r.op("wk",
+                     cat("arith.mulf ", f, ", ", a[ins.size() - 1], " : f32"));
+          if (elt != "f32")
+            f = r.op("wt", cat("arith.truncf ", f, " : f32 to ", elt));
+          return f;
+        });
+  }
 
   Val constant(const Weight &w) override {
     return b.op(
@@ -980,7 +1099,7 @@ public:
                  bool bias) override {
     Val x = castTo(xIn, cfg.elt());
     int64_t k = x.last(), t = x.shape[0];
-    Val w = weight(name + ".weight", {n, k}, Init::Matrix, k);
+    Val w = matrix(name, n, k);
     Val wt = generic(
         "t", {{w, "affine_map<(d0, d1) -> (d0, d1)>"}}, empty({k, n}, w.elt),
         "affine_map<(d0, d1) -> (d1, d0)>", {"parallel", "parallel"},
@@ -1587,6 +1706,20 @@ float weightValue(uint64_t key, const Weight &w, uint64_t index) {
     return float(u - 0.5);
   case Init::Bias:
     return float((2 * u - 1) * 0.1);
+  case Init::QInt8:
+    return float(std::lround((2 * u - 1) * 127));
+  case Init::QPacked4:
+    return float(std::floor(u * 256)); // Two nibbles, 0..15 each.
+  case Init::QScale8:
+  case Init::QScale4: {
+    // Dequantized values within about +-1/sqrt(fan-in), as for Matrix.
+    double range = w.init == Init::QScale8 ? 127.0 : 8.0;
+    return float((0.75 + 0.5 * u) / std::sqrt(double(w.fanIn)) / range);
+  }
+  case Init::QZero:
+    return float(7 + std::floor(u * 3)); // 7, 8 or 9.
+  case Init::KScale:
+    return float(0.5 + u);
   }
   return 0.0f;
 }
@@ -1649,7 +1782,7 @@ private:
 void forEachStoredRow(uint64_t seed, const Weight &w,
                       const std::function<void(const char *, size_t)> &row) {
   uint64_t key = splitmix64(seed) ^ fnv1a(w.name);
-  int bytes = w.elt == "bf16" ? 2 : 4;
+  int bytes = w.elt == "i8" ? 1 : w.elt == "bf16" ? 2 : 4;
   // Logical n x k (PyTorch); stored k x n when kxn. Vectors are one row.
   int64_t n = w.shape.size() == 2 ? (w.kxn ? w.shape[1] : w.shape[0]) : 1;
   int64_t k = w.shape.back();
@@ -1662,7 +1795,10 @@ void forEachStoredRow(uint64_t seed, const Weight &w,
     for (int64_t c = 0; c < inner; ++c, p += bytes) {
       uint64_t logical = w.kxn ? uint64_t(c) * k + a : uint64_t(a) * k + c;
       float v = weightValue(key, w, logical);
-      if (bytes == 2) {
+      if (bytes == 1) {
+        // Integers (QInt8 in [-127, 127], QPacked4 in [0, 255]).
+        *p = char(uint8_t(int(v) & 0xFF));
+      } else if (bytes == 2) {
         uint16_t b = toBF16(v);
         std::memcpy(p, &b, 2); // Little-endian hosts only (x86, Arm).
       } else {
@@ -1815,16 +1951,19 @@ const char *weightModeName(WeightMode mode) {
 
 std::string commandLine(const Config &cfg) {
   static const char *flavors[] = {"linalg", "tosa"};
-  return cat("flashnorm-gen --family=", familyName(cfg.family),
-             " --flavor=", flavors[int(cfg.flavor)],
-             cfg.style == Style::TorchMlir ? " --style=torch-mlir" : "",
-             cfg.decode
-                 ? cat(" --decode --cache=", cfg.cache, " --vocab=", cfg.vocab)
+  return cat(
+      "flashnorm-gen --family=", familyName(cfg.family),
+      " --flavor=", flavors[int(cfg.flavor)],
+      cfg.style == Style::TorchMlir ? " --style=torch-mlir" : "",
+      cfg.decode ? cat(" --decode --cache=", cfg.cache, " --vocab=", cfg.vocab)
                  : "",
-             " --hidden=", cfg.hidden, " --layers=", cfg.layers,
-             " --tokens=", cfg.tokens, " --heads=", cfg.heads,
-             " --mlp=", cfg.mlp, " --weights=", weightModeName(cfg.weights),
-             " --dtype=", cfg.elt(), " --seed=", cfg.seed);
+      " --hidden=", cfg.hidden, " --layers=", cfg.layers,
+      " --tokens=", cfg.tokens, " --heads=", cfg.heads, " --mlp=", cfg.mlp,
+      " --weights=", weightModeName(cfg.weights), " --dtype=", cfg.elt(),
+      cfg.quant == Quant::None   ? ""
+      : cfg.quant == Quant::Int8 ? " --quant=int8"
+                                 : " --quant=int4",
+      cfg.kscale ? " --quant-kscale" : "", " --seed=", cfg.seed);
 }
 
 int writeModule(const Config &cfg, std::FILE *f, std::vector<Weight> &weights) {
@@ -2030,6 +2169,8 @@ int main(int argc, char **argv) {
   Config cfg{familyOpt, flavorOpt, styleOpt,   hiddenOpt, layersOpt, tokensOpt,
              headsOpt,  mlpOpt,    weightsOpt, dtypeOpt,  seedOpt};
   cfg.decode = decodeOpt;
+  cfg.quant = quantOpt;
+  cfg.kscale = quantKScaleOpt;
   cfg.cache = cacheOpt;
   cfg.vocab = vocabOpt;
   if (cfg.decode && (cfg.tosa() || cfg.bf16()))
@@ -2048,6 +2189,15 @@ int main(int argc, char **argv) {
     cfg.mlp = (2 * cfg.hidden + 7) / 8 * 8;
   if (cfg.style == Style::TorchMlir && (cfg.tosa() || cfg.bf16()))
     return fail("--style=torch-mlir writes the linalg flavor in f32");
+  if (cfg.quant != Quant::None && (cfg.tosa() || cfg.family == Family::Gpt2 ||
+                                   cfg.weights == WeightMode::Checkpoint))
+    return fail("--quant writes the linalg flavor of llama, qwen2 and gemma "
+                "with resource or argument weights");
+  if (cfg.kscale && cfg.quant != Quant::Int8)
+    return fail("--quant-kscale needs --quant=int8");
+  if (cfg.quant == Quant::Int4 && (cfg.hidden % 2 || cfg.mlp % 2))
+    return fail("--quant=int4 packs two values per byte: --hidden and --mlp "
+                "must be even");
   if (cfg.bf16() && cfg.family == Family::Gpt2)
     return fail("--dtype=bf16 is only supported for llama, qwen2 and gemma");
 

@@ -13,6 +13,7 @@
 #ifndef FLASHNORM_ANALYSIS_PROJECTION_H
 #define FLASHNORM_ANALYSIS_PROJECTION_H
 
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/MLProgram/IR/MLProgram.h"
 #include "mlir/IR/BuiltinAttributeInterfaces.h"
 #include "mlir/IR/Operation.h"
@@ -79,6 +80,23 @@ traceWeightToConstant(Value weight, int64_t axis,
                       std::string *whyNot = nullptr) {
   return traceWeight(weight, axis, /*allowArgument=*/false, whyNot);
 }
+
+/// A weight dequantized from integers (weight-only quantization: extsi or
+/// extui, sitofp or uitofp, zero point, scales) by a `linalg.generic` that
+/// also multiplies by a per-input-channel factor `f[k]` (activation-aware
+/// scaling), reached from the projection through layout-only ops: a gain
+/// folds into `f` exactly as into a float weight.
+struct KFactorSource {
+  linalg::GenericOp dequant;
+  /// The operand number of `f` in `dequant`, and the constant it is.
+  unsigned factorOperand = 0;
+  WeightSource factor;
+  /// Layout ops between the weight operand and `dequant`, nearest first.
+  SmallVector<Operation *> chain;
+};
+/// Follows `weight` (contracted along `axis`) to such a dequantization.
+FailureOr<KFactorSource> traceWeightToKFactor(Value weight, int64_t axis,
+                                              std::string *whyNot = nullptr);
 
 /// True for a reshape (`tensor.expand_shape`, `tensor.collapse_shape`,
 /// `tosa.reshape`) that only regroups rows and keeps the last (feature)
