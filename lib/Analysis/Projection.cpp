@@ -1,5 +1,6 @@
 #include "flashnorm/Analysis/Projection.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Linalg/IR/LinalgInterfaces.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
@@ -361,4 +362,72 @@ FailureOr<KFactorSource> flashnorm::traceWeightToKFactor(Value weight,
   return fail("its weight is dequantized from integers by a "
               "'linalg.generic' without a per-input-channel factor to fold "
               "the gain into (deferred without folding)");
+}
+
+FailureOr<Int8Dequant>
+flashnorm::traceWeightToInt8Dequant(Value weight, int64_t axis,
+                                    std::string *whyNot) {
+  Int8Dequant src;
+  auto fail = [&](const Twine &msg) -> FailureOr<Int8Dequant> {
+    if (whyNot)
+      *whyNot = msg.str();
+    return failure();
+  };
+  FailureOr<Value> stop = throughLayout(weight, axis, src.chain, whyNot);
+  if (failed(stop))
+    return failure();
+  auto generic = stop->getDefiningOp<linalg::GenericOp>();
+  if (!generic || !generic.hasPureTensorSemantics() ||
+      generic.getNumDpsInputs() != 2 || generic.getNumDpsInits() != 1 ||
+      generic.getNumLoops() != 2 || generic.getNumParallelLoops() != 2 ||
+      !generic.getIndexingMapsArray().back().isIdentity())
+    return fail("its weight is not a 2-D int8 dequantization");
+  // Body: yield [truncf] (mulf (sitofp (extsi q)), s), either order.
+  Block *body = generic.getBody();
+  Value y = body->getTerminator()->getOperand(0);
+  if (auto trunc = y.getDefiningOp<arith::TruncFOp>())
+    y = trunc.getIn();
+  auto mul = y.getDefiningOp<arith::MulFOp>();
+  if (!mul || mul->getBlock() != body)
+    return fail("its dequantization is not q * s");
+  for (unsigned side = 0; side < 2; ++side) {
+    Value conv = mul->getOperand(side);
+    auto scaleArg = dyn_cast<BlockArgument>(mul->getOperand(1 - side));
+    auto sitofp = conv.getDefiningOp<arith::SIToFPOp>();
+    if (!sitofp || !scaleArg || scaleArg.getOwner() != body)
+      continue;
+    Value in = sitofp.getIn();
+    if (auto ext = in.getDefiningOp<arith::ExtSIOp>())
+      in = ext.getIn();
+    auto qArg = dyn_cast<BlockArgument>(in);
+    if (!qArg || qArg.getOwner() != body || !qArg.getType().isInteger(8) ||
+        qArg.getArgNumber() >= 2 || scaleArg.getArgNumber() >= 2 ||
+        qArg == scaleArg)
+      continue;
+    OpOperand *qOp = generic.getDpsInputOperand(qArg.getArgNumber());
+    OpOperand *sOp = generic.getDpsInputOperand(scaleArg.getArgNumber());
+    AffineMap qMap = generic.getMatchingIndexingMap(qOp);
+    AffineMap sMap = generic.getMatchingIndexingMap(sOp);
+    unsigned n = 1 - axis;
+    if (!qMap.isPermutation() || sMap.getNumResults() != 1 ||
+        sMap.getResult(0) != getAffineDimExpr(n, generic.getContext()) ||
+        !getElementTypeOrSelf(sOp->get().getType()).isF32())
+      return fail("its int8 dequantization does not scale per output channel");
+    std::optional<unsigned> qAxis =
+        qMap.getResultPosition(getAffineDimExpr(axis, generic.getContext()));
+    FailureOr<WeightSource> q =
+        traceWeightToConstant(qOp->get(), *qAxis, whyNot);
+    FailureOr<WeightSource> scale =
+        traceWeightToConstant(sOp->get(), /*axis=*/0, whyNot);
+    if (failed(q) || failed(scale) || !q->value || !scale->value)
+      return fail("the integers or scales of its dequantization are not "
+                  "constants");
+    src.dequant = generic;
+    src.qOperand = qOp->getOperandNumber();
+    src.scaleOperand = sOp->getOperandNumber();
+    src.q = *q;
+    src.scale = *scale;
+    return src;
+  }
+  return fail("its dequantization is not sitofp(q) * s of an int8 q");
 }

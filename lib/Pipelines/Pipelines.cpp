@@ -25,7 +25,8 @@ void flashnorm::buildFlashNormPipeline(
       createDropRedundant({options.allowApproximate}));
   // A module pass: with prepare-function it adds functions and edits calls.
   pm.addPass(createFoldGains(
-      {options.cloneSharedWeights, options.prepareFunction, options.foldPlan}));
+      {options.cloneSharedWeights, options.prepareFunction, options.foldPlan,
+       options.allowRequantize, options.requantizeTolerance}));
   OpPassManager &fpm = pm.nest<func::FuncOp>();
   // Again once the gains are folded: a norm whose scale a later
   // scale-invariant norm cancels must be weightless first (QK-norm).

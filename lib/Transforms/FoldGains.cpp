@@ -21,6 +21,7 @@
 #include "llvm/ADT/SetVector.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/raw_ostream.h"
+#include <cmath>
 
 namespace mlir::flashnorm {
 #define GEN_PASS_DEF_FOLDGAINS
@@ -37,6 +38,12 @@ constexpr StringLiteral kPass = "flashnorm-fold-gains";
 struct FoldTarget {
   Projection projection;
   WeightSource source;
+};
+
+/// An int8 weight the gain goes into by requantizing (allow-requantize).
+struct RequantTarget {
+  Projection projection;
+  Int8Dequant dequant;
 };
 
 /// The per-feature values of a constant gain or bias, or why not.
@@ -160,12 +167,14 @@ std::optional<unsigned> getArgumentThroughReshapes(Value v) {
 /// prepare function instead (recorded there).
 template <typename NormOp> struct FoldGainsPattern : OpRewritePattern<NormOp> {
   FoldGainsPattern(MLIRContext *ctx, PassReporter &reporter, bool cloneShared,
+                   std::optional<double> requantizeTolerance,
                    SmallVector<ArgFold> *argFolds, CheckpointFolds *checkpoint,
                    llvm::SetVector<Operation *> &replacedGlobals,
                    llvm::DenseSet<Operation *> &refusedForArguments,
                    llvm::DenseSet<Operation *> &refusedForCheckpoint)
       : OpRewritePattern<NormOp>(ctx), reporter(reporter),
-        cloneShared(cloneShared), argFolds(argFolds), checkpoint(checkpoint),
+        cloneShared(cloneShared), requantizeTolerance(requantizeTolerance),
+        argFolds(argFolds), checkpoint(checkpoint),
         replacedGlobals(replacedGlobals),
         refusedForArguments(refusedForArguments),
         refusedForCheckpoint(refusedForCheckpoint) {}
@@ -257,6 +266,7 @@ template <typename NormOp> struct FoldGainsPattern : OpRewritePattern<NormOp> {
     bool valuesInCheckpoint = gainRef || biasRef;
 
     SmallVector<FoldTarget> targets, checkpointTargets;
+    SmallVector<RequantTarget, 1> requantTargets;
     unsigned numKFactors = 0;
     SmallVector<ArgFold> newArgFolds;
     // A LayerNorm's mean-centering goes into the weights too, unless one of
@@ -305,6 +315,31 @@ template <typename NormOp> struct FoldGainsPattern : OpRewritePattern<NormOp> {
           factorUse.weightIndex = kFactor->factorOperand;
           targets.push_back({factorUse, kFactor->factor});
           ++numKFactors;
+          continue;
+        }
+        return userRefusal();
+      }
+      // Opt-in: an int8 weight with per-output-channel scales takes the
+      // gain by requantizing (inexact, reported with its error).
+      FailureOr<Int8Dequant> requant =
+          failed(source) && requantizeTolerance
+              ? traceWeightToInt8Dequant(projection->getWeight(),
+                                         projection->weightAxis)
+              : FailureOr<Int8Dequant>(failure());
+      if (succeeded(requant)) {
+        if (layer)
+          why = "its weight is quantized: a LayerNorm's mean-centering and "
+                "bias are not requantized";
+        else if (gainArg || valuesInCheckpoint)
+          why = "its weight is a constant int8 tensor but the gain is not "
+                "a constant";
+        else if (!requant->dequant->getResult(0).hasOneUse() ||
+                 llvm::any_of(requant->chain, [](Operation *op) {
+                   return !op->getResult(0).hasOneUse();
+                 }))
+          why = "its dequantized weight has other users";
+        else {
+          requantTargets.push_back({*projection, *requant});
           continue;
         }
         return userRefusal();
@@ -440,6 +475,43 @@ template <typename NormOp> struct FoldGainsPattern : OpRewritePattern<NormOp> {
                       "' (it needs one output-feature dimension)");
       biases.push_back(*b);
     }
+    SmallVector<Requantized> requantized;
+    std::string errors;
+    for (const RequantTarget &t : requantTargets) {
+      const Int8Dequant &d = t.dequant;
+      FailureOr<Requantized> r =
+          requantizeInt8(d.q.value, d.q.axis, d.scale.value, gain, &why);
+      if (failed(r))
+        return refuse("the int8 weight of '" +
+                      t.projection.op->getName().getStringRef() +
+                      "' cannot be requantized: " + why);
+      std::string stats = "max abs error " + formatNumber(r->maxAbsError) +
+                          ", RMS error " + formatNumber(r->relRmsError) +
+                          " of the weight's RMS, output error "
+                          "<= " +
+                          formatNumber(r->outputBound) + " per unit-RMS row";
+      if (r->relRmsError > *requantizeTolerance)
+        return refuse("requantizing the int8 weight of '" +
+                      t.projection.op->getName().getStringRef() + "' at " +
+                      formatLoc(t.projection.op->getLoc()) + " with the gain " +
+                      "exceeds requantize-tolerance=" +
+                      formatNumber(*requantizeTolerance) + " (" + stats + ")");
+      errors += "; '" + t.projection.op->getName().getStringRef().str() +
+                "' at " + formatLoc(t.projection.op->getLoc()) + ": " + stats;
+      requantized.push_back(*r);
+    }
+    for (auto [t, r] : llvm::zip(requantTargets, requantized)) {
+      const Int8Dequant &d = t.dequant;
+      Projection qUse, scaleUse;
+      qUse.op = scaleUse.op = d.dequant;
+      qUse.weightIndex = d.qOperand;
+      scaleUse.weightIndex = d.scaleOperand;
+      replaceWeight(rewriter, qUse, d.q, r.q);
+      replaceWeight(rewriter, scaleUse, d.scale, r.scales);
+      for (const WeightSource *src : {&d.q, &d.scale})
+        if (src->global)
+          replacedGlobals.insert(src->global);
+    }
     for (auto [i, t] : llvm::enumerate(targets)) {
       if (t.source.global)
         replacedGlobals.insert(t.source.global);
@@ -465,6 +537,15 @@ template <typename NormOp> struct FoldGainsPattern : OpRewritePattern<NormOp> {
       argFolds->append(newArgFolds.begin(), newArgFolds.end());
     rewriter.setInsertionPoint(norm);
     Operation *weightless = NormTraits::createWeightless(rewriter, norm);
+    if (!requantTargets.empty()) {
+      reporter.approximated(weightless,
+                            "folded the gain into " +
+                                Twine(targets.size() + requantTargets.size()) +
+                                " projection weight(s), requantizing " +
+                                Twine(requantTargets.size()) + " int8 one(s)" +
+                                errors);
+      return success();
+    }
     reporter.applied(
         weightless,
         Twine("folded the ") +
@@ -548,6 +629,8 @@ template <typename NormOp> struct FoldGainsPattern : OpRewritePattern<NormOp> {
 
   PassReporter &reporter;
   bool cloneShared;
+  /// Set with allow-requantize: the largest RMS change (relative) allowed.
+  std::optional<double> requantizeTolerance;
   SmallVector<ArgFold> *argFolds;
   CheckpointFolds *checkpoint;
   /// Globals whose loads were replaced: those nothing loads any more are
@@ -699,6 +782,12 @@ struct FoldGainsPass : flashnorm::impl::FoldGainsBase<FoldGainsPass> {
   using FoldGainsBase::FoldGainsBase;
   void runOnOperation() override {
     ModuleOp module = getOperation();
+    if (!(requantizeTolerance > 0) || !std::isfinite(requantizeTolerance)) {
+      emitError(module.getLoc())
+          << kPass << ": requantize-tolerance must be a positive number, not "
+          << requantizeTolerance.getValue();
+      return signalPassFailure();
+    }
     SmallVector<func::FuncOp> functions(module.getOps<func::FuncOp>());
     CheckpointFolds checkpoint;
     llvm::SetVector<Operation *> replacedGlobals;
@@ -713,6 +802,8 @@ struct FoldGainsPass : flashnorm::impl::FoldGainsBase<FoldGainsPass> {
         patterns
             .add<FoldGainsPattern<RMSNormOp>, FoldGainsPattern<LayerNormOp>>(
                 &getContext(), reporter, cloneSharedWeights,
+                allowRequantize ? std::optional<double>(requantizeTolerance)
+                                : std::nullopt,
                 prepareFunction ? &argFolds : nullptr,
                 foldPlan.empty() ? nullptr : &checkpoint, replacedGlobals,
                 refusedForArguments, refusedForCheckpoint);

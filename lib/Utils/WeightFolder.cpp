@@ -11,6 +11,8 @@
 #include "mlir/IR/Threading.h"
 #include "llvm/ADT/bit.h"
 
+#include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -785,4 +787,85 @@ FailureOr<ElementsAttr> flashnorm::packPanels(ElementsAttr weight, int64_t axis,
   pack(buffer.get());
   return cast<ElementsAttr>(DenseElementsAttr::getFromRawBuffer(
       packed, ArrayRef<char>(buffer.get(), bytes)));
+}
+
+FailureOr<Requantized> flashnorm::requantizeInt8(ElementsAttr q, int64_t axis,
+                                                 ElementsAttr scales,
+                                                 ArrayRef<double> gain,
+                                                 std::string *whyNot) {
+  auto type = cast<RankedTensorType>(q.getShapedType());
+  if (type.getRank() != 2 || !type.getElementType().isInteger(8) ||
+      !type.hasStaticShape() || (axis != 0 && axis != 1))
+    return fail(whyNot, "the integers are not a 2-D int8 tensor");
+  int64_t numK = type.getDimSize(axis), numN = type.getDimSize(1 - axis);
+  FailureOr<SmallVector<double>> s = readAsDoubles(scales, whyNot);
+  if (failed(s))
+    return failure();
+  if (static_cast<int64_t>(s->size()) != numN ||
+      static_cast<int64_t>(gain.size()) != numK)
+    return fail(whyNot, "scales or gain do not match the integers' shape");
+  // The integers' raw bytes (dense or dense_resource, possibly a splat).
+  ArrayRef<char> data;
+  if (auto dense = dyn_cast<DenseElementsAttr>(q))
+    data = dense.getRawData();
+  else if (auto resource = dyn_cast<DenseResourceElementsAttr>(q)) {
+    AsmResourceBlob *blob = resource.getRawHandle().getBlob();
+    if (!blob)
+      return fail(whyNot, "dense_resource '" +
+                              resource.getRawHandle().getKey() +
+                              "' has no data (elided or missing)");
+    data = blob->getData();
+  } else {
+    return fail(whyNot, "the integers are neither dense nor dense_resource");
+  }
+  bool splat = data.size() == 1 && type.getNumElements() != 1;
+  if (!splat && static_cast<int64_t>(data.size()) != type.getNumElements())
+    return fail(whyNot, "the integers hold " + Twine(data.size()) + " bytes");
+  auto at = [&](int64_t n, int64_t k) -> int64_t {
+    return axis == 1 ? n * numK + k : k * numN + n;
+  };
+  std::vector<int8_t> out(type.getNumElements());
+  SmallVector<float> newScales(numN);
+  Requantized r;
+  double sumSq = 0, sumErrSq = 0;
+  for (int64_t n = 0; n < numN; ++n) {
+    double maxAbs = 0;
+    for (int64_t k = 0; k < numK; ++k) {
+      double w = (*s)[n] * double(int8_t(data[splat ? 0 : at(n, k)])) * gain[k];
+      maxAbs = std::max(maxAbs, std::abs(w));
+    }
+    // The new scale is stored as f32: quantize against that value.
+    float scale = static_cast<float>(maxAbs / 127.0);
+    newScales[n] = scale;
+    double rowErrSq = 0;
+    for (int64_t k = 0; k < numK; ++k) {
+      double w = (*s)[n] * double(int8_t(data[splat ? 0 : at(n, k)])) * gain[k];
+      double v =
+          scale == 0 ? 0 : std::clamp(std::round(w / scale), -127.0, 127.0);
+      out[at(n, k)] = static_cast<int8_t>(v);
+      double err = w - v * double(scale);
+      r.maxAbsError = std::max(r.maxAbsError, std::abs(err));
+      rowErrSq += err * err;
+      sumSq += w * w;
+    }
+    sumErrSq += rowErrSq;
+    r.outputBound = std::max(r.outputBound, std::sqrt(rowErrSq));
+  }
+  r.relRmsError = sumSq == 0 ? 0 : std::sqrt(sumErrSq / sumSq);
+  r.outputBound *= std::sqrt(static_cast<double>(numK));
+  ArrayRef<char> bytes(reinterpret_cast<const char *>(out.data()), out.size());
+  if (auto resource = dyn_cast<DenseResourceElementsAttr>(q)) {
+    AsmResourceBlob blob =
+        HeapAsmResourceBlob::allocateAndCopyWithAlign(bytes, alignof(int64_t));
+    r.q = cast<ElementsAttr>(DenseResourceElementsAttr::get(
+        type, (resource.getRawHandle().getKey() + "_requantized").str(),
+        std::move(blob)));
+  } else {
+    r.q = cast<ElementsAttr>(DenseElementsAttr::getFromRawBuffer(type, bytes));
+  }
+  auto scaleType =
+      RankedTensorType::get({numN}, Float32Type::get(type.getContext()));
+  r.scales = cast<ElementsAttr>(
+      DenseElementsAttr::get(scaleType, ArrayRef<float>(newScales)));
+  return r;
 }

@@ -98,6 +98,21 @@ struct KFactorSource {
 FailureOr<KFactorSource> traceWeightToKFactor(Value weight, int64_t axis,
                                               std::string *whyNot = nullptr);
 
+/// A weight dequantized from a constant int8 tensor with one f32 scale per
+/// output channel (`w = s[n] * sitofp(extsi(q[n, k]))`, optionally rounded
+/// to the weight's type), reached through layout-only ops: what
+/// fold-gains' `allow-requantize` can fold a gain into by requantizing.
+struct Int8Dequant {
+  linalg::GenericOp dequant;
+  /// The operand numbers of q and s in `dequant`, and their constants (q's
+  /// axis is its contracted one).
+  unsigned qOperand = 0, scaleOperand = 0;
+  WeightSource q, scale;
+  SmallVector<Operation *> chain;
+};
+FailureOr<Int8Dequant> traceWeightToInt8Dequant(Value weight, int64_t axis,
+                                                std::string *whyNot = nullptr);
+
 /// True for a reshape (`tensor.expand_shape`, `tensor.collapse_shape`,
 /// `tosa.reshape`) that only regroups rows and keeps the last (feature)
 /// dimension as it is: a per-feature gain commutes with it.

@@ -30,6 +30,17 @@ struct FlashNormPipelineOptions
                      "a checkpoint (extern ml_program globals) in this file "
                      "for flashnorm-fold-checkpoint"),
       llvm::cl::init("")};
+  PassOptions::Option<bool> allowRequantize{
+      *this, "allow-requantize",
+      llvm::cl::desc("flashnorm-fold-gains: fold gains into int8 weights with "
+                     "per-output-channel scales by requantizing (inexact, "
+                     "reported)"),
+      llvm::cl::init(false)};
+  PassOptions::Option<double> requantizeTolerance{
+      *this, "requantize-tolerance",
+      llvm::cl::desc("flashnorm-fold-gains: the largest RMS error of a "
+                     "requantized weight, relative to its RMS"),
+      llvm::cl::init(0.01)};
   PassOptions::Option<bool> partial{
       *this, "partial",
       llvm::cl::desc("flashnorm-defer-scale: defer projections of norms that "

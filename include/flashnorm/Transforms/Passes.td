@@ -83,6 +83,16 @@ def FoldGains : Pass<"flashnorm-fold-gains", "ModuleOp"> {
     weight bytes enter the IR. Without `fold-plan` such norms are refused
     with a warning.
 
+    Quantized weights (a `linalg.generic` dequantizing integers): a gain
+    folds exactly into a per-input-channel factor of the dequantization;
+    otherwise the norm is refused here and defer-scale defers it without
+    folding. With `allow-requantize`, an int8 weight with one scale per
+    output channel takes the gain by requantizing per channel
+    (`s' = max |s q g| / 127`, `q' = round(s q g / s')`); the remark gives
+    the largest and RMS errors against the exactly folded weight and a bound
+    on the output error of a unit-RMS row, and a requantization whose RMS
+    error exceeds `requantize-tolerance` of the weight's RMS is refused.
+
     Remarks: run with `--remarks-filter=flashnorm` (add
     `--remark-format=emitRemark` for compiler-style diagnostics).
   }];
@@ -107,6 +117,14 @@ def FoldGains : Pass<"flashnorm-fold-gains", "ModuleOp"> {
            "Fold weights that are extern ml_program globals by writing the "
            "folds to this file (a plan for flashnorm-fold-checkpoint) and "
            "loading new globals (default: none, such norms are refused)">,
+    Option<"allowRequantize", "allow-requantize", "bool", /*default=*/"false",
+           "Fold a gain into an int8 weight with per-output-channel scales "
+           "by requantizing it (new scales and integers; inexact, each "
+           "reported with its errors)">,
+    Option<"requantizeTolerance", "requantize-tolerance", "double",
+           /*default=*/"0.01",
+           "With allow-requantize: refuse a requantization whose RMS error "
+           "exceeds this fraction of the folded weight's RMS">,
   ];
   let statistics = [
     Statistic<"numFolded", "folded-norms", "Norms whose gain was folded">,

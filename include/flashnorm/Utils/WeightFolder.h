@@ -112,6 +112,23 @@ FailureOr<ElementsAttr> packPanels(ElementsAttr weight, int64_t axis,
                                    int64_t panel,
                                    std::string *whyNot = nullptr);
 
+/// An int8 weight with one scale per output channel, `w = s[n] q`, with a
+/// gain folded in along k and requantized per output channel (opt-in: the
+/// integers change, so the fold is no longer exact):
+/// `s'[n] = max_k |s[n] q[n, k] g[k]| / 127`, `q' = round(s q g / s')`.
+struct Requantized {
+  ElementsAttr q, scales;
+  /// Against the exactly folded weight `s q g`: the largest error, the RMS
+  /// error over the RMS of the folded weight, and a bound on the error of
+  /// any output of a unit-RMS input row (`sqrt(K) max_n |dw[n, :]|_2`).
+  double maxAbsError = 0, relRmsError = 0, outputBound = 0;
+};
+/// `q` is [N, K] or [K, N] (`axis` is its k dimension), `scales` [N].
+FailureOr<Requantized> requantizeInt8(ElementsAttr q, int64_t axis,
+                                      ElementsAttr scales,
+                                      ArrayRef<double> gain,
+                                      std::string *whyNot = nullptr);
+
 /// Reads a constant float tensor into f64 values (exact).
 FailureOr<SmallVector<double>> readAsDoubles(ElementsAttr attr,
                                              std::string *whyNot = nullptr);
