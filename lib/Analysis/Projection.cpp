@@ -159,7 +159,7 @@ mapAxisThroughUnitReshape(ShapedType src, ShapedType dst, int64_t axis) {
 /// Whether `g` only moves elements: one input, one init, all loops
 /// parallel, a body that yields the input. Importers write transposes
 /// (`aten.t`), broadcasts and copies this way.
-static bool isLayoutGeneric(linalg::GenericOp g) {
+bool flashnorm::isLayoutGeneric(linalg::GenericOp g) {
   if (!g.hasPureTensorSemantics() || g.getNumDpsInputs() != 1 ||
       g.getNumDpsInits() != 1 || g.getNumParallelLoops() != g.getNumLoops())
     return false;

@@ -24,9 +24,15 @@ void flashnorm::buildFlashNormPipeline(
   pm.addNestedPass<func::FuncOp>(
       createDropRedundant({options.allowApproximate}));
   // A module pass: with prepare-function it adds functions and edits calls.
-  pm.addPass(createFoldGains(
-      {options.cloneSharedWeights, options.prepareFunction, options.foldPlan,
-       options.allowRequantize, options.requantizeTolerance}));
+  // By name: the options struct's order is Passes.td's, not this file's.
+  FoldGainsOptions foldGains;
+  foldGains.cloneSharedWeights = options.cloneSharedWeights;
+  foldGains.prepareFunction = options.prepareFunction;
+  foldGains.foldPlan = options.foldPlan;
+  foldGains.foldAttentionScaleOpt = options.foldAttentionScale;
+  foldGains.allowRequantize = options.allowRequantize;
+  foldGains.requantizeTolerance = options.requantizeTolerance;
+  pm.addPass(createFoldGains(foldGains));
   OpPassManager &fpm = pm.nest<func::FuncOp>();
   // Again once the gains are folded: a norm whose scale a later
   // scale-invariant norm cancels must be weightless first (QK-norm).

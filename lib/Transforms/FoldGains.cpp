@@ -38,6 +38,9 @@ constexpr StringLiteral kPass = "flashnorm-fold-gains";
 struct FoldTarget {
   Projection projection;
   WeightSource source;
+  /// The attention scale the projection's result absorbs (folded with the
+  /// gain: one rounding).
+  std::optional<LogitScale> logit;
 };
 
 /// An int8 weight the gain goes into by requantizing (allow-requantize).
@@ -168,14 +171,15 @@ std::optional<unsigned> getArgumentThroughReshapes(Value v) {
 template <typename NormOp> struct FoldGainsPattern : OpRewritePattern<NormOp> {
   FoldGainsPattern(MLIRContext *ctx, PassReporter &reporter, bool cloneShared,
                    std::optional<double> requantizeTolerance,
-                   SmallVector<ArgFold> *argFolds, CheckpointFolds *checkpoint,
+                   bool foldAttentionScale, SmallVector<ArgFold> *argFolds,
+                   CheckpointFolds *checkpoint,
                    llvm::SetVector<Operation *> &replacedGlobals,
                    llvm::DenseSet<Operation *> &refusedForArguments,
                    llvm::DenseSet<Operation *> &refusedForCheckpoint)
       : OpRewritePattern<NormOp>(ctx), reporter(reporter),
         cloneShared(cloneShared), requantizeTolerance(requantizeTolerance),
-        argFolds(argFolds), checkpoint(checkpoint),
-        replacedGlobals(replacedGlobals),
+        foldAttentionScale(foldAttentionScale), argFolds(argFolds),
+        checkpoint(checkpoint), replacedGlobals(replacedGlobals),
         refusedForArguments(refusedForArguments),
         refusedForCheckpoint(refusedForCheckpoint) {}
 
@@ -265,7 +269,7 @@ template <typename NormOp> struct FoldGainsPattern : OpRewritePattern<NormOp> {
     }
     bool valuesInCheckpoint = gainRef || biasRef;
 
-    SmallVector<FoldTarget> targets, checkpointTargets;
+    SmallVector<FoldTarget, 3> targets, checkpointTargets;
     SmallVector<RequantTarget, 1> requantTargets;
     unsigned numKFactors = 0;
     SmallVector<ArgFold> newArgFolds;
@@ -313,7 +317,8 @@ template <typename NormOp> struct FoldGainsPattern : OpRewritePattern<NormOp> {
           Projection factorUse;
           factorUse.op = kFactor->dequant;
           factorUse.weightIndex = kFactor->factorOperand;
-          targets.push_back({factorUse, kFactor->factor});
+          targets.push_back(
+              {factorUse, kFactor->factor, getLogitScale(*projection)});
           ++numKFactors;
           continue;
         }
@@ -441,7 +446,7 @@ template <typename NormOp> struct FoldGainsPattern : OpRewritePattern<NormOp> {
           (!source->constant->getResult(0).hasOneUse() || sharedVia()))
         return refuse("the weight of '" + user->getName().getStringRef() +
                       "' has other users and clone-shared-weights=false");
-      targets.push_back({*projection, *source});
+      targets.push_back({*projection, *source, getLogitScale(*projection)});
     }
 
     for (ArgFold &f : newArgFolds)
@@ -453,11 +458,31 @@ template <typename NormOp> struct FoldGainsPattern : OpRewritePattern<NormOp> {
     // untouched.
     SmallVector<ElementsAttr> folded;
     SmallVector<SmallVector<double>> biases;
+    SmallVector<SmallVector<ElementsAttr>> logitBiases;
+    unsigned numLogitScales = 0;
     for (const FoldTarget &t : targets) {
+      // The attention scale goes in with the gain (one rounding), and into
+      // the biases on the way to the logits.
+      double c = t.logit ? t.logit->factor : 1.0;
+      SmallVector<double> scale(gain);
+      for (double &v : scale)
+        v *= c;
+      logitBiases.emplace_back();
+      if (t.logit) {
+        ++numLogitScales;
+        for (auto &[add, b] : t.logit->biases) {
+          int64_t n = b.value.getShapedType().getDimSize(b.axis);
+          FailureOr<ElementsAttr> scaled =
+              scaleAlongAxis(b.value, b.axis, SmallVector<double>(n, c), &why);
+          if (failed(scaled))
+            return refuse("a bias before the attention logits: " + why);
+          logitBiases.back().push_back(*scaled);
+        }
+      }
       FailureOr<ElementsAttr> attr =
-          center ? scaleAndCenterAlongAxis(t.source.value, t.source.axis, gain,
+          center ? scaleAndCenterAlongAxis(t.source.value, t.source.axis, scale,
                                            &why)
-                 : scaleAlongAxis(t.source.value, t.source.axis, gain, &why);
+                 : scaleAlongAxis(t.source.value, t.source.axis, scale, &why);
       if (failed(attr))
         return refuse("weight of '" +
                       t.projection.op->getName().getStringRef() + "': " + why);
@@ -473,6 +498,8 @@ template <typename NormOp> struct FoldGainsPattern : OpRewritePattern<NormOp> {
         return refuse("the bias cannot be folded through the weight of '" +
                       t.projection.op->getName().getStringRef() +
                       "' (it needs one output-feature dimension)");
+      for (double &v : *b)
+        v *= c;
       biases.push_back(*b);
     }
     SmallVector<Requantized> requantized;
@@ -516,6 +543,8 @@ template <typename NormOp> struct FoldGainsPattern : OpRewritePattern<NormOp> {
       if (t.source.global)
         replacedGlobals.insert(t.source.global);
       replaceWeight(rewriter, t.projection, t.source, folded[i]);
+      if (t.logit)
+        bypassLogitScale(rewriter, *t.logit, logitBiases[i]);
       if (!biases.empty())
         addOutputBias(rewriter, t.projection.op, biases[i]);
     }
@@ -565,6 +594,10 @@ template <typename NormOp> struct FoldGainsPattern : OpRewritePattern<NormOp> {
                  ? ""
                  : " (" + Twine(newArgFolds.size()) +
                        " argument(s), through the prepare function)") +
+            (numLogitScales == 0
+                 ? ""
+                 : " (with the attention scale of " + Twine(numLogitScales) +
+                       " query projection(s))") +
             (numKFactors == 0
                  ? ""
                  : " (" + Twine(numKFactors) +
@@ -631,6 +664,14 @@ template <typename NormOp> struct FoldGainsPattern : OpRewritePattern<NormOp> {
   bool cloneShared;
   /// Set with allow-requantize: the largest RMS change (relative) allowed.
   std::optional<double> requantizeTolerance;
+  bool foldAttentionScale;
+
+  std::optional<LogitScale> getLogitScale(const Projection &p) const {
+    if (!foldAttentionScale)
+      return std::nullopt;
+    FailureOr<LogitScale> scale = findLogitScale(p);
+    return succeeded(scale) ? std::optional(*scale) : std::nullopt;
+  }
   SmallVector<ArgFold> *argFolds;
   CheckpointFolds *checkpoint;
   /// Globals whose loads were replaced: those nothing loads any more are
@@ -804,7 +845,7 @@ struct FoldGainsPass : flashnorm::impl::FoldGainsBase<FoldGainsPass> {
                 &getContext(), reporter, cloneSharedWeights,
                 allowRequantize ? std::optional<double>(requantizeTolerance)
                                 : std::nullopt,
-                prepareFunction ? &argFolds : nullptr,
+                foldAttentionScaleOpt, prepareFunction ? &argFolds : nullptr,
                 foldPlan.empty() ? nullptr : &checkpoint, replacedGlobals,
                 refusedForArguments, refusedForCheckpoint);
         if (failed(applyFlashNormPatterns(fn, std::move(patterns))))

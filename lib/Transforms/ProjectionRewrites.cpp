@@ -185,3 +185,11 @@ Value flashnorm::rebuildProjection(RewriterBase &rewriter, const Projection &p,
         .getResult(0);
   return createWidenedContraction(rewriter, linalgOp, inputs, init);
 }
+
+void flashnorm::bypassLogitScale(RewriterBase &rewriter,
+                                 const LogitScale &scale,
+                                 ArrayRef<ElementsAttr> scaledBiases) {
+  for (auto [bias, scaled] : llvm::zip_equal(scale.biases, scaledBiases))
+    replaceWeight(rewriter, bias.first, bias.second, scaled);
+  rewriter.replaceOp(scale.site, scale.site->getOperand(scale.scaledOperand));
+}

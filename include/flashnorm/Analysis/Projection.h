@@ -113,6 +113,11 @@ struct Int8Dequant {
 FailureOr<Int8Dequant> traceWeightToInt8Dequant(Value weight, int64_t axis,
                                                 std::string *whyNot = nullptr);
 
+/// Whether `g` only moves elements (one input, one init, all loops
+/// parallel, a body that yields the input): how importers write transposes,
+/// broadcasts and copies.
+bool isLayoutGeneric(linalg::GenericOp g);
+
 /// True for a reshape (`tensor.expand_shape`, `tensor.collapse_shape`,
 /// `tosa.reshape`) that only regroups rows and keeps the last (feature)
 /// dimension as it is: a per-feature gain commutes with it.

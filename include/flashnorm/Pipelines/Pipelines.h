@@ -30,6 +30,11 @@ struct FlashNormPipelineOptions
                      "a checkpoint (extern ml_program globals) in this file "
                      "for flashnorm-fold-checkpoint"),
       llvm::cl::init("")};
+  PassOptions::Option<bool> foldAttentionScale{
+      *this, "fold-attention-scale",
+      llvm::cl::desc("flashnorm-fold-gains: fold a query projection's "
+                     "constant attention scale into its weight with the gain"),
+      llvm::cl::init(true)};
   PassOptions::Option<bool> allowRequantize{
       *this, "allow-requantize",
       llvm::cl::desc("flashnorm-fold-gains: fold gains into int8 weights with "

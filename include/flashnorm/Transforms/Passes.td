@@ -83,6 +83,14 @@ def FoldGains : Pass<"flashnorm-fold-gains", "ModuleOp"> {
     weight bytes enter the IR. Without `fold-plan` such norms are refused
     with a warning.
 
+    Attention scale (`fold-attention-scale`, on by default): a query
+    projection whose result reaches the attention logits only through
+    linear single-use ops (reshapes, transposes, casts, a constant bias add)
+    also takes the constant the logits (or q) are multiplied by, folded with
+    the gain in one rounding; the multiply is removed and the biases on the
+    way are scaled. The key side is never scaled (what a KV cache stores is
+    unchanged); a norm on the way (QK-norm) stops it.
+
     Quantized weights (a `linalg.generic` dequantizing integers): a gain
     folds exactly into a per-input-channel factor of the dequantization;
     otherwise the norm is refused here and defer-scale defers it without
@@ -117,6 +125,11 @@ def FoldGains : Pass<"flashnorm-fold-gains", "ModuleOp"> {
            "Fold weights that are extern ml_program globals by writing the "
            "folds to this file (a plan for flashnorm-fold-checkpoint) and "
            "loading new globals (default: none, such norms are refused)">,
+    Option<"foldAttentionScaleOpt", "fold-attention-scale", "bool",
+           /*default=*/"true",
+           "Fold the constant attention scale that a query projection's "
+           "logits (or q) are multiplied by into its weight, with the gain "
+           "(one rounding)">,
     Option<"allowRequantize", "allow-requantize", "bool", /*default=*/"false",
            "Fold a gain into an int8 weight with per-output-channel scales "
            "by requantizing it (new scales and integers; inexact, each "

@@ -3,6 +3,7 @@
 #ifndef FLASHNORM_TRANSFORMS_PROJECTIONREWRITES_H
 #define FLASHNORM_TRANSFORMS_PROJECTIONREWRITES_H
 
+#include "flashnorm/Analysis/LogitScale.h"
 #include "flashnorm/Analysis/Projection.h"
 #include "mlir/IR/PatternMatch.h"
 
@@ -38,6 +39,13 @@ void addOutputBias(RewriterBase &rewriter, Operation *projection,
 /// The same with the bias as a value (a 1-D tensor of the result's element
 /// type that dominates the projection).
 void addOutputBias(RewriterBase &rewriter, Operation *projection, Value bias);
+
+/// Moves an attention scale into what feeds it: bypasses its multiply (the
+/// value is the product now) and replaces each bias on the way by its
+/// scaled value in `scaledBiases` (in order). The caller scales the
+/// projection's weight.
+void bypassLogitScale(RewriterBase &rewriter, const LogitScale &scale,
+                      ArrayRef<ElementsAttr> scaledBiases);
 
 /// Re-creates `projection` reading `activation` instead of its activation
 /// (in place when its result is f32 or wider). A projection with an f16 or
