@@ -321,16 +321,13 @@ static bool isFactorOfResult(BlockArgument arg) {
   }
 }
 
-FailureOr<KFactorSource> flashnorm::traceWeightToKFactor(Value weight,
-                                                         int64_t axis,
-                                                         std::string *whyNot) {
-  KFactorSource src;
-  auto fail = [&](const Twine &msg) -> FailureOr<KFactorSource> {
-    if (whyNot)
-      *whyNot = msg.str();
-    return failure();
-  };
-  FailureOr<Value> stop = throughLayout(weight, axis, src.chain, whyNot);
+/// Follows `weight` through layout ops to an element-wise generic that
+/// reads integers (a dequantization), with `axis` mapped to its loops.
+static FailureOr<linalg::GenericOp>
+throughLayoutToDequant(Value weight, int64_t &axis,
+                       SmallVectorImpl<Operation *> &chain,
+                       std::string *whyNot) {
+  FailureOr<Value> stop = throughLayout(weight, axis, chain, whyNot);
   if (failed(stop))
     return failure();
   auto generic = stop->getDefiningOp<linalg::GenericOp>();
@@ -340,8 +337,28 @@ FailureOr<KFactorSource> flashnorm::traceWeightToKFactor(Value weight,
       !generic.getIndexingMapsArray().back().isIdentity() ||
       llvm::none_of(generic.getDpsInputs(), [](Value v) {
         return isa<IntegerType>(getElementTypeOrSelf(v.getType()));
-      }))
-    return fail("its weight is not a constant nor a dequantization");
+      })) {
+    if (whyNot)
+      *whyNot = "its weight is not a constant nor a dequantization";
+    return failure();
+  }
+  return generic;
+}
+
+FailureOr<KFactorSource> flashnorm::traceWeightToKFactor(Value weight,
+                                                         int64_t axis,
+                                                         std::string *whyNot) {
+  KFactorSource src;
+  auto fail = [&](const Twine &msg) -> FailureOr<KFactorSource> {
+    if (whyNot)
+      *whyNot = msg.str();
+    return failure();
+  };
+  FailureOr<linalg::GenericOp> dequant =
+      throughLayoutToDequant(weight, axis, src.chain, whyNot);
+  if (failed(dequant))
+    return failure();
+  linalg::GenericOp generic = *dequant;
   AffineExpr k = getAffineDimExpr(axis, generic.getContext());
   for (OpOperand *input : generic.getDpsInputOperands()) {
     AffineMap map = generic.getMatchingIndexingMap(input);
@@ -373,14 +390,12 @@ flashnorm::traceWeightToInt8Dequant(Value weight, int64_t axis,
       *whyNot = msg.str();
     return failure();
   };
-  FailureOr<Value> stop = throughLayout(weight, axis, src.chain, whyNot);
-  if (failed(stop))
+  FailureOr<linalg::GenericOp> dequant =
+      throughLayoutToDequant(weight, axis, src.chain, whyNot);
+  if (failed(dequant))
     return failure();
-  auto generic = stop->getDefiningOp<linalg::GenericOp>();
-  if (!generic || !generic.hasPureTensorSemantics() ||
-      generic.getNumDpsInputs() != 2 || generic.getNumDpsInits() != 1 ||
-      generic.getNumLoops() != 2 || generic.getNumParallelLoops() != 2 ||
-      !generic.getIndexingMapsArray().back().isIdentity())
+  linalg::GenericOp generic = *dequant;
+  if (generic.getNumDpsInputs() != 2 || generic.getNumLoops() != 2)
     return fail("its weight is not a 2-D int8 dequantization");
   // Body: yield [truncf] (mulf (sitofp (extsi q)), s), either order.
   Block *body = generic.getBody();

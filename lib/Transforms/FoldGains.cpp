@@ -43,6 +43,15 @@ struct FoldTarget {
   std::optional<LogitScale> logit;
 };
 
+/// Whether a dequantized weight reaches only its projection (`dequant` and
+/// the layout ops after it have one use each): folding changes what it
+/// holds.
+bool isUsedOnce(Operation *dequant, ArrayRef<Operation *> chain) {
+  return dequant->getResult(0).hasOneUse() &&
+         llvm::all_of(
+             chain, [](Operation *op) { return op->getResult(0).hasOneUse(); });
+}
+
 /// An int8 weight the gain goes into by requantizing (allow-requantize).
 struct RequantTarget {
   Projection projection;
@@ -308,10 +317,7 @@ template <typename NormOp> struct FoldGainsPattern : OpRewritePattern<NormOp> {
         else if (gainArg || valuesInCheckpoint)
           why = "its weight's per-input-channel factor is a constant but "
                 "the gain is not";
-        else if (!kFactor->dequant->getResult(0).hasOneUse() ||
-                 llvm::any_of(kFactor->chain, [](Operation *op) {
-                   return !op->getResult(0).hasOneUse();
-                 }))
+        else if (!isUsedOnce(kFactor->dequant, kFactor->chain))
           why = "its dequantized weight has other users";
         else {
           Projection factorUse;
@@ -338,10 +344,7 @@ template <typename NormOp> struct FoldGainsPattern : OpRewritePattern<NormOp> {
         else if (gainArg || valuesInCheckpoint)
           why = "its weight is a constant int8 tensor but the gain is not "
                 "a constant";
-        else if (!requant->dequant->getResult(0).hasOneUse() ||
-                 llvm::any_of(requant->chain, [](Operation *op) {
-                   return !op->getResult(0).hasOneUse();
-                 }))
+        else if (!isUsedOnce(requant->dequant, requant->chain))
           why = "its dequantized weight has other users";
         else {
           requantTargets.push_back({*projection, *requant});

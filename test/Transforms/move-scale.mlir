@@ -126,6 +126,34 @@ func.func @relu_tosa_bf16(%x: tensor<1x4x8xbf16>, %wu: tensor<1x8x16xbf16>,
 
 // -----
 
+// A generic that reads its init is not part of a chain: nothing moves.
+// CHECK-LABEL: func.func @reads_init
+// CHECK: %[[US:.*]] = flashnorm.post_scale
+// CHECK: linalg.generic {{.*}} ins(%[[US]] : tensor<4x16xf32>) outs(%[[US]] : tensor<4x16xf32>)
+// CHECK: %[[D:.*]] = linalg.matmul
+// CHECK: return %[[D]]
+// REMARK-NOT: Function=reads_init | Remark="moved
+func.func @reads_init(%x: tensor<4x8xf32>, %wu: tensor<8x16xf32>, %wd: tensor<16x8xf32>) -> tensor<4x8xf32> {
+  %s = flashnorm.rms_inv %x eps(1.0e-05) : tensor<4x8xf32> -> tensor<4xf32>
+  %c0 = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<4x16xf32>
+  %z = linalg.fill ins(%c0 : f32) outs(%e : tensor<4x16xf32>) -> tensor<4x16xf32>
+  %u = linalg.matmul ins(%x, %wu : tensor<4x8xf32>, tensor<8x16xf32>) outs(%z : tensor<4x16xf32>) -> tensor<4x16xf32>
+  %us = flashnorm.post_scale %u, %s : tensor<4x16xf32>, tensor<4xf32> -> tensor<4x16xf32>
+  %m = linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>], iterator_types = ["parallel", "parallel"]}
+      ins(%us : tensor<4x16xf32>) outs(%us : tensor<4x16xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %v = arith.mulf %a, %o : f32
+    linalg.yield %v : f32
+  } -> tensor<4x16xf32>
+  %e8 = tensor.empty() : tensor<4x8xf32>
+  %z8 = linalg.fill ins(%c0 : f32) outs(%e8 : tensor<4x8xf32>) -> tensor<4x8xf32>
+  %d = linalg.matmul ins(%m, %wd : tensor<4x16xf32>, tensor<16x8xf32>) outs(%z8 : tensor<4x8xf32>) -> tensor<4x8xf32>
+  return %d : tensor<4x8xf32>
+}
+
+// -----
+
 // A bf16 post-scale read by a generic: the generic takes the f32
 // accumulator and rounds it to bf16 in its body (one rounding, as before).
 // CHECK-LABEL: func.func @bf16_generic
