@@ -120,14 +120,10 @@ bool hasShape(Value v, ArrayRef<int64_t> shape) {
 bool isChainOp(Operation *op, ArrayRef<int64_t> shape) {
   if (op->getNumResults() != 1 || !hasShape(op->getResult(0), shape))
     return false;
-  // (A generic that reads its init is left alone: importers write
-  // element-wise ops into tensor.empty, and a stripped init is an edge
-  // case this pass need not take.)
   if (auto generic = dyn_cast<linalg::GenericOp>(op))
     return generic.hasPureTensorSemantics() && generic.getNumDpsInits() == 1 &&
            generic.getNumLoops() == generic.getNumParallelLoops() &&
-           generic.getIndexingMapsArray().back().isIdentity() &&
-           !generic.payloadUsesValueFromOperand(generic.getDpsInitOperand(0));
+           generic.getIndexingMapsArray().back().isIdentity();
   if (isa<tosa::MulOp, tosa::AddOp, tosa::SubOp, tosa::NegateOp, tosa::ClampOp,
           tosa::CastOp, tosa::SigmoidOp, tosa::TanhOp, tosa::ExpOp, tosa::AbsOp,
           tosa::MaximumOp, tosa::MinimumOp>(op))
@@ -259,12 +255,14 @@ private:
 
   Degree ofGeneric(linalg::GenericOp generic) {
     DenseMap<Value, Degree> local;
-    for (OpOperand *input : generic.getDpsInputOperands()) {
-      Degree d = ofValue(input->get());
+    // Inputs and the init alike: a body may read its init (the output map
+    // is the identity).
+    for (OpOperand &operand : generic->getOpOperands()) {
+      Degree d = ofValue(operand.get());
       if (!d.isUnscaled() &&
-          !generic.getMatchingIndexingMap(input).isIdentity())
+          !generic.getMatchingIndexingMap(&operand).isIdentity())
         return Degree::none(); // A scaled value broadcast or permuted.
-      local[generic.getMatchingBlockArgument(input)] = d;
+      local[generic.getMatchingBlockArgument(&operand)] = d;
     }
     auto lookup = [&](Value v) -> Degree {
       auto it = local.find(v);

@@ -5,6 +5,7 @@
 // RUN: flashnorm-opt %s --flashnorm --remarks-filter=flashnorm --remark-format=emitRemark -o /dev/null 2>&1 | FileCheck %s --check-prefix=REMARK
 // RUN: flashnorm-run %s -e swiglu --pipeline=flashnorm --compare --rtol 1e-4 --atol 1e-5 | FileCheck %s
 // RUN: flashnorm-run %s -e reglu --pipeline=flashnorm --compare --rtol 1e-4 --atol 1e-5 | FileCheck %s
+// RUN: flashnorm-run %s -e reads_init --pipeline=flashnorm --compare --rtol 1e-4 --atol 1e-5 | FileCheck %s
 // RUN: flashnorm-run %s -e relu_tosa_bf16 --pipeline=flashnorm --compare --rtol 3e-2 --atol 3e-2 | FileCheck %s
 // A wrong move is caught: the rewritten swiglu with the gate's post-scale
 // (its only [6, 48] one) dropped, as if moved through silu.
@@ -15,6 +16,7 @@
 // MUTANT: MISMATCH
 // REMARK-DAG: Function=swiglu | Remark="moved 1 post-scale(s) past 'linalg.matmul', applied after it as 1 post-scale(s)
 // REMARK-DAG: Function=reglu | Remark="moved 2 post-scale(s) past 'linalg.matmul', applied after it as 2 post-scale(s)
+// REMARK-DAG: Function=reads_init | Remark="moved 1 post-scale(s) past 'linalg.matmul', applied after it as 2 post-scale(s)
 // REMARK-DAG: Function=relu_tosa_bf16 | Remark="moved 1 post-scale(s) past 'tosa.matmul', applied after it as 1 post-scale(s)
 
 #id = affine_map<(i, j) -> (i, j)>
@@ -68,6 +70,26 @@ func.func @reglu(%x: tensor<6x32xf32>, %wg: tensor<32x48xf32>, %wu: tensor<32x48
   %e2 = tensor.empty() : tensor<6x32xf32>
   %z2 = linalg.fill ins(%c0 : f32) outs(%e2 : tensor<6x32xf32>) -> tensor<6x32xf32>
   %d = linalg.matmul ins(%m, %wd : tensor<6x48xf32>, tensor<48x32xf32>) outs(%z2 : tensor<6x32xf32>) -> tensor<6x32xf32>
+  return %d : tensor<6x32xf32>
+}
+
+// (u * u through the generic's input and its init: s^2.)
+func.func @reads_init(%x: tensor<6x32xf32>, %wu: tensor<32x96xf32>,
+                      %wd: tensor<96x32xf32>) -> tensor<6x32xf32> {
+  %n = flashnorm.rms_norm %x eps(1.0e-05) : tensor<6x32xf32>
+  %c0 = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<6x96xf32>
+  %z = linalg.fill ins(%c0 : f32) outs(%e : tensor<6x96xf32>) -> tensor<6x96xf32>
+  %u = linalg.matmul ins(%n, %wu : tensor<6x32xf32>, tensor<32x96xf32>) outs(%z : tensor<6x96xf32>) -> tensor<6x96xf32>
+  %m = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%u : tensor<6x96xf32>) outs(%u : tensor<6x96xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %v = arith.mulf %a, %o : f32
+    linalg.yield %v : f32
+  } -> tensor<6x96xf32>
+  %e2 = tensor.empty() : tensor<6x32xf32>
+  %z2 = linalg.fill ins(%c0 : f32) outs(%e2 : tensor<6x32xf32>) -> tensor<6x32xf32>
+  %d = linalg.matmul ins(%m, %wd : tensor<6x96xf32>, tensor<96x32xf32>) outs(%z2 : tensor<6x32xf32>) -> tensor<6x32xf32>
   return %d : tensor<6x32xf32>
 }
 

@@ -126,13 +126,16 @@ func.func @relu_tosa_bf16(%x: tensor<1x4x8xbf16>, %wu: tensor<1x8x16xbf16>,
 
 // -----
 
-// A generic that reads its init is not part of a chain: nothing moves.
+// A generic that reads its init: the post-scaled up projection times
+// itself (as input and as init) is s^2 (u * u), two post-scales after.
 // CHECK-LABEL: func.func @reads_init
-// CHECK: %[[US:.*]] = flashnorm.post_scale
-// CHECK: linalg.generic {{.*}} ins(%[[US]] : tensor<4x16xf32>) outs(%[[US]] : tensor<4x16xf32>)
+// CHECK: %[[S:.*]] = flashnorm.rms_inv
+// CHECK: %[[U:.*]] = linalg.matmul
+// CHECK: linalg.generic {{.*}} ins(%[[U]] : tensor<4x16xf32>) outs(%[[U]] : tensor<4x16xf32>)
 // CHECK: %[[D:.*]] = linalg.matmul
-// CHECK: return %[[D]]
-// REMARK-NOT: Function=reads_init | Remark="moved
+// CHECK: %[[D1:.*]] = flashnorm.post_scale %[[D]], %[[S]]
+// CHECK: flashnorm.post_scale %[[D1]], %[[S]]
+// REMARK: Function=reads_init | Remark="moved 1 post-scale(s) past 'linalg.matmul', applied after it as 2 post-scale(s)
 func.func @reads_init(%x: tensor<4x8xf32>, %wu: tensor<8x16xf32>, %wd: tensor<16x8xf32>) -> tensor<4x8xf32> {
   %s = flashnorm.rms_inv %x eps(1.0e-05) : tensor<4x8xf32> -> tensor<4xf32>
   %c0 = arith.constant 0.0 : f32
