@@ -28,6 +28,8 @@ PASSES = [
     "--flashnorm=allow-approximate=true", "--flashnorm-raise",
     "--flashnorm-fold-gains", "--flashnorm-fold-gains=prepare-function=true",
     "--flashnorm-defer-scale", "--flashnorm-drop-redundant",
+    "--flashnorm-move-scale", "--flashnorm=allow-requantize=true",
+    "--flashnorm-fold-gains=allow-requantize=true fold-attention-scale=false",
     "--flashnorm-lower-to-linalg", "--flashnorm-lower-to-llvm",
     "--flashnorm-cpu-pipeline", "--flashnorm-gpu-to-kernels=defer-mode=fused",
     "--flashnorm-gpu-to-kernels=defer-mode=streams",
@@ -41,6 +43,7 @@ BAD_OPTIONS = [
     "--flashnorm-gpu-pipeline=reduce-threads=2048",
     "--flashnorm-cpu-pipeline=tile-sizes=0,0,0",
     "--flashnorm-gpu-pipeline=defer-mode=", "--flashnorm=partial=maybe",
+    "--flashnorm-fold-gains=requantize-tolerance=-1",
 ]
 TOKENS = [
     (r"\b\d+\.\d+(?:e[-+]?\d+)?\b", ["0.0", "-1.0", "1.0e+38", "1.0e-45",
