@@ -6,9 +6,6 @@
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Tosa/IR/TosaOps.h"
 #include "mlir/IR/Matchers.h"
-#include "llvm/Support/Debug.h"
-
-#define DEBUG_TYPE "flashnorm-logit-scale"
 
 using namespace mlir;
 using namespace mlir::flashnorm;
