@@ -5,16 +5,18 @@ Runs on a GPU machine from a kit made by scripts/gpu-kit.sh (docs/GPU.md):
 every build there is a shared object whose `_mlir_ciface_bench(result, x, w)`
 takes device buffers and returns a device allocation. In one process, for
 each (shape, tokens, dtype), it times
-  serial, streams, fused, streams+graphs, cublaslt   rms_norm(x) W, deferred
-  projection, projection-cublaslt                    round(x W), f32 accumulator
-  torch-matmul        x @ W through torch (cuBLAS): the projection's real limit
-  torch-rmsnorm+mm    torch.nn.functional.rms_norm(x, gain) @ W: what a user has
+  serial, streams, fused, streams+graphs, cublaslt   rms_norm(x) W^T, deferred
+  projection, projection-cublaslt                    round(x W^T), f32 accumulator
+  torch-matmul        F.linear(x, W) through torch (cuBLAS): the projection's
+                      real limit
+  torch-rmsnorm+mm    F.linear(F.rms_norm(x, gain), W): what a user has
+with W in nn.Linear's layout, N x K (out_features x in_features)
 and the roofline max(bytes / HBM bandwidth, flops / tensor rate). Weights are
 rotated over enough copies that every call reads them from HBM, not L2.
 Times are CUDA-event medians of at least 20 calls after warm-up: flashnorm's
 from the runtime's episode events (first stream to last synchronization; in
 graph mode around the graph launch), torch's around the call on its stream.
-Every output is checked against rms_norm(x) W in f32 (tolerance 1e-2
+Every output is checked against rms_norm(x) W^T in f32 (tolerance 1e-2
 relative to the row's largest value: f32 accumulation, one rounding).
 
 Prints a markdown table (also --out), geometric means, and last the line
@@ -172,14 +174,14 @@ def main():
         gen.manual_seed(k * 31 + n * 7 + m)
         w_bytes = k * n * 2
         copies = max(1, math.ceil(3 * L2_BYTES / w_bytes))
-        ws = [torch.rand((k, n), generator=gen, device="cuda",
+        ws = [torch.rand((n, k), generator=gen, device="cuda",
                          dtype=torch.float32).sub_(0.5).mul_(2).to(tdt)
               for _ in range(copies)]
         x = torch.randn((m, k), generator=gen, device="cuda").to(tdt)
         gain = torch.ones(k, device="cuda", dtype=tdt)
         xf = x.float()
         normed = xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + eps)
-        want = {True: normed @ ws[0].float(), False: xf @ ws[0].float()}
+        want = {True: normed @ ws[0].float().T, False: xf @ ws[0].float().T}
         torch.cuda.synchronize()
         roofline_us = 1e6 * max(2 * (m * k + k * n + m * n) / HBM_BYTES_PER_S,
                                 2 * m * k * n / TENSOR_FLOPS)
@@ -206,9 +208,10 @@ def main():
                 e.synchronize()
                 return s.elapsed_time(e)
             return 1e3 * median_ms(once, args.runs, args.warmup)
-        times["torch-matmul"] = torch_timed(lambda w: torch.matmul(x, w))
+        linear = torch.nn.functional.linear
+        times["torch-matmul"] = torch_timed(lambda w: linear(x, w))
         times["torch-rmsnorm+mm"] = torch_timed(
-            lambda w: torch.matmul(torch.nn.functional.rms_norm(
+            lambda w: linear(torch.nn.functional.rms_norm(
                 x, (k,), gain, eps), w))
         errors, verdicts = {}, {}
         loaded = {}

@@ -5,8 +5,9 @@ Shared by scripts/gpu-kit.sh, which compiles every build ahead of time
 and by bench.py, which times them on a GPU machine beside cuBLAS and torch.
 
 A build is one (shape, tokens, dtype, variant): the program
-  y = rms_norm(x) W          (weightless: a model's gain is folded offline)
-or the projection alone, y = round(x W) with the same f32 accumulator and one
+  y = rms_norm(x) W^T        (weightless: a model's gain is folded offline)
+with W in nn.Linear's layout, N x K, as a PyTorch user holds it, or the
+projection alone, y = round(x W^T) with the same f32 accumulator and one
 rounding, so that "the projection alone" is the limit of the same kernel
 family. `--flashnorm` defers the norm's 1/RMS past the projection; each
 variant is a flashnorm-gpu-pipeline configuration.
@@ -70,10 +71,13 @@ def builds():
 
 
 def program(b):
-    """@bench(x: M x K, w: K x N) -> M x N with the C interface
+    """@bench(x: M x K, w: N x K) -> M x N with the C interface
     (_mlir_ciface_bench(result, x, w), memref descriptors)."""
     m, k, n, t = b["m"], b["k"], b["n"], b["dtype"]
-    x, w = "tensor<%dx%dx%s>" % (m, k, t), "tensor<%dx%dx%s>" % (k, n, t)
+    x, w = "tensor<%dx%dx%s>" % (m, k, t), "tensor<%dx%dx%s>" % (n, k, t)
+    # x W^T: the weight read as stored, n by k.
+    nk = ("indexing_maps = [affine_map<(m, n, k) -> (m, k)>, "
+          "affine_map<(m, n, k) -> (n, k)>, affine_map<(m, n, k) -> (m, n)>] ")
     y, acc = "tensor<%dx%dx%s>" % (m, n, t), "tensor<%dx%dxf32>" % (m, n)
     lines = ["func.func @bench(%%x: %s, %%w: %s) -> %s "
              "attributes {llvm.emit_c_interface} {" % (x, w, y)]
@@ -85,8 +89,8 @@ def program(b):
             "  %%z = arith.constant 0.0 : %s" % t,
             "  %%e = tensor.empty() : %s" % y,
             "  %%f = linalg.fill ins(%%z : %s) outs(%%e : %s) -> %s" % (t, y, y),
-            "  %%y = linalg.matmul ins(%%in, %%w : %s, %s) outs(%%f : %s) -> %s"
-            % (x, w, y, y),
+            "  %%y = linalg.matmul %sins(%%in, %%w : %s, %s) outs(%%f : %s) -> %s"
+            % (nk, x, w, y, y),
         ]
     else:
         lines += [
@@ -94,8 +98,8 @@ def program(b):
             "  %%e = tensor.empty() : %s" % acc,
             "  %%f = linalg.fill ins(%%z : f32) outs(%%e : %s) -> %s"
             % (acc, acc),
-            "  %%p = linalg.matmul ins(%%x, %%w : %s, %s) outs(%%f : %s) -> %s"
-            % (x, w, acc, acc),
+            "  %%p = linalg.matmul %sins(%%x, %%w : %s, %s) outs(%%f : %s) -> %s"
+            % (nk, x, w, acc, acc),
             "  %%o = tensor.empty() : %s" % y,
             "  %%y = linalg.generic {indexing_maps = [affine_map<(i, j) -> "
             "(i, j)>, affine_map<(i, j) -> (i, j)>], iterator_types = "

@@ -1,6 +1,7 @@
 //===- HappensBefore.cpp - Order of GPU work in a host function -----------===//
 
 #include "flashnorm/Analysis/HappensBefore.h"
+#include "flashnorm/Dialect/FlashNorm/IR/FlashNormOps.h"
 #include "flashnorm/Utils/Remarks.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -27,21 +28,34 @@ Value HappensBefore::getRoot(Value buffer) {
   return buffer;
 }
 
+/// The global a root names and whether it is the global's device copy
+/// (`flashnorm.resident`, one per process: every resident of a global is the
+/// same buffer, distinct from the host one).
+static std::optional<std::pair<StringRef, bool>> namedGlobal(Value root) {
+  if (auto global = root.getDefiningOp<memref::GetGlobalOp>())
+    return std::make_pair(global.getName(), false);
+  if (auto resident = root.getDefiningOp<ResidentOp>())
+    if (auto global = HappensBefore::getRoot(resident.getHost())
+                          .getDefiningOp<memref::GetGlobalOp>())
+      return std::make_pair(global.getName(), true);
+  return std::nullopt;
+}
+
 bool flashnorm::isKnownRoot(Value root) {
   // Function arguments only: a loop's memref iter_arg is any of its values.
   if (auto arg = dyn_cast<BlockArgument>(root))
     return arg.getOwner()->isEntryBlock() &&
            isa<FunctionOpInterface>(arg.getOwner()->getParentOp());
-  return isa_and_nonnull<gpu::AllocOp, memref::AllocOp, memref::AllocaOp,
-                         memref::GetGlobalOp>(root.getDefiningOp());
+  return isa_and_nonnull<gpu::AllocOp, memref::AllocOp, memref::AllocaOp>(
+             root.getDefiningOp()) ||
+         namedGlobal(root);
 }
 
 bool flashnorm::mayAliasRoots(Value a, Value b) {
   if (a == b || !isKnownRoot(a) || !isKnownRoot(b))
     return true;
-  auto globalA = a.getDefiningOp<memref::GetGlobalOp>();
-  auto globalB = b.getDefiningOp<memref::GetGlobalOp>();
-  return globalA && globalB && globalA.getName() == globalB.getName();
+  auto globalA = namedGlobal(a), globalB = namedGlobal(b);
+  return globalA && globalB && *globalA == *globalB;
 }
 
 bool flashnorm::mayWrite(Operation *op, Value root) {

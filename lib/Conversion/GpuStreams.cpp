@@ -2,9 +2,11 @@
 //
 // Turns a device function (kernels as `gpu.launch`, the CPU schedule's
 // `async.execute` tasks and `async.await` joins) into host code on streams:
-// - buffers: arguments and globals are copied to `gpu.alloc`ed memory once,
-//   allocations become `gpu.alloc`, copies `gpu.memcpy`, results are copied
-//   back to host allocations;
+// - buffers: arguments and mutable globals are copied to `gpu.alloc`ed
+//   memory once per call, constant globals (the weights) once per process
+//   (`flashnorm.resident`: repeated calls move no weight bytes), allocations
+//   become `gpu.alloc`, copies `gpu.memcpy`, results are copied back to host
+//   allocations;
 // - tokens: one main stream; each task forks a stream from the main one
 //   (`gpu.wait async [%main]`); an await joins explicitly
 //   (`gpu.wait async [%main, %task]`, FLASHNORM.md §6), so every launch has
@@ -17,10 +19,12 @@
 
 #include "flashnorm/Analysis/HappensBefore.h"
 #include "flashnorm/Conversion/Passes.h"
+#include "flashnorm/Dialect/FlashNorm/IR/FlashNormOps.h"
 #include "flashnorm/Utils/Remarks.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/IR/SymbolTable.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Interfaces/ViewLikeInterface.h"
 #include "llvm/ADT/SetVector.h"
@@ -59,9 +63,10 @@ public:
         return failure();
     for (Operation *op : executes)
       op->erase();
-    reporter.applied(fn, Twine(tails.size()) + " stream(s), " +
-                             Twine(numJoins) + " join(s), " +
-                             Twine(numLaunches) + " launch(es)");
+    reporter.applied(
+        fn, Twine(tails.size()) + " stream(s), " + Twine(numJoins) +
+                " join(s), " + Twine(numLaunches) + " launch(es), " +
+                Twine(numResident) + " constant(s) kept on the device");
     return success();
   }
 
@@ -96,6 +101,30 @@ private:
     auto copy = gpu::MemcpyOp::create(
         b, loc, tokenType, ValueRange{tails[mainStream]}, device, host);
     tails[mainStream] = copy.getAsyncToken();
+    return success();
+  }
+
+  static bool isConstant(memref::GetGlobalOp global) {
+    auto symbol = SymbolTable::lookupNearestSymbolFrom<memref::GlobalOp>(
+        global, global.getNameAttr());
+    return symbol && symbol.getConstant();
+  }
+
+  /// The process-lifetime device copy of a constant, used in its place from
+  /// now on. It is neither allocated nor freed here: the runtime owns it.
+  LogicalResult makeResident(OpBuilder &b, Location loc,
+                             memref::GetGlobalOp global) {
+    auto type = global.getType();
+    if (!type.getLayout().isIdentity() || !type.hasStaticShape())
+      return emitError(loc) << "flashnorm-gpu-streams: cannot keep a constant "
+                               "of type "
+                            << type << " on the device";
+    auto resident =
+        ResidentOp::create(b, loc, type, tokenType,
+                           ValueRange{tails[mainStream]}, global.getResult());
+    global.getResult().replaceAllUsesExcept(resident.getDevice(), resident);
+    tails[mainStream] = resident.getAsyncToken();
+    ++numResident;
     return success();
   }
 
@@ -137,6 +166,8 @@ private:
     }
     if (auto global = dyn_cast<memref::GetGlobalOp>(op)) {
       b.setInsertionPointAfter(op);
+      if (isConstant(global))
+        return makeResident(b, loc, global);
       return upload(b, loc, global.getResult());
     }
     if (isa<memref::DeallocOp>(op)) {
@@ -289,7 +320,7 @@ private:
   Type tokenType;
   /// The last token of every stream created, by stream id.
   SmallVector<Value> tails;
-  unsigned mainStream = 0, numJoins = 0, numLaunches = 0;
+  unsigned mainStream = 0, numJoins = 0, numLaunches = 0, numResident = 0;
   DenseMap<Value, unsigned> taskStreams;
   llvm::DenseSet<unsigned> joined;
   llvm::SetVector<unsigned> pendingJoins;

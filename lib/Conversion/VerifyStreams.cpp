@@ -72,7 +72,7 @@ void getUses(Operation *op, SmallVectorImpl<Value> &streams,
     streamAt(3);
   else if (callee == "mgpuLaunchKernel")
     streamAt(8);
-  else if (callee == "mgpuFlashNormGemmLt")
+  else if (callee == "mgpuFlashNormGemmLt" || callee == "mgpuFlashNormResident")
     streamAt(0);
 }
 

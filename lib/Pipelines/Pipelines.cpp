@@ -260,8 +260,6 @@ static LogicalResult checkGpuOptions(const GpuPipelineOptions &options,
   return success();
 }
 
-/// The first half of flashnorm-gpu-pipeline: kernels as gpu.launch and the
-/// host code's token graph, in the gpu dialect.
 /// The GPU pipeline up to its kernels: each linalg op a `gpu.launch`, the
 /// tensor-core ones still as vector fragments (what the CPU emulation of
 /// the kernels in the tests runs).
@@ -278,6 +276,9 @@ static LogicalResult buildGpuToKernels(OpPassManager &pm,
     return failure();
   pm.addNestedPass<func::FuncOp>(createAsyncMark());
   pm.addPass(createLowerToLinalg());
+  // Weights in the layout the kernels read, before their bytes become
+  // buffers: no transpose of a constant runs on the device.
+  pm.addNestedPass<func::FuncOp>(createGpuWeightLayout());
   if (failed(parsePassPipeline(kToBuffers, pm, errors)))
     return failure();
   if (mode == "streams")

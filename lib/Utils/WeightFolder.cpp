@@ -751,6 +751,39 @@ void flashnorm::packPanelsRaw(size_t width, const char *in, char *out,
                       in + ((b * panel + j) * numK + k) * width, width);
 }
 
+/// `weight` (2-D, contracted along `axis`) relaid by packPanelsRaw into
+/// panels of `panel` outputs, typed `type` (its bytes are the panels'); a
+/// `dense_resource` gets a new resource named with `suffix`.
+static FailureOr<ElementsAttr> relayout(ElementsAttr weight, int64_t axis,
+                                        int64_t panel, RankedTensorType type,
+                                        StringRef suffix, std::string *whyNot) {
+  ShapedType in = weight.getShapedType();
+  int64_t numK = in.getDimSize(axis), numN = in.getDimSize(1 - axis);
+  FailureOr<RawView> view = getRawView(weight, whyNot);
+  if (failed(view))
+    return failure();
+  size_t width = byteWidth(view->kind);
+  if (view->splat)
+    return cast<ElementsAttr>(DenseElementsAttr::getFromRawBuffer(
+        type, view->data.take_front(width)));
+  size_t bytes = width * in.getNumElements();
+  auto pack = [&](char *out) {
+    packPanelsRaw(width, view->data.data(), out, numK, numN, axis == 0, panel);
+  };
+  if (auto resource = dyn_cast<DenseResourceElementsAttr>(weight)) {
+    AsmResourceBlob blob =
+        HeapAsmResourceBlob::allocate(bytes, alignof(double));
+    pack(blob.getMutableData().data());
+    std::string name = (resource.getRawHandle().getKey() + suffix).str();
+    return cast<ElementsAttr>(
+        DenseResourceElementsAttr::get(type, name, std::move(blob)));
+  }
+  std::unique_ptr<char[]> buffer(new char[bytes]);
+  pack(buffer.get());
+  return cast<ElementsAttr>(DenseElementsAttr::getFromRawBuffer(
+      type, ArrayRef<char>(buffer.get(), bytes)));
+}
+
 FailureOr<ElementsAttr> flashnorm::packPanels(ElementsAttr weight, int64_t axis,
                                               int64_t panel,
                                               std::string *whyNot) {
@@ -762,31 +795,21 @@ FailureOr<ElementsAttr> flashnorm::packPanels(ElementsAttr weight, int64_t axis,
     return fail(whyNot, "its " + Twine(numN) +
                             " output features are not a multiple of the " +
                             Twine(panel) + "-wide panels");
-  FailureOr<RawView> view = getRawView(weight, whyNot);
-  if (failed(view))
-    return failure();
   auto packed =
       RankedTensorType::get({numN / panel, numK, panel}, type.getElementType());
-  size_t width = byteWidth(view->kind);
-  if (view->splat)
-    return cast<ElementsAttr>(DenseElementsAttr::getFromRawBuffer(
-        packed, view->data.take_front(width)));
-  size_t bytes = width * type.getNumElements();
-  auto pack = [&](char *out) {
-    packPanelsRaw(width, view->data.data(), out, numK, numN, axis == 0, panel);
-  };
-  if (auto resource = dyn_cast<DenseResourceElementsAttr>(weight)) {
-    AsmResourceBlob blob =
-        HeapAsmResourceBlob::allocate(bytes, alignof(double));
-    pack(blob.getMutableData().data());
-    std::string name = (resource.getRawHandle().getKey() + "_panels").str();
-    return cast<ElementsAttr>(
-        DenseResourceElementsAttr::get(packed, name, std::move(blob)));
-  }
-  std::unique_ptr<char[]> buffer(new char[bytes]);
-  pack(buffer.get());
-  return cast<ElementsAttr>(DenseElementsAttr::getFromRawBuffer(
-      packed, ArrayRef<char>(buffer.get(), bytes)));
+  return relayout(weight, axis, panel, packed, "_panels", whyNot);
+}
+
+FailureOr<ElementsAttr> flashnorm::storeRowsAlongK(ElementsAttr weight,
+                                                   int64_t axis,
+                                                   std::string *whyNot) {
+  ShapedType type = weight.getShapedType();
+  if (!type.hasStaticShape() || type.getRank() != 2 || axis < 0 || axis > 1)
+    return fail(whyNot, "the weight is not a static 2-D tensor");
+  int64_t numK = type.getDimSize(axis), numN = type.getDimSize(1 - axis);
+  // Panels of one output: [N][K][1] is [N][K] in memory.
+  auto rows = RankedTensorType::get({numN, numK}, type.getElementType());
+  return relayout(weight, axis, /*panel=*/1, rows, "_nk", whyNot);
 }
 
 FailureOr<Requantized> flashnorm::requantizeInt8(ElementsAttr q, int64_t axis,

@@ -49,6 +49,10 @@ struct DevicePools {
   std::vector<CUevent> timingEvents;
   // Device blocks for captured allocations, by exact size.
   std::unordered_multimap<size_t, CUdeviceptr> blocks;
+  // Device copies of constants (mgpuFlashNormResident) by host address, and
+  // the stream that uploads them, outside any capture.
+  std::unordered_map<const void *, std::pair<CUdeviceptr, uint64_t>> residents;
+  CUstream uploads = nullptr;
 };
 
 // A device-to-pageable copy captured into a pinned buffer; the host copies
@@ -827,6 +831,42 @@ void mgpuMemcpy(void *dst, void *src, size_t bytes, CUstream stream) {
   FN_CHECK(cuMemcpyAsync(reinterpret_cast<CUdeviceptr>(dst),
                          reinterpret_cast<CUdeviceptr>(src), bytes, stream),
            stream);
+}
+
+// The device copy of a constant host buffer: uploaded on the first call for
+// `host` in the process, on the runtime's own stream and completed before it
+// returns (so it is never part of a graph episode, and the caller's stream
+// needs no ordering for it), then returned as it is. Never freed.
+void *mgpuFlashNormResident(CUstream stream, void *host, uint64_t bytes) {
+  Entry entry;
+  if (bytes == 0)
+    return nullptr;
+  DevicePools &pools = S.pools[currentDevice()];
+  auto [it, inserted] = pools.residents.try_emplace(host, 0, bytes);
+  auto &[ptr, size] = it->second;
+  if (!inserted) {
+    if (size != bytes)
+      fatal("mgpuFlashNormResident(%p): %llu bytes, but %llu before: a "
+            "constant changed its size",
+            host, static_cast<unsigned long long>(bytes),
+            static_cast<unsigned long long>(size));
+    FN_TRACE("resident %p <- %p bytes=%llu kept stream=%p",
+             reinterpret_cast<void *>(ptr), host,
+             static_cast<unsigned long long>(bytes),
+             static_cast<void *>(stream));
+    return reinterpret_cast<void *>(ptr);
+  }
+  if (!pools.uploads)
+    FN_CHECK(cuStreamCreate(&pools.uploads, CU_STREAM_NON_BLOCKING), nullptr);
+  FN_CHECK(cuMemAlloc(&ptr, bytes), nullptr);
+  FN_TRACE("resident %p <- %p bytes=%llu uploaded stream=%p",
+           reinterpret_cast<void *>(ptr), host,
+           static_cast<unsigned long long>(bytes), static_cast<void *>(stream));
+  FN_CHECK(cuMemcpyAsync(ptr, reinterpret_cast<CUdeviceptr>(host), bytes,
+                         pools.uploads),
+           pools.uploads);
+  FN_CHECK(cuStreamSynchronize(pools.uploads), pools.uploads);
+  return reinterpret_cast<void *>(ptr);
 }
 
 void mgpuMemset32(void *dst, uint32_t value, size_t count, CUstream stream) {

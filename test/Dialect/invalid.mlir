@@ -119,3 +119,30 @@ func.func @gemm_lt_accumulator(%x: memref<16x576xf16>, %w: memref<576x1536xf16>,
   %t = flashnorm.gemm_lt %x, %w, %y : memref<16x576xf16>, memref<576x1536xf16>, memref<16x1536xf16>
   return
 }
+
+// -----
+
+func.func @resident_strided(%w: memref<4x4xf32, strided<[8, 1]>>) {
+  %a = gpu.wait async
+  // expected-error @below {{'flashnorm.resident' op needs a buffer with the identity layout, not 'memref<4x4xf32, strided<[8, 1]>>'}}
+  %d, %t = flashnorm.resident [%a] %w : memref<4x4xf32, strided<[8, 1]>>
+  return
+}
+
+// -----
+
+func.func @resident_dynamic(%w: memref<?x4xf32>) {
+  // expected-error @below {{operand #0 must be statically shaped memref of any type values}}
+  %d, %t = flashnorm.resident %w : memref<?x4xf32>
+  return
+}
+
+// -----
+
+func.func @resident_join_first(%w: memref<4xf32>) {
+  %a = gpu.wait async
+  %b = gpu.wait async
+  // expected-error @below {{'flashnorm.resident' op takes at most one async dependency (join first)}}
+  %d, %t = flashnorm.resident [%a, %b] %w : memref<4xf32>
+  return
+}

@@ -41,3 +41,16 @@ func.func @gemm_lt(%x: memref<16x576xf16>, %w: memref<576x1536xf16>,
   gpu.wait [%t2]
   return
 }
+
+// CHECK-LABEL: func.func @resident
+// CHECK: %{{.*}}, %[[T:.*]] = flashnorm.resident [%{{.*}}] %{{.*}} : memref<576x1536xbf16>
+// CHECK: flashnorm.resident %{{.*}} : memref<4xf32>
+memref.global "private" constant @w4 : memref<4xf32> = dense<1.0>
+func.func @resident(%w: memref<576x1536xbf16>) {
+  %t0 = gpu.wait async
+  %d, %t1 = flashnorm.resident [%t0] %w : memref<576x1536xbf16>
+  %g = memref.get_global @w4 : memref<4xf32>
+  %e, %t2 = flashnorm.resident %g : memref<4xf32>
+  gpu.wait [%t1, %t2]
+  return
+}

@@ -159,6 +159,12 @@ cl::opt<int64_t> cacheOpt("cache",
 cl::opt<int64_t> vocabOpt("vocab",
                           cl::desc("Embedding rows with --decode (default 32)"),
                           cl::init(32), cl::cat(genCategory));
+cl::opt<int64_t> callsOpt(
+    "calls",
+    cl::desc("How many times @main calls @forward on its input, printing "
+             "each result (default 1; not with --decode), for tests of what "
+             "a program keeps across calls"),
+    cl::init(1), cl::cat(genCategory));
 cl::opt<uint64_t> seedOpt("seed", cl::desc("Seed of the weight values"),
                           cl::init(1), cl::cat(genCategory));
 cl::opt<std::string> outputOpt("o", cl::desc("Output file ('-' for stdout)"),
@@ -175,6 +181,7 @@ struct Config {
   uint64_t seed;
   bool decode = false;
   int64_t cache = 0, vocab = 0;
+  int64_t calls = 1;
   Quant quant = Quant::None;
   bool kscale = false;
 
@@ -1928,6 +1935,14 @@ std::string writeMain(const Config &cfg, const Val &x, const Val &y,
       types.push_back(type);
     }
   }
+  if (cfg.calls > 1) {
+    std::string lb = b.fresh("c"), ub = b.fresh("c"), step = b.fresh("c");
+    b.line(cat(lb, " = arith.constant 0 : index"));
+    b.line(cat(ub, " = arith.constant ", cfg.calls, " : index"));
+    b.line(cat(step, " = arith.constant 1 : index"));
+    b.line(cat("scf.for ", b.fresh("call"), " = ", lb, " to ", ub, " step ",
+               step, " {"));
+  }
   std::string res = b.fresh("y");
   b.line(cat(res, " = func.call @forward(", join(args), ") : (", join(types),
              ") -> ", y.type()));
@@ -1940,6 +1955,8 @@ std::string writeMain(const Config &cfg, const Val &x, const Val &y,
   std::string u = b.fresh("u");
   b.line(cat(u, " = tensor.cast ", f32, " : ", f32Type, " to tensor<*xf32>"));
   b.line(cat("func.call @printMemrefF32(", u, ") : (tensor<*xf32>) -> ()"));
+  if (cfg.calls > 1)
+    b.line("}");
   b.line("return");
   return "func.func @main() {\n" + b.text() + "}\n";
 }
@@ -1957,6 +1974,7 @@ std::string commandLine(const Config &cfg) {
       cfg.style == Style::TorchMlir ? " --style=torch-mlir" : "",
       cfg.decode ? cat(" --decode --cache=", cfg.cache, " --vocab=", cfg.vocab)
                  : "",
+      cfg.calls > 1 ? cat(" --calls=", cfg.calls) : "",
       " --hidden=", cfg.hidden, " --layers=", cfg.layers,
       " --tokens=", cfg.tokens, " --heads=", cfg.heads, " --mlp=", cfg.mlp,
       " --weights=", weightModeName(cfg.weights), " --dtype=", cfg.elt(),
@@ -2173,6 +2191,9 @@ int main(int argc, char **argv) {
   cfg.kscale = quantKScaleOpt;
   cfg.cache = cacheOpt;
   cfg.vocab = vocabOpt;
+  cfg.calls = callsOpt;
+  if (cfg.calls < 1 || (cfg.calls > 1 && cfg.decode))
+    return fail("--calls must be positive, and 1 with --decode");
   if (cfg.decode && (cfg.tosa() || cfg.bf16()))
     return fail("--decode writes the linalg flavor in f32");
   if (cfg.decode && (cfg.cache <= cfg.tokens || cfg.vocab <= 0))

@@ -182,13 +182,39 @@ def GpuMma : Pass<"flashnorm-gpu-mma", "func::FuncOp"> {
   let options = [];
 }
 
+def GpuWeightLayout : Pass<"flashnorm-gpu-weight-layout", "func::FuncOp"> {
+  let summary = "Projection weights read as N x K, relaid at compile time";
+  let description = [{
+    The GPU projection kernels read a weight fastest as N x K, each
+    output's row contiguous along k. For every projection on tensors (a
+    contraction with one n and one k dimension) whose weight is a constant,
+    an `ml_program` global or a function argument behind layout-only ops
+    (transposes, yield-only generics, unit reshapes): a weight stored N x K
+    (PyTorch's nn.Linear) is read directly through an (n, k) indexing map
+    and the layout ops between are dropped; a K x N constant is written once,
+    at compile time, as N x K by the project's raw-buffer weight folder (a
+    permutation, no rounding; projections sharing the constant share the
+    copy). No transpose of a constant runs on the device. A K x N global or
+    argument keeps its layout (a remark says so). Named projections become
+    the `linalg.generic` they stand for, keeping their marks. Runs in
+    flashnorm-gpu-pipeline before bufferization.
+  }];
+  let dependentDialects = [
+    "::mlir::linalg::LinalgDialect",
+    "::mlir::arith::ArithDialect"
+  ];
+}
+
 def GpuStreams : Pass<"flashnorm-gpu-streams", "func::FuncOp"> {
   let summary = "Device buffers and the async token graph of a device function";
   let description = [{
     On a function whose kernels are `gpu.launch`es (flashnorm-gpu-kernels):
-    memref arguments and globals are copied into `gpu.alloc`ed buffers,
-    allocations become `gpu.alloc`, copies `gpu.memcpy`, and results are
-    copied back into host allocations. Work runs on one main stream; every
+    memref arguments and mutable globals are copied into `gpu.alloc`ed
+    buffers on every call; constant globals (weights) become
+    `flashnorm.resident` device copies, uploaded once per process, so that
+    repeated calls move no weight bytes; allocations become `gpu.alloc`,
+    copies `gpu.memcpy`, and results are copied back into host allocations.
+    Work runs on one main stream; every
     `async.execute` of the async schedule (a deferred norm's statistic or
     projection) forks a stream of its own, and every `async.await` becomes an
     explicit join, `gpu.wait async [%main, %task]`, so that each launch has
@@ -197,6 +223,7 @@ def GpuStreams : Pass<"flashnorm-gpu-streams", "func::FuncOp"> {
     exactly once, the streams feeding joins included.
   }];
   let dependentDialects = [
+    "::mlir::flashnorm::FlashNormDialect",
     "::mlir::gpu::GPUDialect",
     "::mlir::memref::MemRefDialect"
   ];

@@ -112,6 +112,13 @@ FailureOr<ElementsAttr> packPanels(ElementsAttr weight, int64_t axis,
                                    int64_t panel,
                                    std::string *whyNot = nullptr);
 
+/// A constant 2-D weight contracted along `axis` stored as [N, K], each
+/// output's row contiguous along k (what a GPU GEMV reads with vector loads);
+/// typed tensor<N x K x elt>, a new `dense_resource` for one. A permutation:
+/// no rounding.
+FailureOr<ElementsAttr> storeRowsAlongK(ElementsAttr weight, int64_t axis,
+                                        std::string *whyNot = nullptr);
+
 /// An int8 weight with one scale per output channel, `w = s[n] q`, with a
 /// gain folded in along k and requantized per output channel (opt-in: the
 /// integers change, so the fold is no longer exact):

@@ -205,3 +205,12 @@ LogicalResult GemmLtOp::verify() {
     return emitOpError("takes at most one async dependency (join first)");
   return success();
 }
+
+LogicalResult ResidentOp::verify() {
+  if (!getHost().getType().getLayout().isIdentity())
+    return emitOpError("needs a buffer with the identity layout, not ")
+           << getHost().getType();
+  if (getAsyncDependencies().size() > 1)
+    return emitOpError("takes at most one async dependency (join first)");
+  return success();
+}

@@ -201,4 +201,34 @@ def FlashNorm_GemmLtOp : FlashNorm_Op<"gemm_lt", [GPU_AsyncOpInterface]> {
   let hasVerifier = 1;
 }
 
+def FlashNorm_ResidentOp : FlashNorm_Op<"resident",
+    [GPU_AsyncOpInterface, AllTypesMatch<["host", "device"]>]> {
+  let summary = "The device copy of a constant, made once per process";
+  let description = [{
+    A device buffer holding the contents of the host buffer `host`, which must
+    be a constant (a `memref.get_global` of a `constant` global: its address
+    and contents never change). The first execution in a process allocates
+    the device buffer and copies `host` into it; every later one returns the
+    same buffer without moving a byte. The buffer belongs to the runtime and
+    lives as long as the process: the program never writes or frees it.
+    Built by `flashnorm-gpu-streams` for the constants (weights) a device
+    function reads, so that repeated calls move no weight bytes; lowered by `gpu-to-llvm`
+    (through the dialect's LLVM conversion interface) to a call of
+    `mgpuFlashNormResident` in the `flashnorm_cuda_runtime` library, which
+    completes the upload before it returns, so the token orders nothing new.
+
+    ```mlir
+    %w_dev, %t1 = flashnorm.resident [%t0] %w : memref<576x1536xbf16>
+    ```
+  }];
+  let arguments = (ins Variadic<GPU_AsyncToken>:$asyncDependencies,
+                       Arg<AnyStaticShapeMemRef, "", [MemRead]>:$host);
+  let results = (outs AnyStaticShapeMemRef:$device,
+                      GPU_AsyncToken:$asyncToken);
+  let assemblyFormat = [{
+    (` ` `[` $asyncDependencies^ `]`)? $host attr-dict `:` type($host)
+  }];
+  let hasVerifier = 1;
+}
+
 #endif // FLASHNORM_OPS_TD

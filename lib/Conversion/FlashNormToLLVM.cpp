@@ -1,8 +1,9 @@
-//===- GemmLtToLLVM.cpp - flashnorm.gemm_lt to a runtime call -------------===//
+//===- FlashNormToLLVM.cpp - The dialect's GPU ops to runtime calls -------===//
 //
 // The dialect's LLVM conversion interface: gpu-to-llvm collects its patterns,
-// so `flashnorm.gemm_lt` is converted with the same type converter as the
-// gpu ops around it, where an async token is the stream it runs on.
+// so `flashnorm.gemm_lt` and `flashnorm.resident` are converted with the
+// same type converter as the gpu ops around them, where an async token is the
+// stream it runs on.
 //
 //===----------------------------------------------------------------------===//
 
@@ -74,13 +75,50 @@ struct GemmLtToLLVM : ConvertOpToLLVMPattern<GemmLtOp> {
   }
 };
 
+/// `mgpuFlashNormResident(stream, host, bytes)` returns the device copy of a
+/// constant (uploaded on the first call in the process); the device buffer
+/// gets the host buffer's static shape and identity strides.
+struct ResidentToLLVM : ConvertOpToLLVMPattern<ResidentOp> {
+  using ConvertOpToLLVMPattern::ConvertOpToLLVMPattern;
+
+  LogicalResult
+  matchAndRewrite(ResidentOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    if (adaptor.getAsyncDependencies().size() != 1)
+      return rewriter.notifyMatchFailure(op, "needs one async dependency");
+    Location loc = op.getLoc();
+    MemRefType type = op.getHost().getType();
+    Value stream = adaptor.getAsyncDependencies().front();
+    Value zero = createIndexAttrConstant(rewriter, loc, getIndexType(), 0);
+    SmallVector<Value> origin(type.getRank(), zero);
+    Value host =
+        getStridedElementPtr(rewriter, loc, type, adaptor.getHost(), origin);
+    int64_t bytes = type.getNumElements() *
+                    llvm::divideCeil(type.getElementTypeBitWidth(), 8);
+    Type i64 = rewriter.getI64Type();
+    Type ptr = LLVM::LLVMPointerType::get(rewriter.getContext());
+    FailureOr<LLVM::LLVMFuncOp> fn =
+        LLVM::lookupOrCreateFn(rewriter, op->getParentOfType<ModuleOp>(),
+                               "mgpuFlashNormResident", {ptr, ptr, i64}, ptr);
+    if (failed(fn))
+      return failure();
+    Value args[] = {stream, host,
+                    LLVM::ConstantOp::create(rewriter, loc, i64, bytes)};
+    Value device = LLVM::CallOp::create(rewriter, loc, *fn, args).getResult();
+    Value descriptor = MemRefDescriptor::fromStaticShape(
+        rewriter, loc, *getTypeConverter(), type, device);
+    rewriter.replaceOp(op, {descriptor, stream});
+    return success();
+  }
+};
+
 struct FlashNormToLLVMInterface : ConvertToLLVMPatternInterface {
   using ConvertToLLVMPatternInterface::ConvertToLLVMPatternInterface;
 
   void populateConvertToLLVMConversionPatterns(
       ConversionTarget &target, LLVMTypeConverter &converter,
       RewritePatternSet &patterns) const final {
-    patterns.add<GemmLtToLLVM>(converter);
+    patterns.add<GemmLtToLLVM, ResidentToLLVM>(converter);
   }
 };
 } // namespace
