@@ -4,7 +4,8 @@
 #   cpu: the kernels flashnorm-gpu-kernels builds, run on the CPU (a machine
 #        without a GPU checks their numbers): flashnorm-gpu-to-kernels, every
 #        gpu.launch turned into loops (flashnorm-test-gpu-launch-to-loops),
-#        the CPU lowering; the async tasks of streams mode run on the MLIR
+#        the CPU lowering (gemm=codegen: cuBLASLt calls cannot run there);
+#        the async tasks of streams mode run on the MLIR
 #        async runtime. Reference: the original, unrewritten program.
 #   gpu: the whole pipeline on a GPU with the project's CUDA runtime.
 #        Reference: the rewritten program on the CPU pipeline.
@@ -38,14 +39,14 @@ esac > "$out.ref"
 for mode in streams fused serial; do
   if [ "$target" = cpu ]; then
     flashnorm-opt "$out.rewritten.mlir" \
-      --flashnorm-gpu-to-kernels="defer-mode=$mode" |
+      --flashnorm-gpu-to-kernels="defer-mode=$mode gemm=codegen" |
       flashnorm-opt --pass-pipeline='builtin.module(func.func(flashnorm-test-gpu-launch-to-loops))' |
       flashnorm-opt --flashnorm-cpu-buffers-to-llvm=vectorize=false |
       run "$async" > "$out.$mode"
   else
     flashnorm-opt "$out.rewritten.mlir" \
       --flashnorm-gpu-pipeline="defer-mode=$mode" |
-      run "$FLASHNORM_LIB_DIR/libflashnorm_cuda_runtime.so" > "$out.$mode"
+      run "$FLASHNORM_LIB_DIR/libflashnorm_cuda_runtime.so,$FLASHNORM_LIB_DIR/libflashnorm_cublaslt.so" > "$out.$mode"
   fi
   echo -n "$mode: "
   python3 "$here/compare-outputs.py" "$out.ref" "$out.$mode" \

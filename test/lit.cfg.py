@@ -105,7 +105,8 @@ if lit.util.pythonize_bool(getattr(config, "flashnorm_cuda_runtime", "OFF")):
     # Runs GPU pipeline output: the JIT loads the project's CUDA runtime.
     config.substitutions.append(
         ("%gpu-run", runner("", utils + [os.path.join(
-            config.flashnorm_lib_dir, "libflashnorm_cuda_runtime.so")])))
+            config.flashnorm_lib_dir, lib) for lib in [
+                "libflashnorm_cuda_runtime.so", "libflashnorm_cublaslt.so"]])))
 
 
 def _has_gpu():

@@ -29,12 +29,14 @@ EPS = 1e-5
 
 # variant -> (has the norm, flashnorm-gpu-pipeline options). Every build
 # takes and returns device buffers (host-buffers=false).
+# The generated-kernel variants say gemm=codegen: the pipeline's default,
+# gemm=auto, is streams at decode and cublaslt at prefill.
 VARIANTS = {
-    "serial": (True, "defer-mode=serial"),
-    "streams": (True, "defer-mode=streams"),
-    "fused": (True, "defer-mode=fused"),
+    "serial": (True, "defer-mode=serial gemm=codegen"),
+    "streams": (True, "defer-mode=streams gemm=codegen"),
+    "fused": (True, "defer-mode=fused gemm=codegen"),
     "cublaslt": (True, "defer-mode=streams gemm=cublaslt"),
-    "projection": (False, "defer-mode=serial"),
+    "projection": (False, "defer-mode=serial gemm=codegen"),
     "projection-cublaslt": (False, "defer-mode=serial gemm=cublaslt"),
 }
 # Timed modes: each runs a variant's build, streams+graphs with the

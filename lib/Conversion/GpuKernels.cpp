@@ -8,10 +8,14 @@
 // - in fused mode, each deferred projection with its statistic and
 //   post-scale becomes one kernel that accumulates the sum of squares from
 //   the activations it loads anyway and applies 1/RMS in its epilogue;
-// - everything else (projections, element-wise ops, fills) is parallel loops
-//   tiled onto blocks and threads, the innermost dimension on threads x so
-//   loads along it coalesce (for a projection: threads along N read W[k, n]
-//   side by side, one output each, k in registers).
+// - projections whose weight is contiguous in k (N x K, what
+//   flashnorm-gpu-weight-layout gives them) are row reductions too: a block
+//   per output, 16-byte vector loads of the activation and the weight row,
+//   several in flight per thread;
+// - everything else (element-wise ops, fills, K x N projections) is
+//   parallel loops tiled onto blocks and threads, the innermost dimension on
+//   threads x so loads along it coalesce (for a projection: threads along N
+//   read W[k, n] side by side, one output each, k in registers).
 //
 //===----------------------------------------------------------------------===//
 
@@ -162,6 +166,63 @@ bool isRowReduction(linalg::LinalgOp op) {
   return add && out.hasOneUse() && (add.getLhs() == out || add.getRhs() == out);
 }
 
+/// Whether contraction `op` is a prefill for `gemm=auto`: more than
+/// kGemmLtMinRows rows (the product of its m dimensions), or a row count
+/// known only at run time.
+bool isPrefill(linalg::LinalgOp op) {
+  FailureOr<linalg::ContractionDimensions> dims =
+      linalg::inferContractionDims(op);
+  if (failed(dims))
+    return false;
+  SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+  int64_t rows = 1;
+  for (unsigned m : dims->m) {
+    if (ShapedType::isDynamic(ranges[m]))
+      return true;
+    rows *= ranges[m];
+  }
+  return rows >= kGemmLtMinRows;
+}
+
+/// For a projection taking the row-reduction kernel: how many elements of
+/// each input a thread loads at once along k (the last loop), so that the
+/// widest input is read 16 bytes at a time (`ld.global.v4`); 1 where an
+/// input is not contiguous along k or its rows are not multiples of that
+/// (a view with an offset, a dynamic or odd K). Device buffers come from the
+/// driver 256-byte aligned and their rows are then 16-byte aligned.
+int64_t vectorWidthAlongK(linalg::LinalgOp op) {
+  unsigned k = op.getNumLoops() - 1;
+  int64_t widest = 0;
+  SmallVector<MemRefType> types;
+  for (OpOperand *in : op.getDpsInputOperands()) {
+    auto type = dyn_cast<MemRefType>(in->get().getType());
+    if (!type || type.getRank() == 0 || !type.getLayout().isIdentity() ||
+        !type.getElementType().isIntOrFloat() ||
+        type.getElementTypeBitWidth() % 8)
+      return 1;
+    AffineMap map = op.getMatchingIndexingMap(in);
+    AffineExpr dk = getAffineDimExpr(k, op.getContext());
+    if (map.getResults().back() != dk || llvm::count(map.getResults(), dk) != 1)
+      return 1;
+    widest = std::max<int64_t>(widest, type.getElementTypeBitWidth() / 8);
+    types.push_back(type);
+  }
+  int64_t width = 16 / widest;
+  for (MemRefType type : types)
+    if (width < 2 || type.isDynamicDim(type.getRank() - 1) ||
+        type.getShape().back() % width)
+      return 1;
+  return width;
+}
+
+/// Threads per block for a projection's row reduction: a warp for short
+/// rows, up to four so that each thread still loads about four vectors
+/// (K = 4096 bf16: 128 threads, four 16-byte loads each, in flight at once).
+int64_t projectionThreads(int64_t k, int64_t width) {
+  int64_t vectors = k / width;
+  return vectors >= 512 ? 128 : vectors >= 256 ? 64 : 32;
+}
+
 class KernelBuilder {
 public:
   KernelBuilder(func::FuncOp fn, int64_t threads, PassReporter &reporter)
@@ -172,9 +233,17 @@ public:
   /// `epilogue` (an element-wise op of the rows just after, reading the sums
   /// only), all three are one kernel: thread 0 applies the epilogue to the
   /// block's total.
+  ///
+  /// With `width` > 1 (vectorWidthAlongK) each thread loads `width`
+  /// consecutive elements of every input per step, one vector load each,
+  /// and applies the body to them in turn. With `weightRowsOuter` (a
+  /// projection) blocks that share a weight row are adjacent in the grid:
+  /// the rows of the activation vary fastest, so a decode step's few rows
+  /// read each weight row while it is in L2.
   void buildRowReduction(linalg::LinalgOp op, StringRef role,
                          int64_t blockThreads, linalg::FillOp zeroFill = {},
-                         linalg::GenericOp epilogue = {}) {
+                         linalg::GenericOp epilogue = {}, int64_t width = 1,
+                         bool weightRowsOuter = false) {
     // At the epilogue: what it uses is defined there, and only ops without
     // memory effects stand between it and the reduction.
     OpBuilder b(epilogue ? epilogue.getOperation() : op.getOperation());
@@ -188,23 +257,74 @@ public:
     auto launch =
         gpu::LaunchOp::create(b, loc, rows, one, one, blockSize, one, one);
     b.setInsertionPointToStart(&launch.getBody().front());
-    SmallVector<Value> ivs = delinearize(b, loc, launch.getBlockIds().x,
-                                         ArrayRef(sizes).drop_back());
+    SmallVector<Value> ivs =
+        blockIndices(b, loc, op, launch.getBlockIds().x,
+                     ArrayRef(sizes).drop_back(), weightRowsOuter);
     Value tid = launch.getThreadIds().x;
     Type elementType =
         getElementTypeOrSelf(op.getDpsInitOperand(0)->get().getType());
     Value zero = arith::ConstantOp::create(b, loc, b.getZeroAttr(elementType));
+    Value steps = sizes.back();
+    // Vectors each thread loads before it multiplies any: all of a step's
+    // loads are in flight at once (the hardware issues in order, so a
+    // multiply waiting on a load would hold back the next load).
+    int64_t unroll = 1;
+    if (width > 1) {
+      int64_t k = op.getStaticLoopRanges().back();
+      for (int64_t u : {4, 2})
+        if (unroll == 1 && (k / width) % (blockThreads * u) == 0)
+          unroll = u;
+      steps = arith::DivUIOp::create(
+          b, loc, steps, arith::ConstantIndexOp::create(b, loc, width));
+    }
+    Value stride =
+        arith::ConstantIndexOp::create(b, loc, blockThreads * unroll);
     auto loop = scf::ForOp::create(
-        b, loc, tid, sizes.back(), blockSize, ValueRange{zero},
-        [&](OpBuilder &nb, Location l, Value k, ValueRange acc) {
+        b, loc, tid, steps, stride, ValueRange{zero},
+        [&](OpBuilder &nb, Location l, Value step, ValueRange acc) {
           SmallVector<Value> at(ivs);
-          at.push_back(k);
-          SmallVector<Value> args;
-          for (OpOperand *in : op.getDpsInputOperands())
-            args.push_back(
-                load(nb, l, in->get(), op.getMatchingIndexingMap(in), at));
-          args.push_back(acc[0]);
-          scf::YieldOp::create(nb, l, inlineBody(nb, op, args, at));
+          if (width == 1) {
+            at.push_back(step);
+            SmallVector<Value> args;
+            for (OpOperand *in : op.getDpsInputOperands())
+              args.push_back(
+                  load(nb, l, in->get(), op.getMatchingIndexingMap(in), at));
+            args.push_back(acc[0]);
+            scf::YieldOp::create(nb, l, inlineBody(nb, op, args, at));
+            return;
+          }
+          at.push_back(nullptr);
+          auto index = [&](int64_t c) {
+            return arith::ConstantIndexOp::create(nb, l, c);
+          };
+          // Vector u of this thread starts at element (step + u threads) w.
+          SmallVector<Value> starts;
+          SmallVector<SmallVector<Value>> vectors(unroll);
+          for (int64_t u = 0; u < unroll; ++u) {
+            Value at_u =
+                arith::AddIOp::create(nb, l, step, index(u * blockThreads));
+            starts.push_back(arith::MulIOp::create(nb, l, at_u, index(width)));
+            at.back() = starts.back();
+            for (OpOperand *in : op.getDpsInputOperands()) {
+              auto type = cast<MemRefType>(in->get().getType());
+              int64_t bytes = width * type.getElementTypeBitWidth() / 8;
+              vectors[u].push_back(vector::LoadOp::create(
+                  nb, l, VectorType::get({width}, type.getElementType()),
+                  in->get(), applyMap(nb, l, op.getMatchingIndexingMap(in), at),
+                  /*nontemporal=*/false, llvm::MaybeAlign(bytes)));
+            }
+          }
+          Value sum = acc[0];
+          for (int64_t u = 0; u < unroll; ++u)
+            for (int64_t lane = 0; lane < width; ++lane) {
+              at.back() = arith::AddIOp::create(nb, l, starts[u], index(lane));
+              SmallVector<Value> args;
+              for (Value v : vectors[u])
+                args.push_back(vector::ExtractOp::create(nb, l, v, lane));
+              args.push_back(sum);
+              sum = inlineBody(nb, op, args, at)[0];
+            }
+          scf::YieldOp::create(nb, l, sum);
         });
     auto total = gpu::AllReduceOp::create(
         b, loc, loop.getResult(0),
@@ -347,6 +467,32 @@ private:
     (void)gpu::setMappingAttr(loop, mapping);
   }
 
+  /// The indices of the output row block `linear` computes: row-major over
+  /// `sizes`, or with `weightRowsOuter` over the loops the weight (the
+  /// projection's second input) reads first, the others fastest.
+  static SmallVector<Value> blockIndices(OpBuilder &b, Location loc,
+                                         linalg::LinalgOp op, Value linear,
+                                         ArrayRef<Value> sizes,
+                                         bool weightRowsOuter) {
+    if (!weightRowsOuter)
+      return delinearize(b, loc, linear, sizes);
+    AffineMap weight = op.getMatchingIndexingMap(op.getDpsInputOperand(1));
+    SmallVector<unsigned> order;
+    for (unsigned d = 0; d < sizes.size(); ++d)
+      if (weight.isFunctionOfDim(d))
+        order.push_back(d);
+    for (unsigned d = 0; d < sizes.size(); ++d)
+      if (!weight.isFunctionOfDim(d))
+        order.push_back(d);
+    SmallVector<Value> permuted =
+        llvm::map_to_vector(order, [&](unsigned d) { return sizes[d]; });
+    SmallVector<Value> at = delinearize(b, loc, linear, permuted);
+    SmallVector<Value> ivs(sizes.size());
+    for (auto [position, d] : llvm::enumerate(order))
+      ivs[d] = at[position];
+    return ivs;
+  }
+
   static SmallVector<Value> delinearize(OpBuilder &b, Location loc,
                                         Value linear, ArrayRef<Value> sizes) {
     SmallVector<Value> ivs(sizes.size());
@@ -434,12 +580,13 @@ struct GpuKernelsPass : flashnorm::impl::GpuKernelsBase<GpuKernelsPass> {
     if (mappingFailed) // launchParallel said why
       return signalPassFailure();
     fusePostScales(fn, reporter);
-    if (gemm == "cublaslt") {
+    if (gemm != GemmPath::Codegen) {
       // Before any kernel exists: the zero fill of each accumulator is
       // still visible.
       SmallVector<linalg::LinalgOp> projections;
       fn.walk([&](linalg::LinalgOp op) {
-        if (linalg::isaContractionOpInterface(op))
+        if (linalg::isaContractionOpInterface(op) &&
+            (gemm == GemmPath::CuBlasLt || isPrefill(op)))
           projections.push_back(op);
       });
       for (linalg::LinalgOp op : projections) {
@@ -486,10 +633,22 @@ struct GpuKernelsPass : flashnorm::impl::GpuKernelsBase<GpuKernelsPass> {
     }
     for (linalg::LinalgOp op : reductions) {
       StringRef role = roleOf(op);
-      bool projection = linalg::isaContractionOpInterface(op);
+      if (!linalg::isaContractionOpInterface(op)) {
+        builder.buildRowReduction(op, role.empty() ? kindOf(op) : role,
+                                  reduceThreads, zeroFillBefore(op),
+                                  epilogueAfter(op));
+        continue;
+      }
+      // Projections: 16-byte loads along k where the rows allow it, a warp
+      // to four per output, the weight's rows outermost in the grid.
+      int64_t width = vectorWidthAlongK(op);
+      int64_t k = op.getStaticLoopRanges().back();
+      int64_t blockThreads =
+          ShapedType::isDynamic(k) ? 32 : projectionThreads(k, width);
       builder.buildRowReduction(op, role.empty() ? kindOf(op) : role,
-                                projection ? 32 : reduceThreads.getValue(),
-                                zeroFillBefore(op), epilogueAfter(op));
+                                blockThreads, zeroFillBefore(op),
+                                epilogueAfter(op), width,
+                                /*weightRowsOuter=*/true);
     }
     SmallVector<linalg::LinalgOp> ops;
     fn.walk([&](linalg::LinalgOp op) { ops.push_back(op); });

@@ -230,11 +230,6 @@ static LogicalResult checkGpuOptions(const GpuPipelineOptions &options,
            << mode << "'\n";
     return failure();
   }
-  if (options.gemm != "codegen" && options.gemm != "cublaslt") {
-    errors << "flashnorm-gpu-pipeline: gemm must be codegen or cublaslt, not '"
-           << options.gemm << "'\n";
-    return failure();
-  }
   if (options.format != "isa" && options.format != "bin" &&
       options.format != "fatbin") {
     errors << "flashnorm-gpu-pipeline: format must be isa, bin or fatbin, "

@@ -3,18 +3,18 @@
 // K x N and N x K weights. Their numbers are checked on the CPU in
 // test/Integration/gpu-kernels-on-cpu.test (same input).
 // REQUIRES: cuda-toolkit
-// RUN: flashnorm-opt %S/../Integration/Inputs/f16-projection.mlir --flashnorm | flashnorm-opt --flashnorm-gpu-pipeline=format=isa | FileCheck %s
-// RUN: flashnorm-opt %S/../Integration/Inputs/f16-projection.mlir --flashnorm | flashnorm-opt --flashnorm-gpu-pipeline="format=isa tensor-cores=false" | FileCheck %s --check-prefix=OFF
+// RUN: flashnorm-opt %S/../Integration/Inputs/f16-projection.mlir --flashnorm | flashnorm-opt --flashnorm-gpu-pipeline="format=isa gemm=codegen" | FileCheck %s
+// RUN: flashnorm-opt %S/../Integration/Inputs/f16-projection.mlir --flashnorm | flashnorm-opt --flashnorm-gpu-pipeline="format=isa tensor-cores=false gemm=codegen" | FileCheck %s --check-prefix=OFF
 // The kernels before the binary: nvgpu.mma.sync became nvvm.mma.sync.
-// RUN: flashnorm-opt %S/../Integration/Inputs/f16-projection.mlir --flashnorm | flashnorm-opt --flashnorm-gpu-pipeline=format=isa --mlir-print-ir-before=gpu-module-to-binary -o /dev/null 2>&1 | FileCheck %s --check-prefix=NVVM
+// RUN: flashnorm-opt %S/../Integration/Inputs/f16-projection.mlir --flashnorm | flashnorm-opt --flashnorm-gpu-pipeline="format=isa gemm=codegen" --mlir-print-ir-before=gpu-module-to-binary -o /dev/null 2>&1 | FileCheck %s --check-prefix=NVVM
 // An f16 accumulator with an N x K weight: not a row reduction (the
 // all-reduce shuffles 32-bit values), not tensor cores (f32 accumulators
 // only); it compiles in every mode.
-// RUN: flashnorm-opt %s --flashnorm-gpu-pipeline="defer-mode=serial format=isa" -o /dev/null
-// RUN: flashnorm-opt %s --flashnorm-gpu-pipeline="defer-mode=streams format=isa" -o /dev/null
+// RUN: flashnorm-opt %s --flashnorm-gpu-pipeline="defer-mode=serial format=isa gemm=codegen" -o /dev/null
+// RUN: flashnorm-opt %s --flashnorm-gpu-pipeline="defer-mode=streams format=isa gemm=codegen" -o /dev/null
 // Sizes that are not multiples of the tile (here N = 96 is, M = 130 is not)
 // keep the generated SIMT kernels, and say why.
-// RUN: flashnorm-opt %s --flashnorm | flashnorm-opt --flashnorm-gpu-to-streams --remarks-filter=flashnorm --remark-format=emitRemark -o /dev/null 2>&1 | FileCheck %s --check-prefix=SIZES
+// RUN: flashnorm-opt %s --flashnorm | flashnorm-opt --flashnorm-gpu-to-streams=gemm=codegen --remarks-filter=flashnorm --remark-format=emitRemark -o /dev/null 2>&1 | FileCheck %s --check-prefix=SIZES
 
 // CHECK: gpu.launch_func <%{{.*}} : !llvm.ptr> @f_kernels::@f_proj_mma_0 blocks in (%{{.*}}, %{{.*}}, %{{.*}}) threads in (%{{.*}}, %{{.*}}, %{{.*}})
 // CHECK: gpu.launch_func <%{{.*}} : !llvm.ptr> @f_kernels::@f_proj_mma_1

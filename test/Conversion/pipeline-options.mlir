@@ -28,7 +28,7 @@
 // RUN: not flashnorm-opt %s --flashnorm-raise=scale-tolerance=-1 2>&1 | FileCheck %s --check-prefix=TOL
 // MODE: error: flashnorm-gpu-pipeline: defer-mode must be streams, fused or serial, not 'bogus'
 // FORMAT: error: flashnorm-gpu-pipeline: format must be isa, bin or fatbin, not 'elf'
-// GEMM: error: flashnorm-gpu-pipeline: gemm must be codegen or cublaslt, not 'magic'
+// GEMM: for the --gemm option: Cannot find option named 'magic'!
 // THREADS: error: flashnorm-gpu-pipeline: threads must be between 1 and 1024
 // REDUCE: error: flashnorm-gpu-pipeline: reduce-threads must be between 1 and 1024, not -4
 // THREADS-NEG: error: flashnorm-gpu-pipeline: threads must be between 1 and 1024, not -1

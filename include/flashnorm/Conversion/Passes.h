@@ -1,6 +1,7 @@
 #ifndef FLASHNORM_CONVERSION_PASSES_H
 #define FLASHNORM_CONVERSION_PASSES_H
 
+#include "flashnorm/Conversion/GpuOptions.h"
 #include "flashnorm/Dialect/FlashNorm/IR/FlashNormDialect.h"
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Async/IR/Async.h"

@@ -129,7 +129,10 @@ def GpuKernels : Pass<"flashnorm-gpu-kernels", "func::FuncOp"> {
       statistic's own kernels go away once nothing else reads them;
     - with `gemm=cublaslt`, projections over row-major 2-D buffers (unit
       batch dimensions allowed) with an f32 accumulator that starts at zero
-      become `flashnorm.gemm_lt` (cuBLASLt on the op's stream);
+      become `flashnorm.gemm_lt` (cuBLASLt on the op's stream); with
+      `gemm=auto` (the default) only those with more than 16 rows or a
+      dynamic row count (prefill), where cuBLASLt's tiled tensor-core GEMMs
+      win, while decode steps keep the generated bandwidth kernel;
     - every other op: parallel loops, tiled by `threads` on the innermost
       dimension (threads x, coalesced), the outer dimensions on blocks; the
       reduction loops of projections run inside each thread.
@@ -159,9 +162,18 @@ def GpuKernels : Pass<"flashnorm-gpu-kernels", "func::FuncOp"> {
            "Generated f16 projections with sizes that are multiples of "
            "16 x 8 x 16 use tensor-core MMA, as vector.contract fragments "
            "for flashnorm-gpu-mma (default true)">,
-    Option<"gemm", "gemm", "std::string", /*default=*/"\"codegen\"",
-           "Projections as generated kernels (codegen, default) or through "
-           "cuBLASLt (cublaslt: flashnorm.gemm_lt, where the operands fit)">,
+    Option<"gemm", "gemm", "::mlir::flashnorm::GemmPath",
+           /*default=*/"::mlir::flashnorm::GemmPath::Auto",
+           "Which projections call cuBLASLt (flashnorm.gemm_lt, where the "
+           "operands fit) instead of a generated kernel (default auto)",
+           [{::llvm::cl::values(
+             clEnumValN(::mlir::flashnorm::GemmPath::Codegen, "codegen",
+                        "none: generated kernels only"),
+             clEnumValN(::mlir::flashnorm::GemmPath::CuBlasLt, "cublaslt",
+                        "every projection that fits"),
+             clEnumValN(::mlir::flashnorm::GemmPath::Auto, "auto",
+                        "prefill (more than 16 rows, or a dynamic count); "
+                        "decode keeps the generated kernel"))}]>,
   ];
 }
 

@@ -1,6 +1,7 @@
 #ifndef FLASHNORM_PIPELINES_PIPELINES_H
 #define FLASHNORM_PIPELINES_PIPELINES_H
 
+#include "flashnorm/Conversion/GpuOptions.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassOptions.h"
 
@@ -157,11 +158,20 @@ struct GpuPipelineOptions : public PassPipelineOptions<GpuPipelineOptions> {
       llvm::cl::desc("f16 projections whose sizes are multiples of 16 x 8 x "
                      "16 run on tensor cores, mma.sync (default true)"),
       llvm::cl::init(true)};
-  PassOptions::Option<std::string> gemm{
+  PassOptions::Option<GemmPath> gemm{
       *this, "gemm",
-      llvm::cl::desc("Projections as generated kernels (codegen, default) or "
-                     "through cuBLASLt (cublaslt; link flashnorm_cublaslt)"),
-      llvm::cl::init("codegen")};
+      llvm::cl::desc("Which projections call cuBLASLt instead of a generated "
+                     "kernel (default auto; programs that call it link "
+                     "flashnorm_cublaslt)"),
+      llvm::cl::values(
+          clEnumValN(GemmPath::Codegen, "codegen",
+                     "none: generated kernels only"),
+          clEnumValN(GemmPath::CuBlasLt, "cublaslt",
+                     "every projection that fits"),
+          clEnumValN(GemmPath::Auto, "auto",
+                     "prefill (more than 16 rows, or a dynamic count); "
+                     "decode keeps the generated kernel")),
+      llvm::cl::init(GemmPath::Auto)};
   PassOptions::Option<int64_t> threads{
       *this, "threads",
       llvm::cl::desc("Threads per block of the parallel kernels (default "
