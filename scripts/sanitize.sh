@@ -23,7 +23,8 @@ ninja -C $dir flashnorm-opt flashnorm-gen flashnorm-run flashnorm-rounding-test 
 # early fails the pipeline and the runtime would silently not be built.)
 targets=$(ninja -C $dir -t targets all)
 if grep -q '^flashnorm_cuda_runtime:' <<<"$targets"; then
-  ninja -C $dir flashnorm_cuda_runtime flashnorm_cublaslt flashnorm_kit_runner_utils
+  ninja -C $dir flashnorm_cuda_runtime flashnorm_cublaslt flashnorm_kit_runner_utils \
+    flashnorm_fake_cuda_driver
 fi
 export ASAN_OPTIONS=detect_leaks=0:detect_container_overflow=0:allow_user_poisoning=0:abort_on_error=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1

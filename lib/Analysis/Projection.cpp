@@ -446,3 +446,21 @@ flashnorm::traceWeightToInt8Dequant(Value weight, int64_t axis,
   }
   return fail("its dequantization is not sitofp(q) * s of an int8 q");
 }
+
+FailureOr<linalg::ContractionDimensions>
+flashnorm::inferProjectionDims(linalg::LinalgOp op, std::string *whyNot) {
+  auto fail =
+      [&](const Twine &msg) -> FailureOr<linalg::ContractionDimensions> {
+    if (whyNot)
+      *whyNot = msg.str();
+    return failure();
+  };
+  if (!op.hasPureTensorSemantics() || op.getNumDpsInputs() != 2 ||
+      op.getNumDpsInits() != 1 || !linalg::isaContractionOpInterface(op))
+    return fail("not a two-input contraction on tensors");
+  FailureOr<linalg::ContractionDimensions> dims =
+      linalg::inferContractionDims(op);
+  if (failed(dims) || dims->n.size() != 1 || dims->k.size() != 1)
+    return fail("not one n and one k dimension");
+  return dims;
+}

@@ -264,68 +264,14 @@ public:
     Type elementType =
         getElementTypeOrSelf(op.getDpsInitOperand(0)->get().getType());
     Value zero = arith::ConstantOp::create(b, loc, b.getZeroAttr(elementType));
-    Value steps = sizes.back();
-    // Vectors each thread loads before it multiplies any: all of a step's
-    // loads are in flight at once (the hardware issues in order, so a
-    // multiply waiting on a load would hold back the next load).
-    int64_t unroll = 1;
-    if (width > 1) {
-      int64_t k = op.getStaticLoopRanges().back();
-      for (int64_t u : {4, 2})
-        if (unroll == 1 && (k / width) % (blockThreads * u) == 0)
-          unroll = u;
-      steps = arith::DivUIOp::create(
-          b, loc, steps, arith::ConstantIndexOp::create(b, loc, width));
-    }
-    Value stride =
-        arith::ConstantIndexOp::create(b, loc, blockThreads * unroll);
-    auto loop = scf::ForOp::create(
-        b, loc, tid, steps, stride, ValueRange{zero},
-        [&](OpBuilder &nb, Location l, Value step, ValueRange acc) {
-          SmallVector<Value> at(ivs);
-          if (width == 1) {
-            at.push_back(step);
-            SmallVector<Value> args;
-            for (OpOperand *in : op.getDpsInputOperands())
-              args.push_back(
-                  load(nb, l, in->get(), op.getMatchingIndexingMap(in), at));
-            args.push_back(acc[0]);
-            scf::YieldOp::create(nb, l, inlineBody(nb, op, args, at));
-            return;
-          }
-          at.push_back(nullptr);
-          auto index = [&](int64_t c) {
-            return arith::ConstantIndexOp::create(nb, l, c);
-          };
-          // Vector u of this thread starts at element (step + u threads) w.
-          SmallVector<Value> starts;
-          SmallVector<SmallVector<Value>> vectors(unroll);
-          for (int64_t u = 0; u < unroll; ++u) {
-            Value at_u =
-                arith::AddIOp::create(nb, l, step, index(u * blockThreads));
-            starts.push_back(arith::MulIOp::create(nb, l, at_u, index(width)));
-            at.back() = starts.back();
-            for (OpOperand *in : op.getDpsInputOperands()) {
-              auto type = cast<MemRefType>(in->get().getType());
-              int64_t bytes = width * type.getElementTypeBitWidth() / 8;
-              vectors[u].push_back(vector::LoadOp::create(
-                  nb, l, VectorType::get({width}, type.getElementType()),
-                  in->get(), applyMap(nb, l, op.getMatchingIndexingMap(in), at),
-                  /*nontemporal=*/false, llvm::MaybeAlign(bytes)));
-            }
-          }
-          Value sum = acc[0];
-          for (int64_t u = 0; u < unroll; ++u)
-            for (int64_t lane = 0; lane < width; ++lane) {
-              at.back() = arith::AddIOp::create(nb, l, starts[u], index(lane));
-              SmallVector<Value> args;
-              for (Value v : vectors[u])
-                args.push_back(vector::ExtractOp::create(nb, l, v, lane));
-              args.push_back(sum);
-              sum = inlineBody(nb, op, args, at)[0];
-            }
-          scf::YieldOp::create(nb, l, sum);
-        });
+    scf::ForOp loop =
+        buildKLoop(b, loc, op, ivs, tid, blockThreads, width, ValueRange{zero},
+                   [&](OpBuilder &nb, Location l, ArrayRef<Value> args,
+                       ArrayRef<Value> at, ValueRange acc) {
+                     SmallVector<Value> all(args);
+                     all.push_back(acc[0]);
+                     return inlineBody(nb, op, all, at);
+                   });
     auto total = gpu::AllReduceOp::create(
         b, loc, loop.getResult(0),
         gpu::AllReduceOperationAttr::get(b.getContext(),
@@ -361,6 +307,154 @@ public:
     op->erase();
     if (zeroFill)
       zeroFill->erase();
+  }
+
+  /// The k loop of a row-reduction kernel: thread `tid` of `blockThreads`
+  /// visits the last loop of `op` (in vectors of `width` elements where
+  /// `width` > 1, several per step so that all of a step's loads are in
+  /// flight at once: the hardware issues in order, so a multiply waiting on a
+  /// load would hold back the next load), loading each input of `op` at
+  /// `ivs` and k. `body` gets the inputs' values at one k, the indices
+  /// (`ivs`, k) and the carried values, and returns the new ones.
+  scf::ForOp buildKLoop(
+      OpBuilder &b, Location loc, linalg::LinalgOp op, ArrayRef<Value> ivs,
+      Value tid, int64_t blockThreads, int64_t width, ValueRange inits,
+      function_ref<SmallVector<Value>(OpBuilder &, Location, ArrayRef<Value>,
+                                      ArrayRef<Value>, ValueRange)>
+          body) {
+    Value steps = loopSizes(b, loc, op).back();
+    int64_t unroll = 1;
+    if (width > 1) {
+      int64_t k = op.getStaticLoopRanges().back();
+      for (int64_t u : {4, 2})
+        if (unroll == 1 && (k / width) % (blockThreads * u) == 0)
+          unroll = u;
+      steps = arith::DivUIOp::create(
+          b, loc, steps, arith::ConstantIndexOp::create(b, loc, width));
+    }
+    Value stride =
+        arith::ConstantIndexOp::create(b, loc, blockThreads * unroll);
+    return scf::ForOp::create(
+        b, loc, tid, steps, stride, inits,
+        [&](OpBuilder &nb, Location l, Value step, ValueRange iter) {
+          SmallVector<Value> at(ivs);
+          auto inputs = op.getDpsInputOperands();
+          if (width == 1) {
+            at.push_back(step);
+            SmallVector<Value> args;
+            for (OpOperand *in : inputs)
+              args.push_back(
+                  load(nb, l, in->get(), op.getMatchingIndexingMap(in), at));
+            scf::YieldOp::create(nb, l, body(nb, l, args, at, iter));
+            return;
+          }
+          at.push_back(nullptr);
+          auto index = [&](int64_t c) {
+            return arith::ConstantIndexOp::create(nb, l, c);
+          };
+          // Vector u of this thread starts at element (step + u threads) w.
+          SmallVector<Value> starts;
+          SmallVector<SmallVector<Value>> vectors(unroll);
+          for (int64_t u = 0; u < unroll; ++u) {
+            Value atU =
+                arith::AddIOp::create(nb, l, step, index(u * blockThreads));
+            starts.push_back(arith::MulIOp::create(nb, l, atU, index(width)));
+            at.back() = starts.back();
+            for (OpOperand *in : inputs) {
+              auto type = cast<MemRefType>(in->get().getType());
+              int64_t bytes = width * type.getElementTypeBitWidth() / 8;
+              vectors[u].push_back(vector::LoadOp::create(
+                  nb, l, VectorType::get({width}, type.getElementType()),
+                  in->get(), applyMap(nb, l, op.getMatchingIndexingMap(in), at),
+                  /*nontemporal=*/false, llvm::MaybeAlign(bytes)));
+            }
+          }
+          SmallVector<Value> carried(iter);
+          for (int64_t u = 0; u < unroll; ++u)
+            for (int64_t lane = 0; lane < width; ++lane) {
+              at.back() = arith::AddIOp::create(nb, l, starts[u], index(lane));
+              SmallVector<Value> args;
+              for (Value v : vectors[u])
+                args.push_back(vector::ExtractOp::create(nb, l, v, lane));
+              carried = body(nb, l, args, at, carried);
+            }
+          scf::YieldOp::create(nb, l, carried);
+        });
+  }
+
+  /// Fused mode, weights contiguous in k: the statistic, the projection
+  /// and the post-scale of one output as one block, built like the
+  /// projection's row reduction (vector loads along k); each thread sums
+  /// the products and the squares of the activation it loaded anyway, two
+  /// block all-reduces give the row's dot product and sum of squares, and
+  /// thread 0 applies the init, 1/RMS (`finalize`) and the post-scale.
+  /// Inserted before `post`.
+  void buildFusedRowReduction(linalg::LinalgOp proj, unsigned activation,
+                              linalg::GenericOp reduce,
+                              linalg::GenericOp finalize,
+                              linalg::GenericOp post, unsigned rows) {
+    OpBuilder b(post);
+    Location loc = proj.getLoc();
+    SmallVector<Value> sizes = loopSizes(b, loc, proj);
+    int64_t width = vectorWidthAlongK(proj);
+    int64_t k = proj.getStaticLoopRanges().back();
+    int64_t blockThreads =
+        ShapedType::isDynamic(k) ? 32 : projectionThreads(k, width);
+    Value one = arith::ConstantIndexOp::create(b, loc, 1);
+    Value outputs = one;
+    for (Value size : ArrayRef(sizes).drop_back())
+      outputs = arith::MulIOp::create(b, loc, outputs, size);
+    Value blockSize = arith::ConstantIndexOp::create(b, loc, blockThreads);
+    auto launch =
+        gpu::LaunchOp::create(b, loc, outputs, one, one, blockSize, one, one);
+    b.setInsertionPointToStart(&launch.getBody().front());
+    SmallVector<Value> ivs =
+        blockIndices(b, loc, proj, launch.getBlockIds().x,
+                     ArrayRef(sizes).drop_back(), /*weightRowsOuter=*/true);
+    SmallVector<Value> rowIvs(ivs.begin(), ivs.begin() + rows);
+    Value tid = launch.getThreadIds().x;
+    Type statType =
+        getElementTypeOrSelf(reduce.getDpsInitOperand(0)->get().getType());
+    Value acc0 = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0));
+    Value ss0 = arith::ConstantOp::create(b, loc, b.getZeroAttr(statType));
+    scf::ForOp loop = buildKLoop(
+        b, loc, proj, ivs, tid, blockThreads, width, ValueRange{acc0, ss0},
+        [&](OpBuilder &nb, Location l, ArrayRef<Value> args, ArrayRef<Value> at,
+            ValueRange iter) {
+          SmallVector<Value> all(args);
+          all.push_back(iter[0]);
+          Value acc = inlineBody(nb, proj, all, at)[0];
+          SmallVector<Value> rowAt(rowIvs);
+          rowAt.push_back(at.back());
+          Value ss =
+              inlineBody(nb, reduce, {args[activation], iter[1]}, rowAt)[0];
+          return SmallVector<Value>{acc, ss};
+        });
+    auto sum = [&](Value v) {
+      return gpu::AllReduceOp::create(
+                 b, loc, v,
+                 gpu::AllReduceOperationAttr::get(b.getContext(),
+                                                  gpu::AllReduceOperation::ADD),
+                 b.getUnitAttr())
+          .getResult();
+    };
+    Value dot = sum(loop.getResult(0)), ss = sum(loop.getResult(1));
+    Value first =
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, tid,
+                              arith::ConstantIndexOp::create(b, loc, 0));
+    auto store = scf::IfOp::create(b, loc, first, /*withElse=*/false);
+    b.setInsertionPointToStart(store.thenBlock());
+    // The product's init (a zero fill, or a bias copied in) plus the sum.
+    Value product = proj.getDpsInitOperand(0)->get();
+    Value total = arith::AddFOp::create(
+        b, loc, memref::LoadOp::create(b, loc, product, ivs), dot);
+    Value scale = inlineBody(b, finalize, {ss, ss0}, rowIvs)[0];
+    // The post-scale does not read its output (checked by the caller).
+    Value y = inlineBody(b, post, {total, scale, total}, ivs)[0];
+    memref::StoreOp::create(b, loc, y, post.getDpsInitOperand(0)->get(), ivs);
+    b.setInsertionPointToEnd(&launch.getBody().front());
+    gpu::TerminatorOp::create(b, loc);
+    name(launch, "fused_norm_proj");
   }
 
   /// Parallel loops onto blocks and threads (sequential loops for
@@ -1217,6 +1311,23 @@ struct GpuKernelsPass : flashnorm::impl::GpuKernelsBase<GpuKernelsPass> {
                          post, /*skip=*/proj.getOperation()))
         return "the projection's inputs are written before its post-scale";
 
+    // Weights contiguous in k (N x K): a block per output with vector loads;
+    // otherwise a thread per output.
+    unsigned activationIndex = activation->getOperandNumber();
+    AffineMap productMap =
+        proj.getMatchingIndexingMap(proj.getDpsInitOperand(0));
+    if (weightContiguousInK(proj) &&
+        productMap == AffineMap::getMultiDimIdentityMap(n, proj.getContext())
+                          .getMajorSubMap(n - 1) &&
+        getElementTypeOrSelf(product.getType()).isF32() &&
+        getElementTypeOrSelf(reduce.getDpsInitOperand(0)->get().getType())
+            .isF32()) {
+      builder.buildFusedRowReduction(proj, activationIndex, reduce, finalize,
+                                     post, rows);
+      proj->erase();
+      post->erase();
+      return "";
+    }
     OpBuilder b(post);
     Location loc = proj.getLoc();
     SmallVector<Value> ubs = loopSizes(b, loc, proj);

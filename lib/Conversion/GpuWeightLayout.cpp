@@ -68,13 +68,11 @@ FailureOr<LayoutPlan> planLayout(linalg::LinalgOp op, std::string &why,
     refusal = remark;
     return failure();
   };
-  if (!op.hasPureTensorSemantics() || op.getNumDpsInputs() != 2 ||
-      op.getNumDpsInits() != 1 || !linalg::isaContractionOpInterface(op))
-    return fail("not a two-input contraction on tensors");
+  std::string dimsWhy;
   FailureOr<linalg::ContractionDimensions> dims =
-      linalg::inferContractionDims(op);
-  if (failed(dims) || dims->n.size() != 1 || dims->k.size() != 1)
-    return fail("not one n and one k dimension");
+      inferProjectionDims(op, &dimsWhy);
+  if (failed(dims))
+    return fail(dimsWhy);
   unsigned n = dims->n.front(), k = dims->k.front();
   SmallVector<int64_t> ranges = op.getStaticLoopRanges();
   AffineExpr dk = getAffineDimExpr(k, op.getContext());

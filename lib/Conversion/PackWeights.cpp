@@ -68,14 +68,13 @@ FailureOr<PackPlan> planPacking(linalg::LinalgOp op, int64_t panel,
     why = msg.str();
     return failure();
   };
-  if (!op.hasPureTensorSemantics() || op.getNumDpsInputs() != 2 ||
-      op.getNumDpsInits() != 1 || !linalg::isaContractionOpInterface(op))
-    return fail("not a two-input contraction on tensors");
+  std::string dimsWhy;
   FailureOr<linalg::ContractionDimensions> dims =
-      linalg::inferContractionDims(op);
-  if (failed(dims) || dims->n.size() != 1 || dims->k.size() != 1 ||
-      !dims->batch.empty())
-    return fail("not one n and one k dimension without batch");
+      inferProjectionDims(op, &dimsWhy);
+  if (failed(dims))
+    return fail(dimsWhy);
+  if (!dims->batch.empty())
+    return fail("a batch dimension");
   unsigned n = dims->n.front(), k = dims->k.front();
   if (llvm::is_contained(op.getStaticLoopRanges(), 0))
     return fail("a dimension is empty");

@@ -2,13 +2,14 @@
 //
 // Turns every `gpu.launch` into sequential loops over blocks and threads, so
 // the kernels flashnorm-gpu-kernels builds can be executed, and their numbers
-// checked, on a machine without a GPU. A block-wide `gpu.all_reduce add`
-// runs the threads twice: once up to the reduction, summing what each
-// thread contributes, then again with the sum in place of the reduction.
-// That needs the code before the reduction to have no side effects but
-// reads, which holds for the row-reduction kernels (the pass fails
-// otherwise). Vector loads lose their alignment: what a GPU's allocations
-// guarantee (256 bytes) host memory and globals need not.
+// checked, on a machine without a GPU. Block-wide `gpu.all_reduce add`s
+// run the threads twice: once up to the last reduction, summing what each
+// thread contributes to each, then again with the sums in place of the
+// reductions. That needs the code before the last reduction to have no side
+// effects but reads and no use of a reduction's result, which holds for the
+// row-reduction kernels (the pass fails otherwise). Vector loads lose their
+// alignment: what a GPU's allocations guarantee (256 bytes) host memory and
+// globals need not.
 //
 //===----------------------------------------------------------------------===//
 
@@ -65,15 +66,14 @@ struct TestLaunchToLoopsPass
   LogicalResult lower(gpu::LaunchOp launch) {
     launch.walk([](vector::LoadOp load) { load.removeAlignmentAttr(); });
     Block &body = launch.getBody().front();
-    gpu::AllReduceOp reduce;
-    for (Operation &op : body) {
+    SmallVector<gpu::AllReduceOp> reduces;
+    for (Operation &op : body)
       if (auto r = dyn_cast<gpu::AllReduceOp>(op)) {
-        if (reduce || r.getOp() != gpu::AllReduceOperation::ADD)
-          return launch.emitError("only one top-level all_reduce add is "
+        if (r.getOp() != gpu::AllReduceOperation::ADD)
+          return launch.emitError("only top-level all_reduce add is "
                                   "supported");
-        reduce = r;
+        reduces.push_back(r);
       }
-    }
     auto onlyReads = [](Operation *op) {
       return !op->walk([](Operation *inner) {
                   auto e = dyn_cast<MemoryEffectOpInterface>(inner);
@@ -84,10 +84,19 @@ struct TestLaunchToLoopsPass
                   return ok ? WalkResult::advance() : WalkResult::interrupt();
                 }).wasInterrupted();
     };
-    if (reduce)
-      for (Operation *op = &body.front(); op != reduce; op = op->getNextNode())
-        if (!onlyReads(op))
+    // Pass 1 runs every thread up to the last reduction: nothing before it
+    // may write memory or use a reduction's result.
+    gpu::AllReduceOp last = reduces.empty() ? nullptr : reduces.back();
+    if (last)
+      for (Operation *op = &body.front(); op != last; op = op->getNextNode()) {
+        if (!isa<gpu::AllReduceOp>(op) && !onlyReads(op))
           return op->emitError("writes memory before the all_reduce");
+        for (gpu::AllReduceOp r : reduces)
+          if (r != op && r->isBeforeInBlock(op) &&
+              llvm::any_of(op->getOperands(),
+                           [&](Value v) { return v == r.getResult(); }))
+            return op->emitError("uses an all_reduce before the last one");
+      }
     OpBuilder b(launch);
     Location loc = launch.getLoc();
     gpu::KernelDim3 grid = launch.getGridSizeOperandValues();
@@ -103,18 +112,20 @@ struct TestLaunchToLoopsPass
     };
     buildNest(b, loc, {grid.z, grid.y, grid.x},
               [&](OpBuilder &nb, ArrayRef<Value> bids) {
-                Value sum;
-                if (reduce) {
-                  // Pass 1: every thread's contribution, summed.
-                  Value zero = arith::ConstantOp::create(
-                      nb, loc, nb.getZeroAttr(reduce.getType()));
+                SmallVector<Value> sums;
+                if (last) {
+                  // Pass 1: every thread's contributions, summed.
+                  SmallVector<Value> zeros;
+                  for (gpu::AllReduceOp r : reduces)
+                    zeros.push_back(arith::ConstantOp::create(
+                        nb, loc, nb.getZeroAttr(r.getType())));
                   Value one = arith::ConstantIndexOp::create(nb, loc, 1);
                   Value c0 = arith::ConstantIndexOp::create(nb, loc, 0);
                   Value threads = arith::MulIOp::create(
                       nb, loc, arith::MulIOp::create(nb, loc, block.x, block.y),
                       block.z);
                   auto loop = scf::ForOp::create(
-                      nb, loc, c0, threads, one, ValueRange{zero},
+                      nb, loc, c0, threads, one, zeros,
                       [&](OpBuilder &lb, Location l, Value t, ValueRange acc) {
                         Value tx = arith::RemUIOp::create(lb, l, t, block.x);
                         Value rest = arith::DivUIOp::create(lb, l, t, block.x);
@@ -122,28 +133,28 @@ struct TestLaunchToLoopsPass
                         Value tz = arith::DivUIOp::create(lb, l, rest, block.y);
                         IRMapping map;
                         bind(map, bids, {tz, ty, tx});
-                        for (Operation *op = &body.front(); op != reduce;
+                        for (Operation *op = &body.front(); op != last;
                              op = op->getNextNode())
-                          lb.clone(*op, map);
-                        Value v = map.lookup(reduce.getValue());
-                        scf::YieldOp::create(lb, l,
-                                             ValueRange{arith::AddFOp::create(
-                                                 lb, l, acc[0], v)});
+                          if (!isa<gpu::AllReduceOp>(op))
+                            lb.clone(*op, map);
+                        SmallVector<Value> next;
+                        for (auto [r, a] : llvm::zip(reduces, acc))
+                          next.push_back(arith::AddFOp::create(
+                              lb, l, a, map.lookup(r.getValue())));
+                        scf::YieldOp::create(lb, l, next);
                       });
-                  sum = loop.getResult(0);
+                  sums = loop.getResults();
                 }
                 // Pass 2 (or the only one): the whole body per thread.
                 buildNest(nb, loc, {block.z, block.y, block.x},
                           [&](OpBuilder &tb, ArrayRef<Value> tids) {
                             IRMapping map;
                             bind(map, bids, tids);
-                            for (Operation &op : body.without_terminator()) {
-                              if (&op == reduce.getOperation()) {
-                                map.map(reduce.getResult(), sum);
-                                continue;
-                              }
-                              tb.clone(op, map);
-                            }
+                            for (auto [r, sum] : llvm::zip(reduces, sums))
+                              map.map(r.getResult(), sum);
+                            for (Operation &op : body.without_terminator())
+                              if (!isa<gpu::AllReduceOp>(op))
+                                tb.clone(op, map);
                           });
               });
     launch.erase();

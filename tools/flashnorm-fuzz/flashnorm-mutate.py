@@ -35,6 +35,9 @@ PASSES = [
     "--flashnorm-gpu-to-kernels=defer-mode=streams",
     "--flashnorm-gpu-pipeline=format=isa",
     "--flashnorm-gpu-pipeline=defer-mode=serial format=isa gemm=cublaslt",
+    "--flashnorm-gpu-pipeline=format=isa gemm=codegen",
+    "--pass-pipeline=builtin.module(func.func(flashnorm-gpu-weight-layout))",
+    "--pass-pipeline=builtin.module(func.func(flashnorm-gpu-streams))",
     "--flashnorm-verify-async", "--flashnorm-verify-streams",
 ]
 BAD_OPTIONS = [
@@ -44,6 +47,7 @@ BAD_OPTIONS = [
     "--flashnorm-cpu-pipeline=tile-sizes=0,0,0",
     "--flashnorm-gpu-pipeline=defer-mode=", "--flashnorm=partial=maybe",
     "--flashnorm-fold-gains=requantize-tolerance=-1",
+    "--flashnorm-gpu-pipeline=gemm=sometimes",
 ]
 TOKENS = [
     (r"\b\d+\.\d+(?:e[-+]?\d+)?\b", ["0.0", "-1.0", "1.0e+38", "1.0e-45",

@@ -44,6 +44,13 @@ struct Projection {
 FailureOr<Projection> matchProjection(OpOperand &use,
                                       std::string *whyNot = nullptr);
 
+/// The roles of a two-input contraction on tensors with one n and one k
+/// dimension (what a projection's weight is read by: the passes that
+/// relayout weights ask it first), from `linalg::inferContractionDims`;
+/// otherwise fails and says why.
+FailureOr<linalg::ContractionDimensions>
+inferProjectionDims(linalg::LinalgOp op, std::string *whyNot = nullptr);
+
 /// What a weight is read from, through layout-only ops: a constant, an
 /// immutable `ml_program` global, or (where asked for) a function argument.
 struct WeightSource {

@@ -1,0 +1,30 @@
+// Fused mode with a weight contiguous in k (N x K): the statistic, the
+// projection and the post-scale of one output are one block that loads the
+// activation and the weight row in 16-byte vectors, sums the products and
+// the squares of the activation it loaded for them, reduces both across the
+// block and applies 1/RMS once, in thread 0. (Its numbers are checked on
+// the CPU by test/Integration/gpu-kernels-on-cpu.test, with a mutant.)
+// RUN: flashnorm-opt %s --flashnorm-gpu-to-kernels="defer-mode=fused gemm=codegen" | FileCheck %s
+
+// CHECK-LABEL: func.func @f(
+// CHECK-NOT: norm_stat
+// CHECK: gpu.launch blocks({{.*}}) in (%{{.*}} = %c4096, {{.*}} threads({{.*}}) in (%{{.*}} = %c128, {{.*}} function(@f_fused_norm_proj_{{[0-9]+}})
+// CHECK: scf.for {{.*}} iter_args(%[[DOT:.*]] = %{{.*}}, %[[SS:.*]] = %{{.*}}) -> (f32, f32)
+// CHECK-COUNT-8: vector.load {{.*}} {alignment = 16 : i64} : memref<{{.*}}xbf16>, vector<8xbf16>
+// CHECK-NOT: memref.store
+// CHECK: scf.yield
+// CHECK: gpu.all_reduce add
+// CHECK: gpu.all_reduce add
+// CHECK: scf.if
+// CHECK: math.rsqrt
+// CHECK: memref.store
+// CHECK: gpu.terminator
+func.func @f(%x: tensor<1x4096xbf16>, %w: tensor<4096x4096xbf16>) -> tensor<1x4096xf32> {
+  %s = flashnorm.rms_inv %x eps(1.0e-5) : tensor<1x4096xbf16> -> tensor<1xf32>
+  %z = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<1x4096xf32>
+  %f = linalg.fill ins(%z : f32) outs(%e : tensor<1x4096xf32>) -> tensor<1x4096xf32>
+  %p = linalg.matmul indexing_maps = [affine_map<(m, n, k) -> (m, k)>, affine_map<(m, n, k) -> (n, k)>, affine_map<(m, n, k) -> (m, n)>] ins(%x, %w : tensor<1x4096xbf16>, tensor<4096x4096xbf16>) outs(%f : tensor<1x4096xf32>) -> tensor<1x4096xf32>
+  %y = flashnorm.post_scale %p, %s : tensor<1x4096xf32>, tensor<1xf32> -> tensor<1x4096xf32>
+  return %y : tensor<1x4096xf32>
+}
