@@ -47,7 +47,8 @@ if [ -x /usr/local/cuda/bin/ptxas ]; then
     "event waits (forks and joins): $(grep -c 'llvm.call @mgpuStreamWaitEvent' "$tmp/gpu.mlir")"
   grep -o '@[a-z0-9_]*_kernels::@[a-z0-9_]*' "$tmp/gpu.mlir" |
     sed 's/.*::@//; s/_[0-9]*$//' | sort | uniq -c | sed 's/^/  /'
-  echo "(running it needs a GPU and build/lib/libflashnorm_cuda_runtime.so)"
+  echo "(running it needs a GPU, build/lib/libflashnorm_cuda_runtime.so and, for"
+  echo " prefill projections through cuBLASLt, build/lib/libflashnorm_cublaslt.so)"
 else
   echo "skipped: no CUDA toolkit in /usr/local/cuda (ptxas)"
 fi

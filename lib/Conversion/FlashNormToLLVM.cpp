@@ -93,8 +93,8 @@ struct ResidentToLLVM : ConvertOpToLLVMPattern<ResidentOp> {
     SmallVector<Value> origin(type.getRank(), zero);
     Value host =
         getStridedElementPtr(rewriter, loc, type, adaptor.getHost(), origin);
-    int64_t bytes = type.getNumElements() *
-                    llvm::divideCeil(type.getElementTypeBitWidth(), 8);
+    // Whole bytes per element (the verifier's 8 to 64 bits).
+    int64_t bytes = type.getNumElements() * type.getElementTypeBitWidth() / 8;
     Type i64 = rewriter.getI64Type();
     Type ptr = LLVM::LLVMPointerType::get(rewriter.getContext());
     FailureOr<LLVM::LLVMFuncOp> fn =

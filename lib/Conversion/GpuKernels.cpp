@@ -198,7 +198,8 @@ int64_t vectorWidthAlongK(linalg::LinalgOp op) {
     auto type = dyn_cast<MemRefType>(in->get().getType());
     if (!type || type.getRank() == 0 || !type.getLayout().isIdentity() ||
         !type.getElementType().isIntOrFloat() ||
-        type.getElementTypeBitWidth() % 8)
+        type.getElementTypeBitWidth() % 8 ||
+        !llvm::isPowerOf2_64(type.getElementTypeBitWidth() / 8))
       return 1;
     AffineMap map = op.getMatchingIndexingMap(in);
     AffineExpr dk = getAffineDimExpr(k, op.getContext());

@@ -104,10 +104,13 @@ private:
     return success();
   }
 
+  /// Whether `global` reads a constant that can stay on the device: its
+  /// elements whole bytes the runtime can count (8 to 64 bits).
   static bool isConstant(memref::GetGlobalOp global) {
     auto symbol = SymbolTable::lookupNearestSymbolFrom<memref::GlobalOp>(
         global, global.getNameAttr());
-    return symbol && symbol.getConstant();
+    return symbol && symbol.getConstant() &&
+           ResidentOp::isResidentElementType(global.getType().getElementType());
   }
 
   /// The process-lifetime device copy of a constant, used in its place from
@@ -289,6 +292,21 @@ private:
       if (!type)
         continue;
       if (!hostBuffers) {
+        // The caller owns (and frees) what it gets: a constant's device
+        // copy belongs to the runtime, so it returns a copy of it.
+        if (HappensBefore::getRoot(result.get()).getDefiningOp<ResidentOp>()) {
+          if (!type.getLayout().isIdentity())
+            return ret.emitError("flashnorm-gpu-streams: cannot return a "
+                                 "strided view of a constant as a device "
+                                 "buffer");
+          Value copy = alloc(b, loc, type, dynamicSizes(b, loc, result.get()));
+          tails[mainStream] =
+              gpu::MemcpyOp::create(b, loc, tokenType,
+                                    ValueRange{tails[mainStream]}, copy,
+                                    result.get())
+                  .getAsyncToken();
+          result.set(copy);
+        }
         returned.insert(HappensBefore::getRoot(result.get()));
         continue;
       }

@@ -109,16 +109,25 @@ FailureOr<LayoutPlan> planLayout(linalg::LinalgOp op, std::string &why,
     if (!storedType || storedType.getRank() != 2 ||
         storedType.getElementType() != weightType.getElementType())
       return fail("the stored weight is not 2-D of the weight's type", true);
+    // The stored tensor holds exactly the weight (no broadcast between).
+    SmallVector<int64_t> expected =
+        source->axis == 1 ? SmallVector<int64_t>{ranges[n], ranges[k]}
+                          : SmallVector<int64_t>{ranges[k], ranges[n]};
+    if (storedType.getShape() != ArrayRef<int64_t>(expected))
+      return fail("the stored weight is not the N x K or K x N weight "
+                  "itself (a broadcast or a dynamic size between)",
+                  true);
     LayoutPlan plan{op,      in->getOperandNumber(), n,      k, nullptr,
                     nullptr, source->chain,          nullptr};
     if (source->axis == 1) {
       plan.stored = stored;
       return plan;
     }
-    if (!source->value)
+    // A global's bytes belong to it (and are not in the IR if extern).
+    if (!source->value || source->global)
       return fail(Twine("the weight is ") +
                       (source->argument ? "an argument" : "a global") +
-                      " stored K x N; its bytes are not in the IR",
+                      " stored K x N; only constants are relaid",
                   true);
     FailureOr<ElementsAttr> relaid =
         storeRowsAlongK(source->value, source->axis, &traceWhy);

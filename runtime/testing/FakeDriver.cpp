@@ -181,7 +181,10 @@ CUresult cuDeviceGetAttribute(int *value, CUdevice_attribute attribute,
 }
 
 CUresult cuDevicePrimaryCtxRetain(CUcontext *context, CUdevice) {
-  static CUcontext primary = D.handle<CUcontext>();
+  static CUcontext primary = [] {
+    std::lock_guard<std::mutex> lock(D.mutex);
+    return D.handle<CUcontext>();
+  }();
   *context = primary;
   return CUDA_SUCCESS;
 }
@@ -193,6 +196,7 @@ CUresult cuCtxGetCurrent(CUcontext *context) {
 CUresult cuCtxSynchronize() { return CUDA_SUCCESS; }
 
 CUresult cuDeviceGetDefaultMemPool(CUmemoryPool *pool, CUdevice) {
+  std::lock_guard<std::mutex> lock(D.mutex);
   *pool = D.handle<CUmemoryPool>();
   return CUDA_SUCCESS;
 }

@@ -48,3 +48,25 @@ func.func @f(%out: memref<4xf32>) {
   }
   return
 }
+
+// With device buffers (host-buffers=false) the caller owns and frees what
+// it gets: a returned constant is a copy of its device copy.
+// RUN: flashnorm-opt %s --pass-pipeline='builtin.module(func.func(flashnorm-gpu-streams{host-buffers=false}))' | FileCheck %s --check-prefix=OWNED
+// OWNED-LABEL: func.func @returns_constant(
+// OWNED: %[[DEV:.*]], %{{.*}} = flashnorm.resident
+// OWNED: %[[COPY:.*]], %{{.*}} = gpu.alloc async
+// OWNED: gpu.memcpy async [%{{.*}}] %[[COPY]], %[[DEV]]
+// OWNED-NOT: gpu.dealloc async [%{{.*}}] %[[COPY]]
+// OWNED: return %[[COPY]]
+func.func @returns_constant(%out: memref<4xf32>) -> memref<4xf32> {
+  %w = memref.get_global @w : memref<4xf32>
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  gpu.launch blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1)
+             threads(%tx, %ty, %tz) in (%sx = %c4, %sy = %c1, %sz = %c1) {
+    %a = memref.load %w[%tx] : memref<4xf32>
+    memref.store %a, %out[%tx] : memref<4xf32>
+    gpu.terminator
+  }
+  return %w : memref<4xf32>
+}

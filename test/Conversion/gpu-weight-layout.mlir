@@ -53,7 +53,7 @@ func.func @k_by_n_shared(%x: tensor<4x2xf32>, %o: tensor<4x3xf32>) -> (tensor<4x
 // CHECK: linalg.generic {indexing_maps = [#[[MK]], #[[NK]], #[[MN]]], {{.*}} ins(%{{.*}}, %[[NKARG]] :
 // CHECK: linalg.matmul ins(%{{.*}}, %[[KNARG]] :
 // REMARK-DAG: Function=arguments | Remark="weight read as stored, N x K (1 layout op(s) dropped)"
-// REMARK-DAG: Function=arguments | Remark="weight read as stored: the weight is an argument stored K x N; its bytes are not in the IR"
+// REMARK-DAG: Function=arguments | Remark="weight read as stored: the weight is an argument stored K x N; only constants are relaid"
 func.func @arguments(%x: tensor<4x2xf32>, %wnk: tensor<3x2xf32>, %wkn: tensor<2x3xf32>, %o: tensor<4x3xf32>) -> (tensor<4x3xf32>, tensor<4x3xf32>) {
   %e = tensor.empty() : tensor<2x3xf32>
   %t = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d1, d0)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%wnk : tensor<3x2xf32>) outs(%e : tensor<2x3xf32>) {
@@ -89,4 +89,20 @@ func.func @untouched(%x: tensor<4x2xf32>, %o: tensor<4x3xf32>, %q: tensor<2x4x8x
   %a = linalg.matmul indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d2)>, affine_map<(d0, d1, d2) -> (d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1)>] ins(%x, %w : tensor<4x2xf32>, tensor<3x2xf32>) outs(%o : tensor<4x3xf32>) -> tensor<4x3xf32>
   %b = linalg.batch_matmul ins(%q, %k : tensor<2x4x8xf32>, tensor<2x8x4xf32>) outs(%s : tensor<2x4x4xf32>) -> tensor<2x4x4xf32>
   return %a, %b : tensor<4x3xf32>, tensor<2x4x4xf32>
+}
+
+// A weight broadcast from one row is not a stored N x K weight: left as it
+// is, with a remark.
+// CHECK-LABEL: func.func @broadcast_row(
+// CHECK: linalg.matmul
+// REMARK: Function=broadcast_row | Remark="weight read as stored: the stored weight is not the N x K or K x N weight itself (a broadcast or a dynamic size between)"
+func.func @broadcast_row(%x: tensor<4x2xf32>, %o: tensor<4x3xf32>) -> tensor<4x3xf32> {
+  %w = arith.constant dense<[[1.0, 2.0]]> : tensor<1x2xf32>
+  %e = tensor.empty() : tensor<2x3xf32>
+  %t = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (0, d0)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%w : tensor<1x2xf32>) outs(%e : tensor<2x3xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    linalg.yield %in : f32
+  } -> tensor<2x3xf32>
+  %y = linalg.matmul ins(%x, %t : tensor<4x2xf32>, tensor<2x3xf32>) outs(%o : tensor<4x3xf32>) -> tensor<4x3xf32>
+  return %y : tensor<4x3xf32>
 }

@@ -146,3 +146,11 @@ func.func @resident_join_first(%w: memref<4xf32>) {
   %d, %t = flashnorm.resident [%a, %b] %w : memref<4xf32>
   return
 }
+
+// -----
+
+func.func @resident_bits(%w: memref<4xi4>) {
+  // expected-error @below {{'flashnorm.resident' op needs integer or float elements of 8, 16, 32 or 64 bits, not 'i4'}}
+  %d, %t = flashnorm.resident %w : memref<4xi4>
+  return
+}

@@ -88,14 +88,20 @@ struct TestLaunchToLoopsPass
     // may write memory or use a reduction's result.
     gpu::AllReduceOp last = reduces.empty() ? nullptr : reduces.back();
     if (last)
-      for (Operation *op = &body.front(); op != last; op = op->getNextNode()) {
-        if (!isa<gpu::AllReduceOp>(op) && !onlyReads(op))
+      for (Operation *op = &body.front();; op = op->getNextNode()) {
+        if (op != last && !isa<gpu::AllReduceOp>(op) && !onlyReads(op))
           return op->emitError("writes memory before the all_reduce");
-        for (gpu::AllReduceOp r : reduces)
-          if (r != op && r->isBeforeInBlock(op) &&
-              llvm::any_of(op->getOperands(),
-                           [&](Value v) { return v == r.getResult(); }))
-            return op->emitError("uses an all_reduce before the last one");
+        WalkResult uses = op->walk([&](Operation *inner) {
+          for (Value v : inner->getOperands())
+            if (auto r = v.getDefiningOp<gpu::AllReduceOp>();
+                r && r->getBlock() == &body)
+              return WalkResult::interrupt();
+          return WalkResult::advance();
+        });
+        if (uses.wasInterrupted())
+          return op->emitError("uses an all_reduce before the last one");
+        if (op == last)
+          break;
       }
     OpBuilder b(launch);
     Location loc = launch.getLoc();

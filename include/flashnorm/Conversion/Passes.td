@@ -242,8 +242,8 @@ def GpuStreams : Pass<"flashnorm-gpu-streams", "func::FuncOp"> {
   let options = [
     Option<"hostBuffers", "host-buffers", "bool", /*default=*/"true",
            "Memref arguments and results are host memory, copied in and "
-           "out (default true; false: they are device buffers, results are "
-           "device allocations the caller frees)">,
+           "out (default true; false: they are device buffers, 16-byte "
+           "aligned, results are device allocations the caller frees)">,
   ];
 }
 

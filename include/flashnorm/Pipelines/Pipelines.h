@@ -151,7 +151,9 @@ struct GpuPipelineOptions : public PassPipelineOptions<GpuPipelineOptions> {
       llvm::cl::desc("Device functions take and return host memory, copied "
                      "in and out (default true; false: device buffers, "
                      "results owned by the caller, for callers that keep "
-                     "weights on the GPU)"),
+                     "weights on the GPU; their base addresses 16-byte "
+                     "aligned, as the driver allocates them, since kernels "
+                     "read rows with 16-byte loads)"),
       llvm::cl::init(true)};
   PassOptions::Option<bool> tensorCores{
       *this, "tensor-cores",

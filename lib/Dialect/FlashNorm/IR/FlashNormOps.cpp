@@ -206,7 +206,18 @@ LogicalResult GemmLtOp::verify() {
   return success();
 }
 
+bool ResidentOp::isResidentElementType(Type type) {
+  if (!type.isIntOrFloat())
+    return false;
+  unsigned bits = type.getIntOrFloatBitWidth();
+  return bits == 8 || bits == 16 || bits == 32 || bits == 64;
+}
+
 LogicalResult ResidentOp::verify() {
+  if (!isResidentElementType(getHost().getType().getElementType()))
+    return emitOpError("needs integer or float elements of 8, 16, 32 or 64 "
+                       "bits, not ")
+           << getHost().getType().getElementType();
   if (!getHost().getType().getLayout().isIdentity())
     return emitOpError("needs a buffer with the identity layout, not ")
            << getHost().getType();

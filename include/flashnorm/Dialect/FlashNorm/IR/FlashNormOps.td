@@ -229,6 +229,11 @@ def FlashNorm_ResidentOp : FlashNorm_Op<"resident",
     (` ` `[` $asyncDependencies^ `]`)? $host attr-dict `:` type($host)
   }];
   let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// Integers and floats of 8, 16, 32 or 64 bits: elements whose bytes
+    /// the lowering counts as the runtime copies them.
+    static bool isResidentElementType(::mlir::Type type);
+  }];
 }
 
 #endif // FLASHNORM_OPS_TD
