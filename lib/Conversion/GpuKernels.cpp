@@ -166,6 +166,21 @@ bool isRowReduction(linalg::LinalgOp op) {
   return add && out.hasOneUse() && (add.getLhs() == out || add.getRhs() == out);
 }
 
+/// A projection's `acc + a * b` step may become one FMA (`fma.rn`, as
+/// cuBLAS computes it): the multiply and the add of the inlined body get
+/// the `contract` flag; the sum is rounded once instead of twice.
+void allowContraction(Value acc) {
+  auto add = acc.getDefiningOp<arith::AddFOp>();
+  if (!add)
+    return;
+  auto contract = arith::FastMathFlagsAttr::get(acc.getContext(),
+                                                arith::FastMathFlags::contract);
+  add.setFastmathAttr(contract);
+  for (Value operand : add->getOperands())
+    if (auto mul = operand.getDefiningOp<arith::MulFOp>())
+      mul.setFastmathAttr(contract);
+}
+
 /// Whether contraction `op` is a prefill for `gemm=auto`: more than
 /// kGemmLtMinRows rows (the product of its m dimensions), or a row count
 /// known only at run time.
@@ -271,7 +286,10 @@ public:
                        ArrayRef<Value> at, ValueRange acc) {
                      SmallVector<Value> all(args);
                      all.push_back(acc[0]);
-                     return inlineBody(nb, op, all, at);
+                     SmallVector<Value> next = inlineBody(nb, op, all, at);
+                     if (linalg::isaContractionOpInterface(op))
+                       allowContraction(next[0]);
+                     return next;
                    });
     auto total = gpu::AllReduceOp::create(
         b, loc, loop.getResult(0),
@@ -425,6 +443,7 @@ public:
           SmallVector<Value> all(args);
           all.push_back(iter[0]);
           Value acc = inlineBody(nb, proj, all, at)[0];
+          allowContraction(acc);
           SmallVector<Value> rowAt(rowIvs);
           rowAt.push_back(at.back());
           Value ss =

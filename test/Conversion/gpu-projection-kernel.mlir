@@ -4,7 +4,8 @@
 // multiply, the sum in registers across k (no store inside the loop), a
 // block all-reduce, one store; the blocks of one weight row adjacent.
 // RUN: flashnorm-opt %s --flashnorm-gpu-to-kernels | FileCheck %s
-// The PTX has four 16-byte loads of each operand, before any multiply.
+// The PTX has four 16-byte loads of each operand, before any multiply, and
+// FMAs (the accumulation is contracted, as cuBLAS computes it).
 // RUN: flashnorm-opt %s --flashnorm-gpu-pipeline="format=isa gemm=codegen" | FileCheck %s --check-prefix=PTX
 
 #nk = [affine_map<(m, n, k) -> (m, k)>, affine_map<(m, n, k) -> (n, k)>, affine_map<(m, n, k) -> (m, n)>]
@@ -25,7 +26,7 @@
 // CHECK: gpu.terminator
 // PTX-COUNT-8: ld.global.v4.b32
 // PTX-NOT: ld.global.v4
-// PTX: mul.rn.f32
+// PTX: fma.rn.f32
 func.func @decode_bf16(%x: tensor<2x4096xbf16>, %w: tensor<4096x4096xbf16>) -> tensor<2x4096xf32> {
   %z = arith.constant 0.0 : f32
   %e = tensor.empty() : tensor<2x4096xf32>
