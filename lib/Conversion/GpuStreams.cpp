@@ -104,31 +104,28 @@ private:
     return success();
   }
 
-  /// Whether `global` reads a constant that can stay on the device: its
-  /// elements whole bytes the runtime can count (8 to 64 bits).
+  /// Whether `global` reads a constant that can stay on the device: a
+  /// plain buffer of elements the runtime counts in whole bytes (8 to 64
+  /// bits). Other globals are copied per call.
   static bool isConstant(memref::GetGlobalOp global) {
     auto symbol = SymbolTable::lookupNearestSymbolFrom<memref::GlobalOp>(
         global, global.getNameAttr());
-    return symbol && symbol.getConstant() &&
-           ResidentOp::isResidentElementType(global.getType().getElementType());
+    MemRefType type = global.getType();
+    return symbol && symbol.getConstant() && type.hasStaticShape() &&
+           type.getLayout().isIdentity() &&
+           ResidentOp::isResidentElementType(type.getElementType());
   }
 
   /// The process-lifetime device copy of a constant, used in its place from
   /// now on. It is neither allocated nor freed here: the runtime owns it.
-  LogicalResult makeResident(OpBuilder &b, Location loc,
-                             memref::GetGlobalOp global) {
-    auto type = global.getType();
-    if (!type.getLayout().isIdentity() || !type.hasStaticShape())
-      return emitError(loc) << "flashnorm-gpu-streams: cannot keep a constant "
-                               "of type "
-                            << type << " on the device";
+  void makeResident(OpBuilder &b, Location loc, memref::GetGlobalOp global) {
+    MemRefType type = global.getType();
     auto resident =
         ResidentOp::create(b, loc, type, tokenType,
                            ValueRange{tails[mainStream]}, global.getResult());
     global.getResult().replaceAllUsesExcept(resident.getDevice(), resident);
     tails[mainStream] = resident.getAsyncToken();
     ++numResident;
-    return success();
   }
 
   Value alloc(OpBuilder &b, Location loc, MemRefType type, ValueRange dynamic) {
@@ -169,9 +166,10 @@ private:
     }
     if (auto global = dyn_cast<memref::GetGlobalOp>(op)) {
       b.setInsertionPointAfter(op);
-      if (isConstant(global))
-        return makeResident(b, loc, global);
-      return upload(b, loc, global.getResult());
+      if (!isConstant(global))
+        return upload(b, loc, global.getResult());
+      makeResident(b, loc, global);
+      return success();
     }
     if (isa<memref::DeallocOp>(op)) {
       op->erase(); // Device buffers are freed at the end.
