@@ -264,18 +264,8 @@ public:
     // memory effects stand between it and the reduction.
     OpBuilder b(epilogue ? epilogue.getOperation() : op.getOperation());
     Location loc = op.getLoc();
-    SmallVector<Value> sizes = loopSizes(b, loc, op);
-    Value one = arith::ConstantIndexOp::create(b, loc, 1);
-    Value rows = one;
-    for (Value size : ArrayRef(sizes).drop_back())
-      rows = arith::MulIOp::create(b, loc, rows, size);
-    Value blockSize = arith::ConstantIndexOp::create(b, loc, blockThreads);
-    auto launch =
-        gpu::LaunchOp::create(b, loc, rows, one, one, blockSize, one, one);
-    b.setInsertionPointToStart(&launch.getBody().front());
-    SmallVector<Value> ivs =
-        blockIndices(b, loc, op, launch.getBlockIds().x,
-                     ArrayRef(sizes).drop_back(), weightRowsOuter);
+    auto [launch, ivs] =
+        launchPerRow(b, loc, op, blockThreads, weightRowsOuter);
     Value tid = launch.getThreadIds().x;
     Type elementType =
         getElementTypeOrSelf(op.getDpsInitOperand(0)->get().getType());
@@ -326,6 +316,27 @@ public:
     op->erase();
     if (zeroFill)
       zeroFill->erase();
+  }
+
+  /// A launch of one block of `blockThreads` threads per output row of `op`
+  /// (every loop but the last), the builder inside it; returns it with the
+  /// row's indices (blockIndices).
+  std::pair<gpu::LaunchOp, SmallVector<Value>>
+  launchPerRow(OpBuilder &b, Location loc, linalg::LinalgOp op,
+               int64_t blockThreads, bool weightRowsOuter) {
+    SmallVector<Value> sizes = loopSizes(b, loc, op);
+    Value one = arith::ConstantIndexOp::create(b, loc, 1);
+    Value rows = one;
+    for (Value size : ArrayRef(sizes).drop_back())
+      rows = arith::MulIOp::create(b, loc, rows, size);
+    Value blockSize = arith::ConstantIndexOp::create(b, loc, blockThreads);
+    auto launch =
+        gpu::LaunchOp::create(b, loc, rows, one, one, blockSize, one, one);
+    b.setInsertionPointToStart(&launch.getBody().front());
+    SmallVector<Value> ivs =
+        blockIndices(b, loc, op, launch.getBlockIds().x,
+                     ArrayRef(sizes).drop_back(), weightRowsOuter);
+    return {launch, ivs};
   }
 
   /// The k loop of a row-reduction kernel: thread `tid` of `blockThreads`
@@ -414,22 +425,12 @@ public:
                               linalg::GenericOp post, unsigned rows) {
     OpBuilder b(post);
     Location loc = proj.getLoc();
-    SmallVector<Value> sizes = loopSizes(b, loc, proj);
     int64_t width = vectorWidthAlongK(proj);
     int64_t k = proj.getStaticLoopRanges().back();
     int64_t blockThreads =
         ShapedType::isDynamic(k) ? 32 : projectionThreads(k, width);
-    Value one = arith::ConstantIndexOp::create(b, loc, 1);
-    Value outputs = one;
-    for (Value size : ArrayRef(sizes).drop_back())
-      outputs = arith::MulIOp::create(b, loc, outputs, size);
-    Value blockSize = arith::ConstantIndexOp::create(b, loc, blockThreads);
-    auto launch =
-        gpu::LaunchOp::create(b, loc, outputs, one, one, blockSize, one, one);
-    b.setInsertionPointToStart(&launch.getBody().front());
-    SmallVector<Value> ivs =
-        blockIndices(b, loc, proj, launch.getBlockIds().x,
-                     ArrayRef(sizes).drop_back(), /*weightRowsOuter=*/true);
+    auto [launch, ivs] =
+        launchPerRow(b, loc, proj, blockThreads, /*weightRowsOuter=*/true);
     SmallVector<Value> rowIvs(ivs.begin(), ivs.begin() + rows);
     Value tid = launch.getThreadIds().x;
     Type statType =
