@@ -49,34 +49,23 @@ static FailureOr<Projection> matchLinalg(linalg::LinalgOp op, OpOperand &use,
   if (reductions.size() != 1)
     return reject(whyNot, "it contracts " + Twine(reductions.size()) +
                               " dimensions, not exactly one");
-  unsigned red = reductions.front();
+  FailureOr<ContractionRoles> roles =
+      classifyContraction(op, op.getDpsInputOperand(0) == &use ? 0 : 1);
+  if (failed(roles))
+    return reject(whyNot, "it is not a multiply-accumulate contraction");
   AffineMap actMap = op.getMatchingIndexingMap(&use);
   if (actMap.getNumResults() == 0 ||
-      actMap.getResults().back() != getAffineDimExpr(red, op.getContext()))
+      actMap.getResults().back() != getAffineDimExpr(roles->k, op.getContext()))
     return reject(whyNot,
                   "it does not contract the normalized (last) dimension");
 
-  OpOperand *weightOperand =
-      op.getDpsInputOperand(op.getDpsInputOperand(0) == &use ? 1 : 0);
-  AffineMap wMap = op.getMatchingIndexingMap(weightOperand);
-  std::optional<unsigned> axis =
-      wMap.getResultPosition(getAffineDimExpr(red, op.getContext()));
-  if (!axis)
-    return reject(whyNot, "its weight is not indexed by the contracted dim");
-
   Projection p;
   p.op = op;
-  p.activationIndex = use.getOperandNumber();
-  p.weightIndex = weightOperand->getOperandNumber();
-  p.weightAxis = *axis;
+  p.activationIndex = roles->activation;
+  p.weightIndex = roles->weight;
+  p.weightAxis = roles->weightAxis;
+  p.rowPreserving = roles->rowsPreserved;
   OpOperand *init = op.getDpsInitOperand(0);
-  AffineMap outMap = op.getMatchingIndexingMap(init);
-  unsigned rank = actMap.getNumResults();
-  p.rowPreserving =
-      outMap.getNumResults() == rank &&
-      llvm::equal(outMap.getResults().drop_back(),
-                  actMap.getResults().drop_back()) &&
-      !llvm::is_contained(actMap.getResults(), outMap.getResults().back());
   p.zeroInit = isZeroInit(init->get());
   return p;
 }
@@ -447,20 +436,80 @@ flashnorm::traceWeightToInt8Dequant(Value weight, int64_t axis,
   return fail("its dequantization is not sitofp(q) * s of an int8 q");
 }
 
-FailureOr<linalg::ContractionDimensions>
-flashnorm::inferProjectionDims(linalg::LinalgOp op, std::string *whyNot) {
-  auto fail =
-      [&](const Twine &msg) -> FailureOr<linalg::ContractionDimensions> {
+FailureOr<ContractionRoles>
+flashnorm::classifyContraction(linalg::LinalgOp op, unsigned activationInput,
+                               std::string *whyNot) {
+  auto fail = [&](const Twine &msg) -> FailureOr<ContractionRoles> {
     if (whyNot)
       *whyNot = msg.str();
     return failure();
   };
-  if (!op.hasPureTensorSemantics() || op.getNumDpsInputs() != 2 ||
-      op.getNumDpsInits() != 1 || !linalg::isaContractionOpInterface(op))
-    return fail("not a two-input contraction on tensors");
+  if (op.getNumDpsInputs() != 2 || op.getNumDpsInits() != 1 ||
+      activationInput > 1 || !linalg::isaContractionOpInterface(op))
+    return fail("not a two-input contraction");
   FailureOr<linalg::ContractionDimensions> dims =
       linalg::inferContractionDims(op);
-  if (failed(dims) || dims->n.size() != 1 || dims->k.size() != 1)
-    return fail("not one n and one k dimension");
-  return dims;
+  if (failed(dims) || dims->k.size() != 1)
+    return fail("not a contraction over one dimension");
+  ContractionRoles roles;
+  roles.dims = *dims;
+  // inferContractionDims names the first input's dimensions m.
+  if (activationInput == 1)
+    std::swap(roles.dims.m, roles.dims.n);
+  roles.k = roles.dims.k.front();
+  if (roles.dims.n.size() == 1)
+    roles.n = roles.dims.n.front();
+  roles.activation = op.getDpsInputOperand(activationInput)->getOperandNumber();
+  roles.weight = op.getDpsInputOperand(1 - activationInput)->getOperandNumber();
+
+  MLIRContext *ctx = op.getContext();
+  AffineExpr dk = getAffineDimExpr(roles.k, ctx);
+  AffineMap act =
+      op.getMatchingIndexingMap(&op->getOpOperand(roles.activation));
+  AffineMap weight = op.getMatchingIndexingMap(&op->getOpOperand(roles.weight));
+  AffineMap out = op.getMatchingIndexingMap(op.getDpsInitOperand(0));
+  std::optional<unsigned> axis = weight.getResultPosition(dk);
+  if (!axis)
+    return fail("the weight is not indexed by the contracted dimension");
+  roles.weightAxis = *axis;
+  roles.weightKInnermost = weight.getResults().back() == dk;
+  SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+  roles.weightIsMatrix =
+      roles.n && weight.isProjectedPermutation() &&
+      weight.isFunctionOfDim(*roles.n) &&
+      llvm::all_of(weight.getResults(), [&](AffineExpr e) {
+        unsigned d = cast<AffineDimExpr>(e).getPosition();
+        return d == *roles.n || d == roles.k ||
+               (llvm::is_contained(roles.dims.batch, d) && ranges[d] == 1);
+      });
+  unsigned rank = act.getNumResults();
+  roles.rowsPreserved =
+      rank > 0 && act.getResults().back() == dk &&
+      out.getNumResults() == rank &&
+      llvm::equal(out.getResults().drop_back(), act.getResults().drop_back()) &&
+      !llvm::is_contained(act.getResults(), out.getResults().back());
+  for (unsigned m : roles.dims.m) {
+    if (ShapedType::isDynamic(ranges[m])) {
+      roles.rows = ShapedType::kDynamic;
+      break;
+    }
+    roles.rows *= ranges[m];
+  }
+  return roles;
+}
+
+FailureOr<ContractionRoles>
+flashnorm::inferProjectionDims(linalg::LinalgOp op, std::string *whyNot) {
+  if (!op.hasPureTensorSemantics()) {
+    if (whyNot)
+      *whyNot = "not a two-input contraction on tensors";
+    return failure();
+  }
+  FailureOr<ContractionRoles> roles = classifyContraction(op, 0, whyNot);
+  if (succeeded(roles) && !roles->n) {
+    if (whyNot)
+      *whyNot = "not one n and one k dimension";
+    return failure();
+  }
+  return roles;
 }

@@ -69,75 +69,64 @@ FailureOr<LayoutPlan> planLayout(linalg::LinalgOp op, std::string &why,
     return failure();
   };
   std::string dimsWhy;
-  FailureOr<linalg::ContractionDimensions> dims =
-      inferProjectionDims(op, &dimsWhy);
-  if (failed(dims))
+  FailureOr<ContractionRoles> roles = inferProjectionDims(op, &dimsWhy);
+  if (failed(roles))
     return fail(dimsWhy);
-  unsigned n = dims->n.front(), k = dims->k.front();
+  // The weight: indexed by n and k, and otherwise only by batch dimensions
+  // of one (TOSA's matmul is batched by 1), which it stops naming once it
+  // is read as N x K.
+  if (!roles->weightIsMatrix)
+    return fail("no input is indexed by n and k alone");
+  unsigned n = *roles->n, k = roles->k;
   SmallVector<int64_t> ranges = op.getStaticLoopRanges();
-  AffineExpr dk = getAffineDimExpr(k, op.getContext());
-  for (OpOperand *in : op.getDpsInputOperands()) {
-    // The weight: indexed by n and k, and otherwise only by batch
-    // dimensions of one (TOSA's matmul is batched by 1), which it stops
-    // naming once it is read as N x K.
-    AffineMap map = op.getMatchingIndexingMap(in);
-    if (!map.isProjectedPermutation() || !map.isFunctionOfDim(n) ||
-        !map.isFunctionOfDim(k) ||
-        !llvm::all_of(map.getResults(), [&](AffineExpr e) {
-          unsigned d = cast<AffineDimExpr>(e).getPosition();
-          return d == n || d == k ||
-                 (llvm::is_contained(dims->batch, d) && ranges[d] == 1);
-        }))
-      continue;
-    int64_t axis = *map.getResultPosition(dk);
-    std::string traceWhy;
-    FailureOr<WeightSource> source =
-        traceWeight(in->get(), axis, /*allowArgument=*/true, &traceWhy);
-    if (failed(source))
-      return fail("the weight is computed: " + traceWhy);
-    if (source->chain.empty() && map.getNumResults() == 2 && axis == 1)
-      return fail("the weight is read as stored, N x K");
-    // A named op must have a generic form whose weight map can change.
-    if (!isa<linalg::GenericOp, linalg::MatmulOp, linalg::BatchMatmulOp,
-             linalg::ContractOp>(op))
-      return fail("'" + op->getName().getStringRef() + "' is not handled",
-                  true);
-    Value stored = source->argument ? Value(source->argument)
-                                    : source->constant->getResult(0);
-    auto storedType = dyn_cast<RankedTensorType>(stored.getType());
-    auto weightType = cast<RankedTensorType>(in->get().getType());
-    if (!storedType || storedType.getRank() != 2 ||
-        storedType.getElementType() != weightType.getElementType())
-      return fail("the stored weight is not 2-D of the weight's type", true);
-    // The stored tensor holds exactly the weight (no broadcast between).
-    SmallVector<int64_t> expected =
-        source->axis == 1 ? SmallVector<int64_t>{ranges[n], ranges[k]}
-                          : SmallVector<int64_t>{ranges[k], ranges[n]};
-    if (storedType.getShape() != ArrayRef<int64_t>(expected))
-      return fail("the stored weight is not the N x K or K x N weight "
-                  "itself (a broadcast or a dynamic size between)",
-                  true);
-    LayoutPlan plan{op,      in->getOperandNumber(), n,      k, nullptr,
-                    nullptr, source->chain,          nullptr};
-    if (source->axis == 1) {
-      plan.stored = stored;
-      return plan;
-    }
-    // A global's bytes belong to it (and are not in the IR if extern).
-    if (!source->value || source->global)
-      return fail(Twine("the weight is ") +
-                      (source->argument ? "an argument" : "a global") +
-                      " stored K x N; only constants are relaid",
-                  true);
-    FailureOr<ElementsAttr> relaid =
-        storeRowsAlongK(source->value, source->axis, &traceWhy);
-    if (failed(relaid))
-      return fail(traceWhy, true);
-    plan.relaid = *relaid;
-    plan.constant = source->constant;
+  OpOperand *in = &op->getOpOperand(roles->weight);
+  AffineMap map = op.getMatchingIndexingMap(in);
+  int64_t axis = roles->weightAxis;
+  std::string traceWhy;
+  FailureOr<WeightSource> source =
+      traceWeight(in->get(), axis, /*allowArgument=*/true, &traceWhy);
+  if (failed(source))
+    return fail("the weight is computed: " + traceWhy);
+  if (source->chain.empty() && map.getNumResults() == 2 && axis == 1)
+    return fail("the weight is read as stored, N x K");
+  // A named op must have a generic form whose weight map can change.
+  if (!isa<linalg::GenericOp, linalg::MatmulOp, linalg::BatchMatmulOp,
+           linalg::ContractOp>(op))
+    return fail("'" + op->getName().getStringRef() + "' is not handled", true);
+  Value stored = source->argument ? Value(source->argument)
+                                  : source->constant->getResult(0);
+  auto storedType = dyn_cast<RankedTensorType>(stored.getType());
+  auto weightType = cast<RankedTensorType>(in->get().getType());
+  if (!storedType || storedType.getRank() != 2 ||
+      storedType.getElementType() != weightType.getElementType())
+    return fail("the stored weight is not 2-D of the weight's type", true);
+  // The stored tensor holds exactly the weight (no broadcast between).
+  SmallVector<int64_t> expected =
+      source->axis == 1 ? SmallVector<int64_t>{ranges[n], ranges[k]}
+                        : SmallVector<int64_t>{ranges[k], ranges[n]};
+  if (storedType.getShape() != ArrayRef<int64_t>(expected))
+    return fail("the stored weight is not the N x K or K x N weight "
+                "itself (a broadcast or a dynamic size between)",
+                true);
+  LayoutPlan plan{op,      in->getOperandNumber(), n,      k, nullptr,
+                  nullptr, source->chain,          nullptr};
+  if (source->axis == 1) {
+    plan.stored = stored;
     return plan;
   }
-  return fail("no input is indexed by n and k alone");
+  // A global's bytes belong to it (and are not in the IR if extern).
+  if (!source->value || source->global)
+    return fail(Twine("the weight is ") +
+                    (source->argument ? "an argument" : "a global") +
+                    " stored K x N; only constants are relaid",
+                true);
+  FailureOr<ElementsAttr> relaid =
+      storeRowsAlongK(source->value, source->axis, &traceWhy);
+  if (failed(relaid))
+    return fail(traceWhy, true);
+  plan.relaid = *relaid;
+  plan.constant = source->constant;
+  return plan;
 }
 
 /// The projection reads its weight as N x K through (n, k). `relaidOf`

@@ -69,64 +69,56 @@ FailureOr<PackPlan> planPacking(linalg::LinalgOp op, int64_t panel,
     return failure();
   };
   std::string dimsWhy;
-  FailureOr<linalg::ContractionDimensions> dims =
-      inferProjectionDims(op, &dimsWhy);
-  if (failed(dims))
+  FailureOr<ContractionRoles> roles = inferProjectionDims(op, &dimsWhy);
+  if (failed(roles))
     return fail(dimsWhy);
-  if (!dims->batch.empty())
+  if (!roles->dims.batch.empty())
     return fail("a batch dimension");
-  unsigned n = dims->n.front(), k = dims->k.front();
+  unsigned n = *roles->n, k = roles->k;
   if (llvm::is_contained(op.getStaticLoopRanges(), 0))
     return fail("a dimension is empty");
   // Panels as wide as the micro-kernel's tile (flashnorm-cpu-codegen):
   // decode (a few rows) keeps 128 outputs (8 vectors, 8 independent FMA
   // chains, 512 contiguous bytes per k) in registers, prefill 8 rows by 32.
   if (panel == 0) {
-    SmallVector<int64_t> ranges = op.getStaticLoopRanges();
-    int64_t rows = 1;
-    for (unsigned m : dims->m)
-      rows *= ranges[m];
-    panel = rows < 4 && ranges[n] % 128 == 0 ? 128 : 32;
+    bool decode = !ShapedType::isDynamic(roles->rows) && roles->rows < 4;
+    panel = decode && op.getStaticLoopRanges()[n] % 128 == 0 ? 128 : 32;
   }
   MLIRContext *ctx = op.getContext();
   AffineMap outMap = op.getMatchingIndexingMap(op.getDpsInitOperand(0));
   if (!outMap.isProjectedPermutation() || outMap.getNumResults() == 0 ||
       outMap.getResults().back() != getAffineDimExpr(n, ctx))
     return fail("the output's last dimension is not n");
-  // The weight: the input indexed by n and k only.
-  for (OpOperand *in : op.getDpsInputOperands()) {
-    AffineMap map = op.getMatchingIndexingMap(in);
-    if (map.getNumResults() != 2 || !map.isProjectedPermutation() ||
-        !map.isFunctionOfDim(n) || !map.isFunctionOfDim(k))
-      continue;
-    int64_t axis = *map.getResultPosition(getAffineDimExpr(k, ctx));
-    std::string traceWhy;
-    FailureOr<WeightSource> source =
-        traceWeightToConstant(in->get(), axis, &traceWhy);
-    if (failed(source))
-      return fail(traceWhy);
-    constant = true;
-    // A checkpoint's weight (an ml_program global) keeps its layout: its
-    // bytes are not in the IR, or belong to the global.
-    if (source->global)
-      return fail("the weight is a global");
-    ShapedType type = source->value.getShapedType();
-    if (type.getRank() != 2)
-      return fail("the weight constant is not 2-D");
-    FailureOr<ElementsAttr> panels =
-        packPanels(source->value, source->axis, panel, &traceWhy);
-    if (failed(panels))
-      return fail(traceWhy);
-    PackPlan plan{
-        op, in->getOperandNumber(), n, k, panel, *panels, op.getLoc(), nullptr};
-    Value result = op->getResult(0);
-    if (result.hasOneUse())
-      if (auto post = dyn_cast<PostScaleOp>(*result.getUsers().begin());
-          post && post.getInput() == result)
-        plan.post = post;
-    return plan;
-  }
-  return fail("no input is indexed by n and k alone");
+  // The weight: the input indexed by n and k only (no batch).
+  if (!roles->weightIsMatrix)
+    return fail("no input is indexed by n and k alone");
+  OpOperand *in = &op->getOpOperand(roles->weight);
+  int64_t axis = roles->weightAxis;
+  std::string traceWhy;
+  FailureOr<WeightSource> source =
+      traceWeightToConstant(in->get(), axis, &traceWhy);
+  if (failed(source))
+    return fail(traceWhy);
+  constant = true;
+  // A checkpoint's weight (an ml_program global) keeps its layout: its
+  // bytes are not in the IR, or belong to the global.
+  if (source->global)
+    return fail("the weight is a global");
+  ShapedType type = source->value.getShapedType();
+  if (type.getRank() != 2)
+    return fail("the weight constant is not 2-D");
+  FailureOr<ElementsAttr> panels =
+      packPanels(source->value, source->axis, panel, &traceWhy);
+  if (failed(panels))
+    return fail(traceWhy);
+  PackPlan plan{
+      op, in->getOperandNumber(), n, k, panel, *panels, op.getLoc(), nullptr};
+  Value result = op->getResult(0);
+  if (result.hasOneUse())
+    if (auto post = dyn_cast<PostScaleOp>(*result.getUsers().begin());
+        post && post.getInput() == result)
+      plan.post = post;
+  return plan;
 }
 
 /// The projection over the panels: for each panel b (in parallel when the

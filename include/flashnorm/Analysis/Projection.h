@@ -44,12 +44,50 @@ struct Projection {
 FailureOr<Projection> matchProjection(OpOperand &use,
                                       std::string *whyNot = nullptr);
 
-/// The roles of a two-input contraction on tensors with one n and one k
-/// dimension (what a projection's weight is read by: the passes that
-/// relayout weights ask it first), from `linalg::inferContractionDims`;
-/// otherwise fails and says why.
-FailureOr<linalg::ContractionDimensions>
-inferProjectionDims(linalg::LinalgOp op, std::string *whyNot = nullptr);
+/// The roles of a two-input contraction's loops and operands, on tensors
+/// or buffers, classified once from `linalg::inferContractionDims` (as
+/// upstream's `specializeToNamedContraction` does): what fold-gains, the
+/// passes that relayout weights and the GPU kernel strategies ask of a
+/// projection's indexing.
+struct ContractionRoles {
+  /// m: the activation's (row) dimensions, n: the weight's, k: the one
+  /// contracted dimension, batch: shared by all three operands.
+  linalg::ContractionDimensions dims;
+  unsigned k = 0;
+  /// n, where there is exactly one.
+  std::optional<unsigned> n;
+  /// Operand numbers of the activation (indexed by m and k) and the weight
+  /// (indexed by n and k).
+  unsigned activation = 0, weight = 1;
+  /// Position of k among the weight's indices: its contracted axis.
+  int64_t weightAxis = 0;
+  /// k is the weight's last index: a row-major weight is contiguous along
+  /// k (N x K, as PyTorch's nn.Linear stores it).
+  bool weightKInnermost = false;
+  /// The weight is indexed by n and k only, or also by batch dimensions of
+  /// extent one (TOSA's batched matmul): a matrix.
+  bool weightIsMatrix = false;
+  /// The activation's last index is k and the output's indices are the
+  /// activation's others, then a dimension the activation does not have:
+  /// row r of the result depends on row r of the activation only.
+  bool rowsPreserved = false;
+  /// The product of the m extents (the rows of a projection), or
+  /// ShapedType::kDynamic.
+  int64_t rows = 1;
+};
+
+/// Classifies `op` with input `activationInput` (0 or 1) as the activation;
+/// fails, saying why, unless `op` is a contraction of two inputs into one
+/// output over exactly one dimension.
+FailureOr<ContractionRoles> classifyContraction(linalg::LinalgOp op,
+                                                unsigned activationInput = 0,
+                                                std::string *whyNot = nullptr);
+
+/// classifyContraction for a contraction on tensors with one n dimension
+/// (what a projection's weight is read by: the passes that relayout weights
+/// ask it first); otherwise fails and says why.
+FailureOr<ContractionRoles> inferProjectionDims(linalg::LinalgOp op,
+                                                std::string *whyNot = nullptr);
 
 /// What a weight is read from, through layout-only ops: a constant, an
 /// immutable `ml_program` global, or (where asked for) a function argument.

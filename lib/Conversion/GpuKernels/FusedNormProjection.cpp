@@ -1,0 +1,356 @@
+//===- FusedNormProjection.cpp - Statistic, projection, post-scale as one -===//
+//
+// Fused mode (`defer-mode=fused`): each projection marked with its RMS
+// statistic and post-scale (flashnorm-async-mark) becomes one kernel that
+// accumulates the row's sum of squares from the activation it loads for
+// the product anyway and applies 1/RMS and the post-scale in its epilogue.
+// With a weight contiguous in k (N x K) that is a block per output, built
+// like the projection's row reduction (the same buildKLoop: vector loads,
+// then two block all-reduces and thread 0's epilogue); otherwise a thread
+// per output. The statistic's own kernels go away once every post-scale
+// reading it is fused.
+//
+// The kernel runs where the post-scale ran, so everything it reads must
+// still hold the values the statistic and the projection read: the plan
+// refuses if anything writes them in between (an in-place update).
+//
+//===----------------------------------------------------------------------===//
+
+#include "KernelBuilder.h"
+
+#include "flashnorm/Conversion/Passes.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "llvm/ADT/MapVector.h"
+
+using namespace mlir;
+using namespace mlir::flashnorm;
+using namespace mlir::flashnorm::kernels;
+
+namespace {
+/// A deferred norm's pieces on buffers, from the async marks.
+struct Group {
+  SmallVector<Operation *> stat;
+  DenseMap<int64_t, Operation *> proj, post;
+  SmallVector<Operation *> unpairedPost;
+};
+
+/// An RMS statistic on buffers: zero fill, sum of squares, rsqrt.
+struct Statistic {
+  linalg::FillOp fill;
+  linalg::GenericOp reduce, finalize;
+};
+
+/// One projection and its post-scale, to become one kernel.
+struct FusedPlan {
+  linalg::GenericOp reduce, finalize, post;
+  linalg::LinalgOp proj;
+  /// The projection's input that is the statistic's input.
+  unsigned activation = 0;
+  /// The statistic's row loops (the projection's leading ones).
+  unsigned rows = 0;
+  /// A block per output (weight contiguous in k), else a thread per output.
+  bool blockPerOutput = false;
+};
+} // namespace
+
+static FailureOr<Statistic> planStatistic(const Group &g, std::string &why) {
+  // A LayerNorm's two passes stay unfused.
+  auto *fill = g.stat.size() == 3 ? g.stat[0] : nullptr;
+  auto reduce = fill ? dyn_cast<linalg::GenericOp>(g.stat[1]) : nullptr;
+  auto finalize = fill ? dyn_cast<linalg::GenericOp>(g.stat[2]) : nullptr;
+  if (!isa_and_nonnull<linalg::FillOp>(fill) || !reduce || !finalize ||
+      !isRowReduction(reduce) || reduce.getNumDpsInputs() != 1 ||
+      usesOutput(finalize) || !isZeroFill(cast<linalg::FillOp>(fill))) {
+    why = "only an RMS statistic (zero fill, sum of squares, rsqrt) fuses "
+          "into the projection";
+    return failure();
+  }
+  return Statistic{cast<linalg::FillOp>(fill), reduce, finalize};
+}
+
+static FailureOr<FusedPlan> planFusedPair(const Statistic &stat,
+                                          Operation *projOp, Operation *postOp,
+                                          std::string &why) {
+  auto fail = [&](const Twine &msg) {
+    why = msg.str();
+    return failure();
+  };
+  linalg::GenericOp reduce = stat.reduce, finalize = stat.finalize;
+  auto post = dyn_cast_or_null<linalg::GenericOp>(postOp);
+  if (!postOp)
+    return fail("its post-scale was not found");
+  if (!post || post.getNumDpsInputs() != 2 || usesOutput(post) ||
+      post.getNumReductionLoops() != 0)
+    return fail("the post-scale is not an element-wise row scale");
+  auto proj = dyn_cast<linalg::LinalgOp>(projOp);
+  if (!proj)
+    return fail("the projection is not a linalg op");
+  unsigned n = proj.getNumLoops();
+  unsigned rows = reduce.getNumLoops() - 1;
+  Value x = reduce.getDpsInputOperand(0)->get();
+  // The activation: the projection input that is the statistic's input,
+  // indexed by the statistic's rows and the projection's last (k) loop.
+  OpOperand *activation = nullptr;
+  for (OpOperand *in : proj.getDpsInputOperands())
+    if (in->get() == x)
+      activation = in;
+  if (!activation || proj.getNumReductionLoops() != 1 ||
+      !linalg::isReductionIterator(proj.getIteratorTypesArray().back()) ||
+      rows > n - 1)
+    return fail("the projection does not contract the statistic's input "
+                "over its last loop");
+  MLIRContext *ctx = proj.getContext();
+  AffineMap actMap = proj.getMatchingIndexingMap(activation);
+  SmallVector<AffineExpr> expected;
+  for (unsigned d = 0; d < rows; ++d)
+    expected.push_back(getAffineDimExpr(d, ctx));
+  expected.push_back(getAffineDimExpr(n - 1, ctx));
+  if (actMap.getResults() != ArrayRef(expected))
+    return fail("the projection's rows are not the statistic's rows");
+  // The post-scale reads the raw product element-wise and the scale by
+  // row, and the product buffer has no other reader.
+  Value product = proj.getDpsInitOperand(0)->get();
+  Value scale = finalize.getDpsInitOperand(0)->get();
+  AffineMap identity = AffineMap::getMultiDimIdentityMap(n - 1, ctx);
+  if (post.getDpsInputOperand(0)->get() != product ||
+      post.getDpsInputOperand(1)->get() != scale ||
+      post.getIndexingMapsArray()[0] != identity ||
+      post.getIndexingMapsArray()[1] != identity.getMajorSubMap(rows) ||
+      post.getIndexingMapsArray()[2] != identity)
+    return fail("the post-scale does not read the product and the scale "
+                "element-wise by row");
+  // Besides the projection and the post-scale, only initializations of
+  // the product (a fill or a copy into it, before both) may touch it.
+  if (llvm::any_of(product.getUsers(), [&](Operation *user) {
+        if (user == proj.getOperation() || user == post)
+          return false;
+        if (auto copy = dyn_cast<memref::CopyOp>(user))
+          return copy.getTarget() != product || !copy->isBeforeInBlock(proj);
+        return !isa<linalg::FillOp>(user) || !user->isBeforeInBlock(proj);
+      }))
+    return fail("the raw product has other readers");
+  // The kernel runs at the post-scale: what the statistic and the
+  // projection read must still be there then (nothing updates it in place
+  // after they read it).
+  if (reduce->getBlock() != post->getBlock() ||
+      proj->getBlock() != post->getBlock())
+    return fail("the statistic, projection and post-scale are not in one "
+                "block");
+  Operation *firstRead = reduce->isBeforeInBlock(proj) ? reduce.getOperation()
+                                                       : proj.getOperation();
+  for (OpOperand *in : proj.getDpsInputOperands())
+    if (writtenBetween(in->get(),
+                       in == activation ? firstRead : proj.getOperation(), post,
+                       /*skip=*/proj.getOperation()))
+      return fail("the projection's inputs are written before its "
+                  "post-scale");
+  FusedPlan plan{reduce,
+                 finalize,
+                 post,
+                 proj,
+                 static_cast<unsigned>(activation->getOperandNumber()),
+                 rows};
+  AffineMap productMap = proj.getMatchingIndexingMap(proj.getDpsInitOperand(0));
+  plan.blockPerOutput =
+      weightContiguousInK(proj) &&
+      productMap ==
+          AffineMap::getMultiDimIdentityMap(n, ctx).getMajorSubMap(n - 1) &&
+      getElementTypeOrSelf(product.getType()).isF32() &&
+      getElementTypeOrSelf(reduce.getDpsInitOperand(0)->get().getType())
+          .isF32();
+  return plan;
+}
+
+/// A block per output: thread `tid` sums the products and the squares of
+/// the activation it loaded anyway, two block all-reduces give the row's
+/// dot product and sum of squares, and thread 0 applies the init, 1/RMS
+/// (`finalize`) and the post-scale. Inserted before the post-scale.
+static void buildBlockPerOutput(KernelBuilder &builder, const FusedPlan &plan) {
+  linalg::LinalgOp proj = plan.proj;
+  linalg::GenericOp reduce = plan.reduce, finalize = plan.finalize,
+                    post = plan.post;
+  OpBuilder b(post);
+  Location loc = proj.getLoc();
+  int64_t width = vectorWidthAlongK(proj);
+  int64_t k = proj.getStaticLoopRanges().back();
+  int64_t blockThreads =
+      ShapedType::isDynamic(k) ? 32 : projectionThreads(k, width);
+  auto [launch, ivs] = builder.launchPerRow(b, loc, proj, blockThreads,
+                                            /*weightRowsOuter=*/true);
+  SmallVector<Value> rowIvs(ivs.begin(), ivs.begin() + plan.rows);
+  Value tid = launch.getThreadIds().x;
+  Type statType =
+      getElementTypeOrSelf(reduce.getDpsInitOperand(0)->get().getType());
+  Value acc0 = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0));
+  Value ss0 = arith::ConstantOp::create(b, loc, b.getZeroAttr(statType));
+  scf::ForOp loop = builder.buildKLoop(
+      b, loc, proj, ivs, tid, blockThreads, width, ValueRange{acc0, ss0},
+      [&](OpBuilder &nb, Location l, ArrayRef<Value> args, ArrayRef<Value> at,
+          ValueRange iter) {
+        SmallVector<Value> all(args);
+        all.push_back(iter[0]);
+        Value acc = inlineBody(nb, proj, all, at)[0];
+        allowContraction(acc);
+        SmallVector<Value> rowAt(rowIvs);
+        rowAt.push_back(at.back());
+        Value ss =
+            inlineBody(nb, reduce, {args[plan.activation], iter[1]}, rowAt)[0];
+        return SmallVector<Value>{acc, ss};
+      });
+  Value dot = builder.blockSum(b, loc, loop.getResult(0));
+  Value ss = builder.blockSum(b, loc, loop.getResult(1));
+  Value first =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, tid,
+                            arith::ConstantIndexOp::create(b, loc, 0));
+  auto store = scf::IfOp::create(b, loc, first, /*withElse=*/false);
+  b.setInsertionPointToStart(store.thenBlock());
+  // The product's init (a zero fill, or a bias copied in) plus the sum.
+  Value product = proj.getDpsInitOperand(0)->get();
+  Value total = arith::AddFOp::create(
+      b, loc, memref::LoadOp::create(b, loc, product, ivs), dot);
+  Value scale = inlineBody(b, finalize, {ss, ss0}, rowIvs)[0];
+  // The post-scale does not read its output (checked by the plan).
+  Value y = inlineBody(b, post, {total, scale, total}, ivs)[0];
+  memref::StoreOp::create(b, loc, y, post.getDpsInitOperand(0)->get(), ivs);
+  b.setInsertionPointToEnd(&launch.getBody().front());
+  gpu::TerminatorOp::create(b, loc);
+  builder.name(launch, "fused_norm_proj");
+}
+
+/// A thread per output: a parallel loop over the outputs whose k loop
+/// carries the product and the sum of squares, mapped like any parallel
+/// loop nest.
+static LogicalResult buildThreadPerOutput(KernelBuilder &builder,
+                                          const FusedPlan &plan) {
+  linalg::LinalgOp proj = plan.proj;
+  linalg::GenericOp reduce = plan.reduce, finalize = plan.finalize,
+                    post = plan.post;
+  unsigned n = proj.getNumLoops();
+  OpBuilder b(post);
+  Location loc = proj.getLoc();
+  SmallVector<Value> ubs = loopSizes(b, loc, proj);
+  Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+  Value one = arith::ConstantIndexOp::create(b, loc, 1);
+  SmallVector<Value> lbs(n - 1, zero), steps(n - 1, one);
+  Value product = proj.getDpsInitOperand(0)->get();
+  Value out = post.getDpsInitOperand(0)->get();
+  auto loop = scf::ParallelOp::create(
+      b, loc, lbs, ArrayRef(ubs).drop_back(), steps,
+      [&](OpBuilder &nb, Location l, ValueRange ivs) {
+        Value acc0 = memref::LoadOp::create(nb, l, product, ivs);
+        Type statType =
+            getElementTypeOrSelf(reduce.getDpsInitOperand(0)->get().getType());
+        Value ss0 = arith::ConstantOp::create(nb, l, nb.getZeroAttr(statType));
+        auto kLoop = scf::ForOp::create(
+            nb, l, zero, ubs.back(), one, ValueRange{acc0, ss0},
+            [&](OpBuilder &kb, Location kl, Value k, ValueRange iter) {
+              SmallVector<Value> at(ivs);
+              at.push_back(k);
+              SmallVector<Value> args;
+              Value x;
+              for (OpOperand *in : proj.getDpsInputOperands()) {
+                args.push_back(loadAt(kb, kl, in->get(),
+                                      proj.getMatchingIndexingMap(in), at));
+                if (in->getOperandNumber() == plan.activation)
+                  x = args.back();
+              }
+              args.push_back(iter[0]);
+              Value acc = inlineBody(kb, proj, args, at)[0];
+              SmallVector<Value> rowAt(ivs.take_front(plan.rows));
+              rowAt.push_back(k);
+              Value ss = inlineBody(kb, reduce, {x, iter[1]}, rowAt)[0];
+              scf::YieldOp::create(kb, kl, ValueRange{acc, ss});
+            });
+        // Epilogue: 1/RMS from the row's sum of squares, then the
+        // post-scale.
+        SmallVector<Value> rowIvs(ivs.take_front(plan.rows));
+        Value s =
+            inlineBody(nb, finalize, {kLoop.getResult(1), ss0}, rowIvs)[0];
+        // The post-scale does not read its output (checked): any value
+        // stands in for it.
+        Value acc = kLoop.getResult(0);
+        Value y = inlineBody(nb, post, {acc, s, acc}, ivs)[0];
+        memref::StoreOp::create(nb, l, y, out, ivs);
+      });
+  return builder.launchParallel(loop, "fused_norm_proj");
+}
+
+static LogicalResult buildFusedPair(KernelBuilder &builder,
+                                    const FusedPlan &plan) {
+  if (plan.blockPerOutput)
+    buildBlockPerOutput(builder, plan);
+  else if (failed(buildThreadPerOutput(builder, plan)))
+    return failure();
+  // The projection and post-scale go only once their kernel exists.
+  plan.proj->erase();
+  plan.post->erase();
+  return success();
+}
+
+/// Fuses what it can of one group; fails if a kernel could not be mapped.
+static LogicalResult fuseGroup(KernelBuilder &builder, const Group &g) {
+  PassReporter &reporter = builder.getReporter();
+  if (g.stat.empty())
+    return success();
+  std::string why;
+  FailureOr<Statistic> stat = planStatistic(g, why);
+  if (failed(stat)) {
+    reporter.refused(g.stat.front(), "not fused: " + why);
+    return success();
+  }
+  unsigned fusedCount = 0;
+  for (auto &[pair, projOp] : g.proj) {
+    Location loc = projOp->getLoc();
+    FailureOr<FusedPlan> plan =
+        planFusedPair(*stat, projOp, g.post.lookup(pair), why);
+    if (failed(plan)) {
+      reporter.refused(projOp,
+                       "not fused: " + why + " (" + formatLoc(loc) + ")");
+      continue;
+    }
+    if (failed(buildFusedPair(builder, *plan))) {
+      reporter.refused(projOp, "not fused: the fused loop nest could not be "
+                               "mapped to a kernel (" +
+                                   formatLoc(loc) + ")");
+      return failure();
+    }
+    ++fusedCount;
+  }
+  if (fusedCount == 0)
+    return success();
+  // The statistic is dead once every post-scale reading it is fused.
+  Value scale = stat->finalize.getDpsInitOperand(0)->get();
+  bool dead = llvm::all_of(scale.getUsers(), [&](Operation *user) {
+    return user == stat->finalize.getOperation();
+  });
+  if (dead && g.unpairedPost.empty())
+    for (Operation *op : llvm::reverse(g.stat))
+      op->erase();
+  return success();
+}
+
+LogicalResult kernels::fuseNormProjections(KernelBuilder &builder) {
+  llvm::MapVector<int64_t, Group> groups;
+  builder.getFunction().walk([&](Operation *op) {
+    auto group = op->getAttrOfType<IntegerAttr>(kAsyncGroupAttr);
+    auto role = op->getAttrOfType<StringAttr>(kAsyncRoleAttr);
+    if (!group || !role || op->getNumResults() != 0)
+      return;
+    Group &g = groups[group.getInt()];
+    auto pair = op->getAttrOfType<IntegerAttr>(kAsyncPairAttr);
+    if (role.getValue() == "stat")
+      g.stat.push_back(op);
+    else if (pair && role.getValue() == "proj")
+      g.proj[pair.getInt()] = op;
+    else if (pair && role.getValue() == "post")
+      g.post[pair.getInt()] = op;
+    else
+      g.unpairedPost.push_back(op);
+  });
+  for (auto &[id, g] : groups)
+    if (failed(fuseGroup(builder, g)))
+      return failure();
+  return success();
+}

@@ -1,0 +1,555 @@
+//===- KernelBuilder.cpp - What the GPU kernel strategies share -----------===//
+
+#include "KernelBuilder.h"
+
+#include "flashnorm/Analysis/HappensBefore.h"
+#include "flashnorm/Analysis/Projection.h"
+#include "flashnorm/Conversion/Passes.h"
+
+#include "mlir/Conversion/SCFToGPU/SCFToGPU.h"
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/GPU/Transforms/ParallelLoopMapper.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/Transforms/Transforms.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/IR/Matchers.h"
+#include "mlir/Interfaces/ViewLikeInterface.h"
+#include "mlir/Transforms/DialectConversion.h"
+
+using namespace mlir;
+using namespace mlir::flashnorm;
+using namespace mlir::flashnorm::kernels;
+
+//===----------------------------------------------------------------------===//
+// Queries
+//===----------------------------------------------------------------------===//
+
+bool kernels::isContiguous(Value buffer) {
+  auto type = dyn_cast<MemRefType>(buffer.getType());
+  return type && type.getLayout().isIdentity();
+}
+
+bool kernels::writtenBetween(Value buffer, Operation *from, Operation *to,
+                             Operation *skip) {
+  Value root = HappensBefore::getRoot(buffer);
+  for (Operation *op = from->getNextNode(); op && op != to;
+       op = op->getNextNode())
+    if (op != skip && mayWrite(op, root))
+      return true;
+  return false;
+}
+
+bool kernels::isPlainProduct(linalg::LinalgOp op) {
+  Block &body = op->getRegion(0).front();
+  if (body.getNumArguments() != 3)
+    return false;
+  auto add = body.getTerminator()->getOperand(0).getDefiningOp<arith::AddFOp>();
+  if (!add)
+    return false;
+  Value out = body.getArgument(2);
+  Value product = add.getLhs() == out ? add.getRhs() : add.getLhs();
+  if (add.getLhs() != out && add.getRhs() != out)
+    return false;
+  auto mul = product.getDefiningOp<arith::MulFOp>();
+  if (!mul)
+    return false;
+  auto input = [&](Value v) -> Value {
+    if (auto ext = v.getDefiningOp<arith::ExtFOp>())
+      return ext.getIn();
+    return v;
+  };
+  Value a = body.getArgument(0), b = body.getArgument(1);
+  Value lhs = input(mul.getLhs()), rhs = input(mul.getRhs());
+  return (lhs == a && rhs == b) || (lhs == b && rhs == a);
+}
+
+bool kernels::isRowReduction(linalg::LinalgOp op) {
+  unsigned n = op.getNumLoops();
+  if (n < 2 || op.getNumDpsInits() != 1 || op.getNumReductionLoops() != 1 ||
+      !linalg::isReductionIterator(op.getIteratorTypesArray().back()))
+    return false;
+  // The block all-reduce shuffles 32-bit values.
+  if (!getElementTypeOrSelf(op.getDpsInitOperand(0)->get().getType()).isF32())
+    return false;
+  AffineMap outMap = op.getMatchingIndexingMap(op.getDpsInitOperand(0));
+  if (outMap != AffineMap::getMultiDimIdentityMap(n, op.getContext())
+                    .getMajorSubMap(n - 1))
+    return false;
+  Block &body = *op.getBlock();
+  BlockArgument out = body.getArguments().back();
+  auto add = body.getTerminator()->getOperand(0).getDefiningOp<arith::AddFOp>();
+  return add && out.hasOneUse() && (add.getLhs() == out || add.getRhs() == out);
+}
+
+bool kernels::isElementwise(linalg::GenericOp op) {
+  return op.getNumReductionLoops() == 0 && op.getNumDpsInits() == 1 &&
+         op.getMatchingIndexingMap(op.getDpsInitOperand(0)).isIdentity();
+}
+
+bool kernels::usesOutput(linalg::GenericOp op) {
+  return !op.getRegion().front().getArguments().back().use_empty();
+}
+
+bool kernels::isZeroFill(linalg::FillOp fill) {
+  return matchPattern(fill.getInputs()[0], m_AnyZeroFloat());
+}
+
+bool kernels::startsAtZero(Value buffer, Operation *user) {
+  Value root = HappensBefore::getRoot(buffer);
+  // A fill or copy counts only if it covers the whole buffer.
+  auto isWhole = [&](Value v) {
+    return HappensBefore::getRoot(v) == root && v.getType() == root.getType();
+  };
+  for (Operation *op = user->getPrevNode(); op; op = op->getPrevNode()) {
+    if (auto fill = dyn_cast<linalg::FillOp>(op);
+        fill && isWhole(fill.getOutputs()[0]))
+      return isZeroFill(fill);
+    if (auto copy = dyn_cast<memref::CopyOp>(op);
+        copy && isWhole(copy.getTarget()))
+      return startsAtZero(copy.getSource(), copy);
+    if (mayWrite(op, root))
+      return false;
+  }
+  return false;
+}
+
+linalg::FillOp kernels::deadZeroFill(Value buffer, Operation *user) {
+  Value root = HappensBefore::getRoot(buffer);
+  for (Operation *op = user->getPrevNode(); op; op = op->getPrevNode()) {
+    auto fill = dyn_cast<linalg::FillOp>(op);
+    if (fill && HappensBefore::getRoot(fill.getOutputs()[0]) == root)
+      return fill.getOutputs()[0].getType() == root.getType() &&
+                     isZeroFill(fill)
+                 ? fill
+                 : linalg::FillOp();
+    bool touches = false;
+    forEachMemoryEffect(op, [&](Value v, BufferAccess::Kind) {
+      touches |= mayAliasRoots(HappensBefore::getRoot(v), root);
+    });
+    if (touches)
+      return {};
+  }
+  return {};
+}
+
+/// The nearest op before or after `op` in its block that touches memory.
+static Operation *neighbour(Operation *op, bool before) {
+  for (Operation *n = before ? op->getPrevNode() : op->getNextNode(); n;
+       n = before ? n->getPrevNode() : n->getNextNode())
+    if (!isMemoryEffectFree(n) && !isa<ViewLikeOpInterface, memref::AllocOp>(n))
+      return n;
+  return nullptr;
+}
+
+linalg::FillOp kernels::zeroFillBefore(linalg::LinalgOp reduce) {
+  auto fill = dyn_cast_or_null<linalg::FillOp>(neighbour(reduce, true));
+  Value out = reduce.getDpsInitOperand(0)->get();
+  return fill && isZeroFill(fill) && fill.getOutputs()[0] == out
+             ? fill
+             : linalg::FillOp();
+}
+
+linalg::GenericOp kernels::epilogueAfter(linalg::LinalgOp reduce) {
+  auto next = dyn_cast_or_null<linalg::GenericOp>(neighbour(reduce, false));
+  Value out = reduce.getDpsInitOperand(0)->get();
+  if (!next || !isElementwise(next) || usesOutput(next) ||
+      next.getNumDpsInputs() != 1 || next.getDpsInputs()[0] != out ||
+      !next.getIndexingMapsArray()[0].isIdentity() ||
+      next.getNumLoops() != reduce.getNumLoops() - 1)
+    return {};
+  return next;
+}
+
+bool kernels::isPrefill(linalg::LinalgOp op) {
+  FailureOr<ContractionRoles> roles = classifyContraction(op);
+  return succeeded(roles) &&
+         (ShapedType::isDynamic(roles->rows) || roles->rows >= kGemmLtMinRows);
+}
+
+bool kernels::weightContiguousInK(linalg::LinalgOp op) {
+  FailureOr<ContractionRoles> roles = classifyContraction(op);
+  return succeeded(roles) && roles->weightKInnermost;
+}
+
+// Device buffers come from the driver 256-byte aligned and their rows are
+// then 16-byte aligned when a row's bytes are a multiple of 16.
+int64_t kernels::vectorWidthAlongK(linalg::LinalgOp op) {
+  unsigned k = op.getNumLoops() - 1;
+  int64_t widest = 0;
+  SmallVector<MemRefType> types;
+  for (OpOperand *in : op.getDpsInputOperands()) {
+    auto type = dyn_cast<MemRefType>(in->get().getType());
+    if (!type || type.getRank() == 0 || !type.getLayout().isIdentity() ||
+        !type.getElementType().isIntOrFloat() ||
+        type.getElementTypeBitWidth() % 8 ||
+        !llvm::isPowerOf2_64(type.getElementTypeBitWidth() / 8))
+      return 1;
+    AffineMap map = op.getMatchingIndexingMap(in);
+    AffineExpr dk = getAffineDimExpr(k, op.getContext());
+    if (map.getResults().back() != dk || llvm::count(map.getResults(), dk) != 1)
+      return 1;
+    widest = std::max<int64_t>(widest, type.getElementTypeBitWidth() / 8);
+    types.push_back(type);
+  }
+  int64_t width = 16 / widest;
+  for (MemRefType type : types)
+    if (width < 2 || type.isDynamicDim(type.getRank() - 1) ||
+        type.getShape().back() % width)
+      return 1;
+  return width;
+}
+
+// A warp for short rows, up to four so that each thread still loads about
+// four vectors (K = 4096 bf16: 128 threads, four 16-byte loads each, in
+// flight at once).
+int64_t kernels::projectionThreads(int64_t k, int64_t width) {
+  int64_t vectors = k / width;
+  return vectors >= 512 ? 128 : vectors >= 256 ? 64 : 32;
+}
+
+StringRef kernels::roleOf(Operation *op) {
+  auto role = op->getAttrOfType<StringAttr>(kAsyncRoleAttr);
+  if (!role)
+    return "";
+  return llvm::StringSwitch<StringRef>(role.getValue())
+      .Case("stat", "norm_stat")
+      .Case("proj", "proj")
+      .Case("post", "post_scale")
+      .Case("post_fused", "post_scale_fused")
+      .Default("");
+}
+
+StringRef kernels::kindOf(linalg::LinalgOp op) {
+  if (isa<linalg::FillOp>(op))
+    return "fill";
+  if (linalg::isaContractionOpInterface(op))
+    return "proj";
+  return op.getNumReductionLoops() ? "reduce" : "elementwise";
+}
+
+FailureOr<RowMajorProjection> kernels::matchRowMajor(linalg::LinalgOp op,
+                                                     std::string &why) {
+  auto fail = [&](const Twine &msg) {
+    why = msg.str();
+    return failure();
+  };
+  FailureOr<ContractionRoles> roles = classifyContraction(op);
+  if (failed(roles) || roles->dims.m.size() != 1 || !roles->n)
+    return fail("not a single M x K by K x N contraction");
+  const linalg::ContractionDimensions &dims = roles->dims;
+  SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+  for (unsigned b : dims.batch)
+    if (ranges[b] != 1)
+      return fail("a batch dimension is not 1");
+  unsigned m = dims.m.front(), n = *roles->n, k = roles->k;
+  auto results = [&](OpOperand *operand) {
+    SmallVector<unsigned> positions;
+    for (AffineExpr e : op.getMatchingIndexingMap(operand).getResults())
+      if (auto d = dyn_cast<AffineDimExpr>(e);
+          d && !llvm::is_contained(dims.batch, d.getPosition()))
+        positions.push_back(d.getPosition());
+    return positions;
+  };
+  using V = SmallVector<unsigned>;
+  // Unit batch dimensions must lead (to2d drops the leading ones).
+  for (OpOperand &operand : op->getOpOperands()) {
+    ArrayRef<AffineExpr> exprs =
+        op.getMatchingIndexingMap(&operand).getResults();
+    for (auto [i, e] : llvm::enumerate(exprs)) {
+      auto d = dyn_cast<AffineDimExpr>(e);
+      if (!d || (llvm::is_contained(dims.batch, d.getPosition()) &&
+                 i >= dims.batch.size()))
+        return fail("batch dimensions do not lead");
+    }
+  }
+  if (!isPlainProduct(op))
+    return fail("the body is not out + a * b (with extensions)");
+  V aDims = results(op.getDpsInputOperand(0));
+  V bDims = results(op.getDpsInputOperand(1));
+  V cDims = results(op.getDpsInitOperand(0));
+  RowMajorProjection p;
+  p.a = op.getDpsInputOperand(0)->get();
+  p.b = op.getDpsInputOperand(1)->get();
+  p.c = op.getDpsInitOperand(0)->get();
+  p.transposeB = bDims == V{n, k};
+  p.m = ranges[m];
+  p.n = ranges[n];
+  p.k = ranges[k];
+  if (aDims != V{m, k} || (bDims != V{k, n} && !p.transposeB) ||
+      cDims != V{m, n})
+    return fail("operands are not row-major M x K, K x N (or N x K), M x N");
+  auto type = [](Value v) { return cast<MemRefType>(v.getType()); };
+  Type element = type(p.a).getElementType();
+  if (element != type(p.b).getElementType() ||
+      !isa<Float32Type, Float16Type, BFloat16Type>(element) ||
+      !type(p.c).getElementType().isF32())
+    return fail("element types are not f32/f16/bf16 with an f32 result");
+  for (Value v : {p.a, p.b, p.c})
+    if (!type(v).getLayout().isIdentity())
+      return fail("a buffer is strided");
+  return p;
+}
+
+//===----------------------------------------------------------------------===//
+// Building
+//===----------------------------------------------------------------------===//
+
+SmallVector<Value> kernels::applyMap(OpBuilder &b, Location loc, AffineMap map,
+                                     ValueRange ivs) {
+  SmallVector<Value> result;
+  for (unsigned i = 0; i < map.getNumResults(); ++i) {
+    AffineExpr expr = map.getResult(i);
+    if (auto dim = dyn_cast<AffineDimExpr>(expr))
+      result.push_back(ivs[dim.getPosition()]);
+    else
+      result.push_back(
+          affine::AffineApplyOp::create(b, loc, map.getSubMap({i}), ivs));
+  }
+  return result;
+}
+
+SmallVector<Value> kernels::inlineBody(OpBuilder &b, linalg::LinalgOp op,
+                                       ValueRange args, ValueRange ivs) {
+  Block &body = *op.getBlock();
+  IRMapping map;
+  map.map(body.getArguments(), args);
+  for (Operation &inner : body.without_terminator()) {
+    if (auto index = dyn_cast<linalg::IndexOp>(inner)) {
+      map.map(index.getResult(), ivs[index.getDim()]);
+      continue;
+    }
+    b.clone(inner, map);
+  }
+  return llvm::map_to_vector(body.getTerminator()->getOperands(),
+                             [&](Value v) { return map.lookupOrDefault(v); });
+}
+
+SmallVector<Value> kernels::loopSizes(OpBuilder &b, Location loc,
+                                      linalg::LinalgOp op) {
+  return llvm::map_to_vector(op.createLoopRanges(b, loc), [&](Range r) {
+    return getValueOrCreateConstantIndexOp(b, loc, r.size);
+  });
+}
+
+void kernels::allowContraction(Value acc) {
+  auto add = acc.getDefiningOp<arith::AddFOp>();
+  if (!add)
+    return;
+  auto contract = arith::FastMathFlagsAttr::get(acc.getContext(),
+                                                arith::FastMathFlags::contract);
+  add.setFastmathAttr(contract);
+  for (Value operand : add->getOperands())
+    if (auto mul = operand.getDefiningOp<arith::MulFOp>())
+      mul.setFastmathAttr(contract);
+}
+
+Value kernels::loadAt(OpBuilder &b, Location loc, Value buffer, AffineMap map,
+                      ValueRange ivs) {
+  return memref::LoadOp::create(b, loc, buffer, applyMap(b, loc, map, ivs));
+}
+
+Value kernels::to2d(OpBuilder &b, Location loc, Value buffer) {
+  auto type = cast<MemRefType>(buffer.getType());
+  if (type.getRank() == 2)
+    return buffer;
+  SmallVector<ReassociationIndices> groups{{}, {type.getRank() - 1}};
+  for (int64_t d = 0; d < type.getRank() - 1; ++d)
+    groups[0].push_back(d);
+  return memref::CollapseShapeOp::create(b, loc, buffer, groups);
+}
+
+/// Row-major indices of `linear` over `sizes`.
+static SmallVector<Value> delinearize(OpBuilder &b, Location loc, Value linear,
+                                      ArrayRef<Value> sizes) {
+  SmallVector<Value> ivs(sizes.size());
+  for (int i = sizes.size() - 1; i >= 0; --i) {
+    ivs[i] = i == 0 ? linear : arith::RemUIOp::create(b, loc, linear, sizes[i]);
+    if (i > 0)
+      linear = arith::DivUIOp::create(b, loc, linear, sizes[i]);
+  }
+  return ivs;
+}
+
+/// The indices of the output row block `linear` computes: row-major over
+/// `sizes`, or with `weightRowsOuter` over the loops the weight (the
+/// projection's second input) reads first, the others fastest (a decode
+/// step's few rows then read each weight row while it is in L2).
+static SmallVector<Value> blockIndices(OpBuilder &b, Location loc,
+                                       linalg::LinalgOp op, Value linear,
+                                       ArrayRef<Value> sizes,
+                                       bool weightRowsOuter) {
+  if (!weightRowsOuter)
+    return delinearize(b, loc, linear, sizes);
+  AffineMap weight = op.getMatchingIndexingMap(op.getDpsInputOperand(1));
+  SmallVector<unsigned> order;
+  for (unsigned d = 0; d < sizes.size(); ++d)
+    if (weight.isFunctionOfDim(d))
+      order.push_back(d);
+  for (unsigned d = 0; d < sizes.size(); ++d)
+    if (!weight.isFunctionOfDim(d))
+      order.push_back(d);
+  SmallVector<Value> permuted =
+      llvm::map_to_vector(order, [&](unsigned d) { return sizes[d]; });
+  SmallVector<Value> at = delinearize(b, loc, linear, permuted);
+  SmallVector<Value> ivs(sizes.size());
+  for (auto [position, d] : llvm::enumerate(order))
+    ivs[d] = at[position];
+  return ivs;
+}
+
+std::pair<gpu::LaunchOp, SmallVector<Value>>
+KernelBuilder::launchPerRow(OpBuilder &b, Location loc, linalg::LinalgOp op,
+                            int64_t blockThreads, bool weightRowsOuter) {
+  SmallVector<Value> sizes = loopSizes(b, loc, op);
+  Value one = arith::ConstantIndexOp::create(b, loc, 1);
+  Value rows = one;
+  for (Value size : ArrayRef(sizes).drop_back())
+    rows = arith::MulIOp::create(b, loc, rows, size);
+  Value blockSize = arith::ConstantIndexOp::create(b, loc, blockThreads);
+  auto launch =
+      gpu::LaunchOp::create(b, loc, rows, one, one, blockSize, one, one);
+  b.setInsertionPointToStart(&launch.getBody().front());
+  SmallVector<Value> ivs =
+      blockIndices(b, loc, op, launch.getBlockIds().x,
+                   ArrayRef(sizes).drop_back(), weightRowsOuter);
+  return {launch, ivs};
+}
+
+scf::ForOp KernelBuilder::buildKLoop(
+    OpBuilder &b, Location loc, linalg::LinalgOp op, ArrayRef<Value> ivs,
+    Value tid, int64_t blockThreads, int64_t width, ValueRange inits,
+    function_ref<SmallVector<Value>(OpBuilder &, Location, ArrayRef<Value>,
+                                    ArrayRef<Value>, ValueRange)>
+        body) {
+  Value steps = loopSizes(b, loc, op).back();
+  int64_t unroll = 1;
+  if (width > 1) {
+    int64_t k = op.getStaticLoopRanges().back();
+    for (int64_t u : {4, 2})
+      if (unroll == 1 && (k / width) % (blockThreads * u) == 0)
+        unroll = u;
+    steps = arith::DivUIOp::create(
+        b, loc, steps, arith::ConstantIndexOp::create(b, loc, width));
+  }
+  Value stride = arith::ConstantIndexOp::create(b, loc, blockThreads * unroll);
+  return scf::ForOp::create(
+      b, loc, tid, steps, stride, inits,
+      [&](OpBuilder &nb, Location l, Value step, ValueRange iter) {
+        SmallVector<Value> at(ivs);
+        auto inputs = op.getDpsInputOperands();
+        if (width == 1) {
+          at.push_back(step);
+          SmallVector<Value> args;
+          for (OpOperand *in : inputs)
+            args.push_back(
+                loadAt(nb, l, in->get(), op.getMatchingIndexingMap(in), at));
+          scf::YieldOp::create(nb, l, body(nb, l, args, at, iter));
+          return;
+        }
+        at.push_back(nullptr);
+        auto index = [&](int64_t c) {
+          return arith::ConstantIndexOp::create(nb, l, c);
+        };
+        // Vector u of this thread starts at element (step + u threads) w.
+        SmallVector<Value> starts;
+        SmallVector<SmallVector<Value>> vectors(unroll);
+        for (int64_t u = 0; u < unroll; ++u) {
+          Value atU =
+              arith::AddIOp::create(nb, l, step, index(u * blockThreads));
+          starts.push_back(arith::MulIOp::create(nb, l, atU, index(width)));
+          at.back() = starts.back();
+          for (OpOperand *in : inputs) {
+            auto type = cast<MemRefType>(in->get().getType());
+            int64_t bytes = width * type.getElementTypeBitWidth() / 8;
+            vectors[u].push_back(vector::LoadOp::create(
+                nb, l, VectorType::get({width}, type.getElementType()),
+                in->get(), applyMap(nb, l, op.getMatchingIndexingMap(in), at),
+                /*nontemporal=*/false, llvm::MaybeAlign(bytes)));
+          }
+        }
+        SmallVector<Value> carried(iter);
+        for (int64_t u = 0; u < unroll; ++u)
+          for (int64_t lane = 0; lane < width; ++lane) {
+            at.back() = arith::AddIOp::create(nb, l, starts[u], index(lane));
+            SmallVector<Value> args;
+            for (Value v : vectors[u])
+              args.push_back(vector::ExtractOp::create(nb, l, v, lane));
+            carried = body(nb, l, args, at, carried);
+          }
+        scf::YieldOp::create(nb, l, carried);
+      });
+}
+
+Value KernelBuilder::blockSum(OpBuilder &b, Location loc, Value value) {
+  return gpu::AllReduceOp::create(
+             b, loc, value,
+             gpu::AllReduceOperationAttr::get(b.getContext(),
+                                              gpu::AllReduceOperation::ADD),
+             b.getUnitAttr())
+      .getResult();
+}
+
+/// Innermost dimension on `first` (x), then y, z; the rest run sequentially.
+static void setMapping(scf::ParallelOp loop, gpu::Processor first) {
+  unsigned rank = loop.getNumLoops();
+  MLIRContext *ctx = loop.getContext();
+  AffineMap id = AffineMap::getMultiDimIdentityMap(1, ctx);
+  SmallVector<gpu::ParallelLoopDimMappingAttr> mapping;
+  for (unsigned d = 0; d < rank; ++d) {
+    unsigned fromInner = rank - 1 - d;
+    gpu::Processor p = fromInner < 3
+                           ? static_cast<gpu::Processor>(
+                                 static_cast<unsigned>(first) + fromInner)
+                           : gpu::Processor::Sequential;
+    mapping.push_back(gpu::ParallelLoopDimMappingAttr::get(ctx, p, id, id));
+  }
+  (void)gpu::setMappingAttr(loop, mapping);
+}
+
+LogicalResult KernelBuilder::launchParallel(scf::ParallelOp loop,
+                                            StringRef role) {
+  unsigned rank = loop.getNumLoops();
+  SmallVector<int64_t> tile(rank, 1);
+  std::optional<int64_t> inner =
+      getConstantIntValue(loop.getUpperBound()[rank - 1]);
+  // (A 0-sized dimension still takes one thread: its grid is empty, and
+  // the runtime launches nothing.)
+  tile.back() = inner ? std::clamp<int64_t>(*inner, 1, threads) : threads;
+  auto [outerLoop, innerLoop] =
+      scf::tileParallelLoop(loop, tile, /*noMinMaxBounds=*/true);
+  setMapping(outerLoop, gpu::Processor::BlockX);
+  setMapping(innerLoop, gpu::Processor::ThreadX);
+  // Only this loop is mapped, so the conversion touches only it.
+  RewritePatternSet patterns(fn.getContext());
+  populateParallelLoopToGPUPatterns(patterns);
+  ConversionTarget target(*fn.getContext());
+  target.addLegalDialect<affine::AffineDialect, arith::ArithDialect,
+                         gpu::GPUDialect, memref::MemRefDialect,
+                         scf::SCFDialect, math::MathDialect>();
+  target.markUnknownOpDynamicallyLegal([](Operation *) { return true; });
+  configureParallelLoopToGPULegality(target);
+  Operation *anchor = outerLoop->getParentOp();
+  Location loc = outerLoop.getLoc();
+  if (failed(applyPartialConversion(anchor, target, std::move(patterns))))
+    return emitError(loc, "flashnorm-gpu-kernels: cannot map this loop "
+                          "nest to a GPU kernel");
+  finalizeParallelLoopToGPUConversion(anchor);
+  // The new launch is the one without a name.
+  anchor->walk([&](gpu::LaunchOp launch) {
+    if (!launch.getFunctionAttr())
+      name(launch, role);
+  });
+  return success();
+}
+
+void KernelBuilder::name(gpu::LaunchOp launch, StringRef role) {
+  MLIRContext *ctx = fn.getContext();
+  std::string module = (fn.getSymName() + "_kernels").str();
+  std::string kernel =
+      (fn.getSymName() + "_" + role + "_" + Twine(count++)).str();
+  launch.setModuleAttr(FlatSymbolRefAttr::get(ctx, module));
+  launch.setFunctionAttr(FlatSymbolRefAttr::get(ctx, kernel));
+  reporter.applied(launch, "kernel @" + kernel);
+}

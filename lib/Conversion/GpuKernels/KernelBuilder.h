@@ -1,0 +1,259 @@
+//===- KernelBuilder.h - What the GPU kernel strategies share ---*- C++ -*-===//
+//
+// flashnorm-gpu-kernels turns the linalg ops of a device function (on
+// buffers) into `gpu.launch` kernels. Each kernel strategy is one file with
+// two halves: `plan*` reads the IR and returns a plan or why not, touching
+// nothing; `build*` takes an accepted plan and is the only code that
+// mutates. The pass (GpuKernels.cpp) tries the strategies in order, like
+// IREE's KernelConfig tries its `set*Config`s.
+//
+// This header holds what the strategies share: queries on buffers and linalg
+// bodies (pure), the body cloning every builder uses, and KernelBuilder,
+// which creates and names launches.
+//
+//===----------------------------------------------------------------------===//
+#ifndef FLASHNORM_LIB_CONVERSION_GPUKERNELS_KERNELBUILDER_H
+#define FLASHNORM_LIB_CONVERSION_GPUKERNELS_KERNELBUILDER_H
+
+#include "flashnorm/Utils/Remarks.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Linalg/Utils/Utils.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+
+#include <string>
+
+namespace mlir::flashnorm::kernels {
+
+//===----------------------------------------------------------------------===//
+// Queries (pure)
+//===----------------------------------------------------------------------===//
+
+/// Whether `buffer` is one contiguous row-major block (a memcpy copies it).
+bool isContiguous(Value buffer);
+
+/// Whether an op after `from` and before `to` (in one block) other than
+/// `skip` may write `buffer`.
+bool writtenBetween(Value buffer, Operation *from, Operation *to,
+                    Operation *skip = nullptr);
+
+/// Whether `op`'s body is `out + ext(a) * ext(b)`, the extensions optional
+/// (contraction interfaces also accept other unary ops on the inputs).
+bool isPlainProduct(linalg::LinalgOp op);
+
+/// Whether `op` reduces its last loop into an f32 output indexed by the
+/// other loops, as `out = out + f(ins)`.
+bool isRowReduction(linalg::LinalgOp op);
+
+/// Whether `op` is element-wise: no reduction, one output read through the
+/// identity.
+bool isElementwise(linalg::GenericOp op);
+
+/// Whether `op`'s body reads its output.
+bool usesOutput(linalg::GenericOp op);
+
+bool isZeroFill(linalg::FillOp fill);
+
+/// Whether `buffer` holds zeros when `user` runs: its last writer in the
+/// block is a zero fill, or a copy from a buffer that holds zeros.
+bool startsAtZero(Value buffer, Operation *user);
+
+/// The zero fill that last wrote all of `buffer` before `user`, if nothing
+/// touches the buffer in between: it can go when `user` overwrites it.
+linalg::FillOp deadZeroFill(Value buffer, Operation *user);
+
+/// The zero fill of `reduce`'s output, if it is the op just before.
+linalg::FillOp zeroFillBefore(linalg::LinalgOp reduce);
+
+/// The element-wise op of the rows just after `reduce` that reads its sums
+/// and nothing else, if there is one.
+linalg::GenericOp epilogueAfter(linalg::LinalgOp reduce);
+
+/// Whether contraction `op` is a prefill for `gemm=auto`: at least
+/// kGemmLtMinRows rows (the product of its m dimensions), or a row count
+/// known only at run time.
+bool isPrefill(linalg::LinalgOp op);
+
+/// Whether contraction `op` reads its weight (the second input) with the
+/// contracted dimension innermost.
+bool weightContiguousInK(linalg::LinalgOp op);
+
+/// For a projection taking the row-reduction kernel: how many elements of
+/// each input a thread loads at once along k (the last loop), so that the
+/// widest input is read 16 bytes at a time (`ld.global.v4`); 1 where an
+/// input is not contiguous along k or its rows are not multiples of that.
+int64_t vectorWidthAlongK(linalg::LinalgOp op);
+
+/// Threads per block for a projection's row reduction with `k` elements per
+/// row loaded `width` at a time.
+int64_t projectionThreads(int64_t k, int64_t width);
+
+/// The kernel name's role for an op the async marks name ("norm_stat",
+/// "proj", ...), or "".
+StringRef roleOf(Operation *op);
+/// The kernel name's role for an unmarked op ("fill", "reduce", ...).
+StringRef kindOf(linalg::LinalgOp op);
+
+/// A projection over row-major 2-D buffers (unit batch dimensions
+/// aside): C[M, N] (f32) += A[M, K] * B with B K x N or N x K.
+struct RowMajorProjection {
+  Value a, b, c;
+  bool transposeB = false;
+  /// M, N and K (static or ShapedType::kDynamic).
+  int64_t m = 0, n = 0, k = 0;
+};
+/// Matches `op` as a RowMajorProjection with f32, f16 or bf16 inputs.
+FailureOr<RowMajorProjection> matchRowMajor(linalg::LinalgOp op,
+                                            std::string &why);
+
+//===----------------------------------------------------------------------===//
+// Building
+//===----------------------------------------------------------------------===//
+
+/// The value of `map` at `ivs`, one index per result.
+SmallVector<Value> applyMap(OpBuilder &b, Location loc, AffineMap map,
+                            ValueRange ivs);
+
+/// Clones the body of `op` (all but the yield) at `b` with its block
+/// arguments bound to `args` and `linalg.index d` to `ivs[d]`; returns the
+/// yielded values. Named ops carry their body too: nothing is generalized.
+SmallVector<Value> inlineBody(OpBuilder &b, linalg::LinalgOp op,
+                              ValueRange args, ValueRange ivs);
+
+/// The trip count of each loop of `op`, as index values at `b`.
+SmallVector<Value> loopSizes(OpBuilder &b, Location loc, linalg::LinalgOp op);
+
+/// A projection's `acc + a * b` step may become one FMA (`fma.rn`, as
+/// cuBLAS computes it): the multiply and the add of the inlined body get
+/// the `contract` flag; the sum is rounded once instead of twice.
+void allowContraction(Value acc);
+
+/// `buffer` loaded at `map` applied to `ivs`.
+Value loadAt(OpBuilder &b, Location loc, Value buffer, AffineMap map,
+             ValueRange ivs);
+
+/// `buffer` without its leading unit batch dimensions.
+Value to2d(OpBuilder &b, Location loc, Value buffer);
+
+/// Creates the launches of one device function and names them
+/// `<fn>_<role>_<n>`, reporting each.
+class KernelBuilder {
+public:
+  KernelBuilder(func::FuncOp fn, int64_t threads, PassReporter &reporter)
+      : fn(fn), threads(threads), reporter(reporter) {}
+
+  /// A launch of one block of `blockThreads` threads per output row of `op`
+  /// (every loop but the last), the builder inside it; returns it with the
+  /// row's indices. With `weightRowsOuter` (a projection) blocks that share
+  /// a weight row are adjacent in the grid.
+  std::pair<gpu::LaunchOp, SmallVector<Value>>
+  launchPerRow(OpBuilder &b, Location loc, linalg::LinalgOp op,
+               int64_t blockThreads, bool weightRowsOuter);
+
+  /// The k loop of a row-reduction kernel: thread `tid` of `blockThreads`
+  /// visits the last loop of `op` (in vectors of `width` elements where
+  /// `width` > 1, several per step so that all of a step's loads are in
+  /// flight at once: the hardware issues in order, so a multiply waiting on
+  /// a load would hold back the next load), loading each input of `op` at
+  /// `ivs` and k. `body` gets the inputs' values at one k, the indices
+  /// (`ivs`, k) and the carried values, and returns the new ones.
+  scf::ForOp buildKLoop(
+      OpBuilder &b, Location loc, linalg::LinalgOp op, ArrayRef<Value> ivs,
+      Value tid, int64_t blockThreads, int64_t width, ValueRange inits,
+      function_ref<SmallVector<Value>(OpBuilder &, Location, ArrayRef<Value>,
+                                      ArrayRef<Value>, ValueRange)>
+          body);
+
+  /// A block all-reduce (sum) of `value`.
+  Value blockSum(OpBuilder &b, Location loc, Value value);
+
+  /// Tiles `loop` (threads x on its innermost dimension), maps it and
+  /// converts it to a launch named after `role`.
+  LogicalResult launchParallel(scf::ParallelOp loop, StringRef role);
+
+  /// Names `launch` `<fn>_<role>_<n>` in the module `<fn>_kernels`.
+  void name(gpu::LaunchOp launch, StringRef role);
+
+  func::FuncOp getFunction() const { return fn; }
+  PassReporter &getReporter() { return reporter; }
+
+private:
+  func::FuncOp fn;
+  int64_t threads;
+  PassReporter &reporter;
+  unsigned count = 0;
+};
+
+//===----------------------------------------------------------------------===//
+// Strategies: one file each
+//===----------------------------------------------------------------------===//
+
+/// RowReduction.cpp: a row reduction `out += f(ins)` over the last loop (a
+/// statistic, or a projection whose weight is contiguous in k) as one block
+/// per output row, the zero fill before and an element-wise epilogue after
+/// in the same kernel.
+struct RowReductionPlan {
+  linalg::LinalgOp op;
+  StringRef role;
+  int64_t blockThreads = 0;
+  /// Elements per vector load along k (1: scalar loads).
+  int64_t width = 1;
+  /// A projection: the blocks of one weight row adjacent in the grid.
+  bool weightRowsOuter = false;
+  linalg::FillOp zeroFill;
+  linalg::GenericOp epilogue;
+};
+FailureOr<RowReductionPlan>
+planRowReduction(linalg::LinalgOp op, int64_t reduceThreads, std::string &why);
+void buildRowReduction(KernelBuilder &builder, const RowReductionPlan &plan);
+
+/// FusedNormProjection.cpp: fused mode, each (RMS statistic, projection,
+/// post-scale) of a deferred norm as one kernel. Fails when a kernel's loop
+/// nest could not be mapped (an error was emitted).
+LogicalResult fuseNormProjections(KernelBuilder &builder);
+
+/// PostScaleFusion.cpp: a post-scale whose result only feeds one
+/// element-wise op is computed inside that op's kernel.
+struct PostScaleFusionPlan {
+  linalg::GenericOp post, consumer;
+  /// The consumer's operand that reads the post-scale's result.
+  OpOperand *use = nullptr;
+};
+FailureOr<PostScaleFusionPlan> planPostScaleFusion(linalg::GenericOp post,
+                                                   std::string &why);
+void buildPostScaleFusion(const PostScaleFusionPlan &plan);
+
+/// GemmLt.cpp: a projection as `flashnorm.gemm_lt` (cuBLASLt).
+struct GemmLtPlan {
+  linalg::LinalgOp op;
+  RowMajorProjection projection;
+  /// A zero fill of the output that the GEMM makes dead.
+  linalg::FillOp deadFill;
+};
+FailureOr<GemmLtPlan> planGemmLt(linalg::LinalgOp op, std::string &why);
+void buildGemmLt(const GemmLtPlan &plan);
+
+/// TensorCoreTile.cpp: an f16 projection on tensor cores, one warp per
+/// 16 x 8 output tile, as vector.contract fragments for flashnorm-gpu-mma.
+struct TensorCorePlan {
+  linalg::LinalgOp op;
+  RowMajorProjection projection;
+  linalg::FillOp deadFill;
+  /// Warps per block, side by side along n.
+  int64_t warps = 1;
+};
+FailureOr<TensorCorePlan> planTensorCoreTile(linalg::LinalgOp op,
+                                             std::string &why);
+void buildTensorCoreTile(KernelBuilder &builder, const TensorCorePlan &plan,
+                         StringRef role);
+
+/// ParallelLoops.cpp: any other linalg op as parallel loops tiled onto
+/// blocks and threads (the fallback: every op takes it).
+LogicalResult buildParallelLoops(KernelBuilder &builder, linalg::LinalgOp op,
+                                 StringRef role);
+
+} // namespace mlir::flashnorm::kernels
+
+#endif
