@@ -16,7 +16,7 @@ for mode in streams fused serial; do
     -o "$out.$mode.mlir"
   # The cubin is an ELF object; kernel names are readable in its bytes.
   grep -q 'bin = "\\7FELF' "$out.$mode.mlir"
-  kernels=$(grep -o '[a-z0-9]*_\(norm_stat\|fused_norm_proj\|proj\|post_scale_fused\|post_scale\|reduce\)_[0-9]*' \
+  kernels=$(grep -o '[a-z0-9]*_\(norm_stat\|fused_norm_proj\|proj\|post_scale_fused\|post_scale\|reduce\|host_loop\|host_op\)_[0-9]*' \
     "$out.$mode.mlir" | sed 's/^[a-z0-9]*_//; s/_[0-9]*$//' | sort -u | tr '\n' ' ')
   echo "$mode: launches=$(grep -c 'gpu.launch_func' "$out.$mode.mlir")" \
     "streams=$(grep -c 'llvm.call @mgpuStreamCreate' "$out.$mode.mlir")" \

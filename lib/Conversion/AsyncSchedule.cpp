@@ -104,7 +104,7 @@ struct AsyncSchedulePass
 
   void runOnOperation() override {
     func::FuncOp fn = getOperation();
-    if (fn.isExternal())
+    if (fn.isExternal() || (deviceFunctionsOnly && !isGpuDeviceFunction(fn)))
       return;
     PassReporter reporter(fn, kSchedulePass);
     llvm::MapVector<int64_t, Group> groups;

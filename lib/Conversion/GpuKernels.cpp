@@ -23,6 +23,7 @@
 #include "flashnorm/Dialect/FlashNorm/IR/FlashNormOps.h"
 #include "flashnorm/Utils/Remarks.h"
 
+#include "mlir/Dialect/Async/IR/Async.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 
 namespace mlir::flashnorm {
@@ -34,21 +35,48 @@ using namespace mlir;
 using namespace mlir::flashnorm;
 using namespace mlir::flashnorm::kernels;
 
-bool flashnorm::isGpuDeviceFunction(func::FuncOp fn) {
+std::string flashnorm::whyHostFunction(func::FuncOp fn) {
   if (fn.isExternal())
-    return false;
-  // Drivers that call other functions stay on the host; so does anything
-  // already holding GPU code.
-  WalkResult calls = fn.walk([](Operation *op) {
-    return isa<CallOpInterface, gpu::LaunchOp, gpu::LaunchFuncOp>(op)
-               ? WalkResult::interrupt()
-               : WalkResult::advance();
+    return "it is a declaration";
+  std::string why;
+  fn.walk([&](Operation *op) {
+    auto call = dyn_cast<CallOpInterface>(op);
+    auto isData = [](Type t) { return isa<ShapedType>(t); };
+    if (call && (llvm::any_of(op->getOperandTypes(), isData) ||
+                 llvm::any_of(op->getResultTypes(), isData))) {
+      auto callee = dyn_cast_if_present<SymbolRefAttr>(
+          call.getCallableForCallee().dyn_cast<SymbolRefAttr>());
+      why = "it calls " +
+            (callee ? printToString(callee) : std::string("a function")) +
+            " with buffers or tensors (a driver)";
+      return WalkResult::interrupt();
+    }
+    return WalkResult::advance();
   });
-  return !calls.wasInterrupted();
+  return why;
+}
+
+bool flashnorm::isGpuDeviceFunction(func::FuncOp fn) {
+  if (!whyHostFunction(fn).empty())
+    return false;
+  WalkResult gpu = fn.walk([](Operation *op) {
+    return isa<gpu::LaunchOp, gpu::LaunchFuncOp>(op) ? WalkResult::interrupt()
+                                                     : WalkResult::advance();
+  });
+  return !gpu.wasInterrupted();
 }
 
 namespace {
 constexpr StringLiteral kPass = "flashnorm-gpu-kernels";
+
+/// The blocks the host runs in a device function: its body and the
+/// bodies of the async schedule's tasks.
+SmallVector<Block *> hostBlocks(func::FuncOp fn) {
+  SmallVector<Block *> blocks{&fn.getBody().front()};
+  for (auto task : fn.getBody().front().getOps<async::ExecuteOp>())
+    blocks.push_back(&task.getBodyRegion().front());
+  return blocks;
+}
 
 template <typename OpT> SmallVector<OpT> collect(func::FuncOp fn) {
   SmallVector<OpT> ops;
@@ -69,7 +97,14 @@ struct GpuKernelsPass : flashnorm::impl::GpuKernelsBase<GpuKernelsPass> {
                        << " must be between 1 and 1024, not " << value;
         return signalPassFailure();
       }
-    if (!isGpuDeviceFunction(fn))
+    if (std::string host = whyHostFunction(fn); !host.empty()) {
+      // Never silently: a function with work in it says why it stays.
+      if (!fn.isExternal() && !collect<linalg::LinalgOp>(fn).empty())
+        PassReporter(fn, kPass).refused(fn, "@" + fn.getSymName() +
+                                                " stays on the host: " + host);
+      return;
+    }
+    if (!isGpuDeviceFunction(fn)) // GPU code already
       return;
     PassReporter reporter(fn, kPass);
     KernelBuilder builder(fn, threads, reporter);
@@ -118,17 +153,40 @@ struct GpuKernelsPass : flashnorm::impl::GpuKernelsBase<GpuKernelsPass> {
                 .isF16())
           reporter.refused(op, "projection not on tensor cores: " + why);
       }
-    // Row reductions, each planned where the ones before it left the IR
-    // (they take their zero fill and epilogue along).
+    // Row reductions. Each is planned again where the ones before it left
+    // the IR: they take their zero fill and epilogue along (never another
+    // row reduction, so every op selected here is still there).
+    SmallVector<linalg::LinalgOp> reductions;
     for (linalg::LinalgOp op : collect<linalg::LinalgOp>(fn))
-      if (FailureOr<RowReductionPlan> plan =
-              planRowReduction(op, reduceThreads, why);
-          succeeded(plan))
-        buildRowReduction(builder, *plan);
+      if (succeeded(planRowReduction(op, reduceThreads, why)))
+        reductions.push_back(op);
+    for (linalg::LinalgOp op : reductions)
+      buildRowReduction(builder, *planRowReduction(op, reduceThreads, why));
     for (linalg::LinalgOp op : collect<linalg::LinalgOp>(fn)) {
       StringRef role = roleOf(op);
       if (failed(buildParallelLoops(builder, op,
                                     role.empty() ? kindOf(op) : role)))
+        return signalPassFailure();
+    }
+    // Host code left around the kernels (loops of loads and stores) runs on
+    // the device too: every buffer of a device function is there.
+    SmallVector<Operation *> hostOps;
+    for (Block *block : hostBlocks(fn))
+      for (Operation &op : *block)
+        if (!isHostOp(&op))
+          hostOps.push_back(&op);
+    for (Operation *op : hostOps) {
+      FailureOr<HostLoopPlan> plan = planHostLoop(op, why);
+      if (failed(plan)) {
+        reporter.refused(op, "host code that touches device buffers stays "
+                             "on the host: " +
+                                 why);
+        continue;
+      }
+      if (plan->nest.empty())
+        reporter.refused(op, "host code runs as a kernel of one thread: " +
+                                 plan->serialWhy);
+      if (failed(buildHostLoop(builder, *plan)))
         return signalPassFailure();
     }
     fn.walk([](Operation *op) {

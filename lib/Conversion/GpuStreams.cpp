@@ -55,9 +55,12 @@ public:
     mainStream = fork(b, fn.getLoc(), {});
     if (hostBuffers)
       for (BlockArgument arg : fn.getArguments())
-        if (isa<MemRefType>(arg.getType()) && !arg.use_empty() &&
-            failed(upload(b, fn.getLoc(), arg)))
-          return failure();
+        if (isa<MemRefType>(arg.getType()) && !arg.use_empty()) {
+          FailureOr<Value> device = upload(b, fn.getLoc(), arg);
+          if (failed(device))
+            return failure();
+          arguments.push_back({arg, *device});
+        }
     for (Operation *op : ops)
       if (failed(visit(op, mainStream)))
         return failure();
@@ -80,7 +83,7 @@ private:
 
   /// A device copy of the host buffer `host`, used in its place from now
   /// on.
-  LogicalResult upload(OpBuilder &b, Location loc, Value host) {
+  FailureOr<Value> upload(OpBuilder &b, Location loc, Value host) {
     auto type = cast<MemRefType>(host.getType());
     if (!type.getLayout().isIdentity())
       return emitError(loc) << "flashnorm-gpu-streams: cannot copy a buffer "
@@ -101,7 +104,8 @@ private:
     auto copy = gpu::MemcpyOp::create(
         b, loc, tokenType, ValueRange{tails[mainStream]}, device, host);
     tails[mainStream] = copy.getAsyncToken();
-    return success();
+    uploads.insert(copy);
+    return device;
   }
 
   /// Whether `global` reads a constant that can stay on the device: a
@@ -249,6 +253,10 @@ private:
     }
     if (auto ret = dyn_cast<func::ReturnOp>(op))
       return finish(ret);
+    // A helper (a timer): no buffer crosses the call (whyHostFunction), so
+    // it runs on the host where the program calls it, as issued.
+    if (isa<CallOpInterface>(op))
+      return success();
     if (isa<ViewLikeOpInterface, memref::CastOp, memref::DimOp>(op) ||
         isMemoryEffectFree(op))
       return success();
@@ -316,6 +324,16 @@ private:
                               .getAsyncToken();
       result.set(host);
     }
+    // The caller's buffers hold what the function wrote into them, as on
+    // the CPU (an importer's in-place KV-cache update writes into an
+    // argument).
+    if (hostBuffers)
+      for (auto [host, device] : arguments)
+        if (isWritten(device))
+          tails[mainStream] =
+              gpu::MemcpyOp::create(b, loc, tokenType,
+                                    ValueRange{tails[mainStream]}, host, device)
+                  .getAsyncToken();
     for (Value buffer : deviceBuffers)
       if (!returned.contains(buffer))
         tails[mainStream] =
@@ -324,6 +342,21 @@ private:
                 .getAsyncToken();
     gpu::WaitOp::create(b, loc, Type(), tails);
     return success();
+  }
+
+  /// Whether any op of the function may write into `buffer` (the device
+  /// copy of an argument) besides the upload that fills it.
+  bool isWritten(Value buffer) {
+    bool written = false;
+    for (Operation &op : fn.getBody().front()) {
+      if (uploads.contains(&op))
+        continue;
+      forEachMemoryEffect(&op, [&](Value v, BufferAccess::Kind kind) {
+        written |= kind == BufferAccess::Kind::Write &&
+                   mayAliasRoots(HappensBefore::getRoot(v), buffer);
+      });
+    }
+    return written;
   }
 
   bool isTask(unsigned s) const {
@@ -341,6 +374,9 @@ private:
   llvm::DenseSet<unsigned> joined;
   llvm::SetVector<unsigned> pendingJoins;
   SmallVector<Value> deviceBuffers;
+  /// Each uploaded argument and its device copy, and the uploads.
+  SmallVector<std::pair<Value, Value>> arguments;
+  llvm::SmallPtrSet<Operation *, 8> uploads;
   SmallVector<Operation *> executes;
 };
 
@@ -351,12 +387,9 @@ struct GpuStreamsPass : flashnorm::impl::GpuStreamsBase<GpuStreamsPass> {
     func::FuncOp fn = getOperation();
     if (fn.isExternal())
       return;
-    bool hasLaunch = false, hasCall = false;
-    fn.walk([&](Operation *op) {
-      hasLaunch |= isa<gpu::LaunchOp>(op);
-      hasCall |= isa<CallOpInterface>(op);
-    });
-    if (!hasLaunch || hasCall)
+    bool hasLaunch = false;
+    fn.walk([&](gpu::LaunchOp) { hasLaunch = true; });
+    if (!hasLaunch || !whyHostFunction(fn).empty())
       return;
     if (!fn.getBody().hasOneBlock()) {
       fn.emitError("flashnorm-gpu-streams: device functions must be one "

@@ -177,6 +177,18 @@ LogicalResult flashnorm::buildLowerToLLVMPipeline(OpPassManager &pm,
 /// No canonicalization touches host code after flashnorm-gpu-streams: it
 /// folds a fork `gpu.wait async [%t]` into %t (FLASHNORM.md §5), which would
 /// serialize the streams and destroy one twice.
+static StringRef formatName(BinaryFormat format) {
+  switch (format) {
+  case BinaryFormat::Isa:
+    return "isa";
+  case BinaryFormat::Bin:
+    return "bin";
+  case BinaryFormat::Fatbin:
+    return "fatbin";
+  }
+  llvm_unreachable("a binary format");
+}
+
 static std::string gpuTail(const GpuPipelineOptions &options) {
   // Constants and index math move into the kernels: static loop bounds.
   std::string text = "gpu-launch-sink-index-computations,gpu-kernel-outlining,";
@@ -192,7 +204,7 @@ static std::string gpuTail(const GpuPipelineOptions &options) {
           "convert-linalg-to-loops,expand-strided-metadata,lower-affine,"
           "convert-scf-to-cf,convert-math-to-llvm,gpu-to-llvm,convert-to-llvm,"
           "reconcile-unrealized-casts,gpu-module-to-binary{format=" +
-          options.format + "}";
+          formatName(options.format).str() + "}";
   if (options.verify)
     text += ",flashnorm-verify-streams";
   return text;
@@ -223,20 +235,6 @@ static bool isNvptxChip(StringRef chip) {
 /// Checks the options every half of the GPU pipeline takes.
 static LogicalResult checkGpuOptions(const GpuPipelineOptions &options,
                                      raw_ostream &errors) {
-  StringRef mode = options.deferMode;
-  if (mode != "streams" && mode != "fused" && mode != "serial") {
-    errors << "flashnorm-gpu-pipeline: defer-mode must be streams, fused or "
-              "serial, not '"
-           << mode << "'\n";
-    return failure();
-  }
-  if (options.format != "isa" && options.format != "bin" &&
-      options.format != "fatbin") {
-    errors << "flashnorm-gpu-pipeline: format must be isa, bin or fatbin, "
-              "not '"
-           << options.format << "'\n";
-    return failure();
-  }
   // CUDA's limit on threads per block.
   for (auto [name, value] :
        {std::pair<StringRef, int64_t>{"threads", options.threads},
@@ -263,7 +261,7 @@ static LogicalResult buildGpuToKernels(OpPassManager &pm,
                                        raw_ostream &errors) {
   if (failed(checkGpuOptions(options, errors)))
     return failure();
-  StringRef mode = options.deferMode;
+  DeferMode mode = options.deferMode;
   // The marks say which statistic, projection and post-scale belong
   // together: streams schedules them, fused merges them, and every mode
   // names kernels after them.
@@ -276,13 +274,14 @@ static LogicalResult buildGpuToKernels(OpPassManager &pm,
   pm.addNestedPass<func::FuncOp>(createGpuWeightLayout());
   if (failed(parsePassPipeline(kToBuffers, pm, errors)))
     return failure();
-  if (mode == "streams")
+  if (mode == DeferMode::Streams)
     pm.addNestedPass<func::FuncOp>(
-        createAsyncSchedule({/*projectionTasks=*/false, /*keepMarks=*/true}));
+        createAsyncSchedule({/*projectionTasks=*/false, /*keepMarks=*/true,
+                             /*deviceFunctionsOnly=*/true}));
   OpPassManager &fpm = pm.nest<func::FuncOp>();
-  fpm.addPass(
-      createGpuKernels({mode == "fused", options.threads, options.reduceThreads,
-                        options.tensorCores, options.gemm}));
+  fpm.addPass(createGpuKernels({mode == DeferMode::Fused, options.threads,
+                                options.reduceThreads, options.tensorCores,
+                                options.gemm}));
   fpm.addPass(createCanonicalizerPass());
   fpm.addPass(createCSEPass());
   return success();

@@ -20,6 +20,8 @@ memref.global "private" @state : memref<4xf32> = dense<0.0>
 // CHECK: gpu.launch async
 // CHECK: memref.load %[[WDEV]]
 // CHECK: memref.load %[[SDEV]]
+// The kernel writes the argument: the caller's buffer gets what it wrote.
+// CHECK: gpu.memcpy async [%{{.*}}] %arg0, %{{.*}} : memref<4xf32>, memref<4xf32>
 // CHECK: gpu.dealloc async [%{{.*}}] %[[SDEV]]
 // CHECK-NOT: gpu.dealloc async [%{{.*}}] %[[WDEV]]
 // CHECK: return
@@ -29,8 +31,9 @@ memref.global "private" @state : memref<4xf32> = dense<0.0>
 // LLVM: llvm.call @mgpuMemcpy(
 // LLVM: %[[BYTES:.*]] = llvm.mlir.constant(16 : i64) : i64
 // LLVM: llvm.call @mgpuFlashNormResident(%[[STREAM]], %{{.*}}, %[[BYTES]]) : (!llvm.ptr, !llvm.ptr, i64) -> !llvm.ptr
-// The argument and the mutable global are copied, the constant is not.
-// LLVM-COUNT-1: llvm.call @mgpuMemcpy(
+// The argument and the mutable global are copied in, the argument back
+// out; the constant is not copied.
+// LLVM-COUNT-2: llvm.call @mgpuMemcpy(
 // LLVM-NOT: llvm.call @mgpuMemcpy(
 // LLVM: llvm.return
 func.func @f(%out: memref<4xf32>) {

@@ -26,8 +26,8 @@
 // RUN: not flashnorm-opt %s --flashnorm-raise=scale-tolerance=nan 2>&1 | FileCheck %s --check-prefix=TOL
 // RUN: not flashnorm-opt %s --flashnorm-raise=scale-tolerance=0 2>&1 | FileCheck %s --check-prefix=TOL
 // RUN: not flashnorm-opt %s --flashnorm-raise=scale-tolerance=-1 2>&1 | FileCheck %s --check-prefix=TOL
-// MODE: error: flashnorm-gpu-pipeline: defer-mode must be streams, fused or serial, not 'bogus'
-// FORMAT: error: flashnorm-gpu-pipeline: format must be isa, bin or fatbin, not 'elf'
+// MODE: for the --defer-mode option: Cannot find option named 'bogus'!
+// FORMAT: for the --format option: Cannot find option named 'elf'!
 // GEMM: for the --gemm option: Cannot find option named 'magic'!
 // THREADS: error: flashnorm-gpu-pipeline: threads must be between 1 and 1024
 // REDUCE: error: flashnorm-gpu-pipeline: reduce-threads must be between 1 and 1024, not -4

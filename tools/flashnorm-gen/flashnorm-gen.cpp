@@ -49,6 +49,7 @@ enum class Style { Mixed, TorchMlir };
 enum class WeightMode { Resource, Args, Checkpoint };
 enum class DType { F32, BF16 };
 enum class Quant { None, Int8, Int4 };
+enum class CacheWrite { InsertSlice, StoreLoop };
 
 cl::OptionCategory genCategory("flashnorm-gen options");
 
@@ -153,6 +154,18 @@ cl::opt<bool> decodeOpt(
              "the position, attends over the cache, and returns the hidden "
              "state and the updated caches"),
     cl::init(false), cl::cat(genCategory));
+cl::opt<CacheWrite> cacheWriteOpt(
+    "cache-write",
+    cl::desc("How --decode writes the new keys and values into a cache"),
+    cl::init(CacheWrite::InsertSlice),
+    cl::values(clEnumValN(CacheWrite::InsertSlice, "insert-slice",
+                          "tensor.insert_slice of the rows (default)"),
+               clEnumValN(CacheWrite::StoreLoop, "store-loop",
+                          "as a PyTorch importer writes an in-place cache "
+                          "update: an scf.for nest of memref.store into "
+                          "bufferization.to_buffer of the cache argument, "
+                          "read back by to_tensor restrict")),
+    cl::cat(genCategory));
 cl::opt<int64_t> cacheOpt("cache",
                           cl::desc("KV-cache rows with --decode (default 8)"),
                           cl::init(8), cl::cat(genCategory));
@@ -180,6 +193,7 @@ struct Config {
   DType dtype;
   uint64_t seed;
   bool decode = false;
+  CacheWrite cacheWrite = CacheWrite::InsertSlice;
   int64_t cache = 0, vocab = 0;
   int64_t calls = 1;
   Quant quant = Quant::None;
@@ -589,10 +603,44 @@ public:
   }
 
   Val writeCache(const Val &cache, const Val &x) override {
+    if (cfg.cacheWrite == CacheWrite::StoreLoop)
+      return storeLoop(cache, x);
     return b.op("cache", cache.shape, cache.elt,
                 cat("tensor.insert_slice ", x.name, " into ", cache.name, "[",
                     position, ", 0] [", x.shape[0], ", ", x.shape[1],
                     "] [1, 1] : ", x.type(), " into ", cache.type()));
+  }
+
+  /// The in-place update a PyTorch importer writes for `cache[pos:pos+t] =
+  /// x`: the argument's buffer stored to element by element, then read
+  /// back as the updated tensor (`restrict`: nothing else aliases it).
+  Val storeLoop(const Val &cache, const Val &x) {
+    std::string buf = b.fresh("cache_buf");
+    std::string memref =
+        "memref<" + joinInts(cache.shape, "x") + "x" + cache.elt + ">";
+    b.line(cat(buf, " = bufferization.to_buffer ", cache.name, " : ",
+               cache.type(), " to ", memref));
+    std::string zero = b.fresh("c0"), one = b.fresh("c1"),
+                rows = b.fresh("rows"), cols = b.fresh("cols");
+    b.line(cat(zero, " = arith.constant 0 : index"));
+    b.line(cat(one, " = arith.constant 1 : index"));
+    b.line(cat(rows, " = arith.constant ", x.shape[0], " : index"));
+    b.line(cat(cols, " = arith.constant ", x.shape[1], " : index"));
+    std::string t = b.fresh("t"), j = b.fresh("j"), at = b.fresh("at"),
+                v = b.fresh("v");
+    b.line(cat("scf.for ", t, " = ", zero, " to ", rows, " step ", one, " {"));
+    b.line(cat("  ", at, " = arith.addi ", position, ", ", t, " : index"));
+    b.line(
+        cat("  scf.for ", j, " = ", zero, " to ", cols, " step ", one, " {"));
+    b.line(cat("    ", v, " = tensor.extract ", x.name, "[", t, ", ", j,
+               "] : ", x.type()));
+    b.line(cat("    memref.store ", v, ", ", buf, "[", at, ", ", j,
+               "] : ", memref));
+    b.line("  }");
+    b.line("}");
+    return b.op("cache", cache.shape, cache.elt,
+                cat("bufferization.to_tensor ", buf, " restrict : ", memref,
+                    " to ", cache.type()));
   }
 
   Val attention(const Val &q, const Val &k, const Val &v, const NormSpec *qNorm,
@@ -1972,7 +2020,10 @@ std::string commandLine(const Config &cfg) {
       "flashnorm-gen --family=", familyName(cfg.family),
       " --flavor=", flavors[int(cfg.flavor)],
       cfg.style == Style::TorchMlir ? " --style=torch-mlir" : "",
-      cfg.decode ? cat(" --decode --cache=", cfg.cache, " --vocab=", cfg.vocab)
+      cfg.decode ? cat(" --decode --cache=", cfg.cache, " --vocab=", cfg.vocab,
+                       cfg.cacheWrite == CacheWrite::StoreLoop
+                           ? " --cache-write=store-loop"
+                           : "")
                  : "",
       cfg.calls > 1 ? cat(" --calls=", cfg.calls) : "",
       " --hidden=", cfg.hidden, " --layers=", cfg.layers,
@@ -2190,12 +2241,15 @@ int main(int argc, char **argv) {
   cfg.quant = quantOpt;
   cfg.kscale = quantKScaleOpt;
   cfg.cache = cacheOpt;
+  cfg.cacheWrite = cacheWriteOpt;
   cfg.vocab = vocabOpt;
   cfg.calls = callsOpt;
   if (cfg.calls < 1 || (cfg.calls > 1 && cfg.decode))
     return fail("--calls must be positive, and 1 with --decode");
   if (cfg.decode && (cfg.tosa() || cfg.bf16()))
     return fail("--decode writes the linalg flavor in f32");
+  if (!cfg.decode && cacheWriteOpt.getNumOccurrences())
+    return fail("--cache-write needs --decode");
   if (cfg.decode && (cfg.cache <= cfg.tokens || cfg.vocab <= 0))
     return fail("--decode needs --cache above --tokens (room for the "
                 "position) and a positive --vocab");

@@ -17,6 +17,13 @@ namespace mlir::flashnorm {
 /// shape (`auto`: prefill, more than kGemmLtMinRows rows or a dynamic
 /// count; decode keeps the generated bandwidth kernel).
 enum class GemmPath { Codegen, CuBlasLt, Auto };
+/// How flashnorm-gpu-pipeline orders a deferred norm's statistic,
+/// projection and post-scale: the statistic on a forked stream joined
+/// before the post-scale, the three in one kernel, or one stream.
+enum class DeferMode { Streams, Fused, Serial };
+/// What the kernels compile to (gpu-module-to-binary's format).
+enum class BinaryFormat { Isa, Bin, Fatbin };
+
 /// The fewest rows (tokens) `gemm=auto` gives to cuBLASLt.
 constexpr int64_t kGemmLtMinRows = 17;
 

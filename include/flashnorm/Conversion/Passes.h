@@ -40,8 +40,14 @@ constexpr llvm::StringLiteral kAsyncPairAttr = "flashnorm.async_pair";
 /// the CPU pipeline runs on OpenMP threads.
 constexpr llvm::StringLiteral kSerialPanelsAttr = "flashnorm.serial_panels";
 
-/// Whether flashnorm-gpu-kernels compiles `fn` for the GPU: a definition
-/// that calls no other function (drivers stay on the host).
+/// Why the GPU pipeline leaves `fn` on the host, or "" if `fn` is a device
+/// function: a definition whose calls pass and return no buffers or
+/// tensors. Helpers such as a timer stay host calls in it, in order; a
+/// function that hands buffers to another is a driver and stays on the host.
+std::string whyHostFunction(func::FuncOp fn);
+
+/// Whether flashnorm-gpu-kernels compiles `fn` for the GPU: a device
+/// function that holds no GPU code yet.
 bool isGpuDeviceFunction(func::FuncOp fn);
 
 /// Lets gpu-to-llvm (and convert-to-llvm) lower flashnorm.gemm_lt.

@@ -73,6 +73,11 @@ def AsyncSchedule : Pass<"flashnorm-async-schedule", "func::FuncOp"> {
     Option<"keepMarks", "keep-marks", "bool", /*default=*/"false",
            "Keep the group/role marks on the scheduled ops (default false; "
            "the GPU pipeline names its kernels after them)">,
+    Option<"deviceFunctionsOnly", "device-functions-only", "bool",
+           /*default=*/"false",
+           "Schedule only the functions flashnorm-gpu-kernels compiles for "
+           "the GPU (default false; the GPU pipeline sets it: a host driver "
+           "keeps its ops in order)">,
   ];
 }
 
@@ -113,7 +118,8 @@ def CpuCodegen : Pass<"flashnorm-cpu-codegen", "func::FuncOp"> {
 def GpuKernels : Pass<"flashnorm-gpu-kernels", "func::FuncOp"> {
   let summary = "Turn the linalg ops of a device function into GPU kernels";
   let description = [{
-    In every device function (one that calls no other function), each linalg
+    In every device function (one whose calls pass no buffers or tensors:
+    `whyHostFunction`), each linalg
     op on buffers becomes one `gpu.launch` whose `module`/`function`
     attributes name the kernel `<fn>_<role>_<n>` (`norm_stat`, `proj`,
     `post_scale`, `fused_norm_proj`, `row_sum`, `elementwise`, `fill`, ...):
@@ -135,7 +141,16 @@ def GpuKernels : Pass<"flashnorm-gpu-kernels", "func::FuncOp"> {
       win, while decode steps keep the generated bandwidth kernel;
     - every other op: parallel loops, tiled by `threads` on the innermost
       dimension (threads x, coalesced), the outer dimensions on blocks; the
-      reduction loops of projections run inside each thread.
+      reduction loops of projections run inside each thread;
+    - host code left between them that touches buffers (an importer's
+      in-place KV-cache update: an `scf.for` nest of `memref.store`) is a
+      kernel in its place: parallel over the nest where each store writes
+      its own buffer at indices holding every induction variable and nothing
+      reads what the nest writes, else the code as it is on one thread.
+
+    Each strategy is a pure plan and a build (lib/Conversion/GpuKernels/).
+    A function that hands buffers to another stays on the host, with a
+    remark.
 
     Remarks (`--remarks-filter=flashnorm`) name each kernel and each
     projection that was not fused, with the reason.
@@ -222,7 +237,10 @@ def GpuStreams : Pass<"flashnorm-gpu-streams", "func::FuncOp"> {
   let description = [{
     On a function whose kernels are `gpu.launch`es (flashnorm-gpu-kernels):
     memref arguments and mutable globals are copied into `gpu.alloc`ed
-    buffers on every call; constant globals (weights) become
+    buffers on every call, and the arguments the function writes are copied
+    back into the caller's buffers at the end (as the CPU code leaves them:
+    an in-place KV-cache update); helper calls that pass no buffers stay
+    host calls, in order; constant globals (weights) become
     `flashnorm.resident` device copies, uploaded once per process, so that
     repeated calls move no weight bytes; allocations become `gpu.alloc`,
     copies `gpu.memcpy`, and results are copied back into host allocations.

@@ -127,19 +127,26 @@ struct GpuPipelineOptions : public PassPipelineOptions<GpuPipelineOptions> {
       llvm::cl::desc("PTX features (default +ptx80; CUDA 13's ptxas needs "
                      "+ptx80 or newer)"),
       llvm::cl::init("+ptx80")};
-  PassOptions::Option<std::string> format{
-      *this, "format",
-      llvm::cl::desc("Kernel binaries: bin (default: cubin, runs ptxas), isa "
-                     "(PTX text) or fatbin"),
-      llvm::cl::init("bin")};
-  PassOptions::Option<std::string> deferMode{
+  PassOptions::Option<BinaryFormat> format{
+      *this, "format", llvm::cl::desc("Kernel binaries (default bin)"),
+      llvm::cl::values(
+          clEnumValN(BinaryFormat::Bin, "bin", "cubin (runs ptxas)"),
+          clEnumValN(BinaryFormat::Isa, "isa", "PTX text, needs no ptxas"),
+          clEnumValN(BinaryFormat::Fatbin, "fatbin", "fat binary")),
+      llvm::cl::init(BinaryFormat::Bin)};
+  PassOptions::Option<DeferMode> deferMode{
       *this, "defer-mode",
-      llvm::cl::desc("streams (default): statistics on a forked stream, "
-                     "projection on the main one, an explicit join before "
-                     "the post-scale; fused: one kernel per projection with "
-                     "the statistic and post-scale in it; serial: one "
-                     "stream"),
-      llvm::cl::init("streams")};
+      llvm::cl::desc("How a deferred norm's statistic runs beside its "
+                     "projections (default streams)"),
+      llvm::cl::values(
+          clEnumValN(DeferMode::Streams, "streams",
+                     "statistics on a forked stream, projection on the main "
+                     "one, an explicit join before the post-scale"),
+          clEnumValN(DeferMode::Fused, "fused",
+                     "one kernel per projection with the statistic and "
+                     "post-scale in it"),
+          clEnumValN(DeferMode::Serial, "serial", "one stream")),
+      llvm::cl::init(DeferMode::Streams)};
   PassOptions::Option<bool> verify{
       *this, "verify",
       llvm::cl::desc("Run flashnorm-verify-async on the host code and "

@@ -249,6 +249,25 @@ FailureOr<TensorCorePlan> planTensorCoreTile(linalg::LinalgOp op,
 void buildTensorCoreTile(KernelBuilder &builder, const TensorCorePlan &plan,
                          StringRef role);
 
+/// HostLoops.cpp: host code that touches buffers (loops of loads and
+/// stores: an importer's KV-cache update) as a kernel in its place: a
+/// parallel one where the nest's iterations are independent, else one
+/// thread.
+struct HostLoopPlan {
+  Operation *op = nullptr;
+  /// The loops mapped onto threads, outermost first; empty: one thread.
+  SmallVector<scf::ForOp> nest;
+  /// Why the op runs on one thread, when `nest` is empty.
+  std::string serialWhy;
+};
+/// Whether `op` stays on the host in a device function (memory management,
+/// copies, views, tasks, calls, kernels, and ops that touch no memory).
+bool isHostOp(Operation *op);
+/// For an op that is not a host op: fails for one that cannot leave the
+/// host (a value the host uses, kernels inside).
+FailureOr<HostLoopPlan> planHostLoop(Operation *op, std::string &why);
+LogicalResult buildHostLoop(KernelBuilder &builder, const HostLoopPlan &plan);
+
 /// ParallelLoops.cpp: any other linalg op as parallel loops tiled onto
 /// blocks and threads (the fallback: every op takes it).
 LogicalResult buildParallelLoops(KernelBuilder &builder, linalg::LinalgOp op,
