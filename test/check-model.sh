@@ -2,7 +2,8 @@
 # Generates a model with flashnorm-gen, runs it before and after the
 # flashnorm pipeline, and compares the outputs.
 #   check-model.sh OUT_PREFIX RTOL ATOL -- [flashnorm-gen options...]
-# Argument weights are folded through the prepare function.
+# Argument weights are folded through the prepare function;
+# FLASHNORM_PIPELINE overrides the rewrite.
 set -euo pipefail
 out=$1 rtol=$2 atol=$3
 shift 4
@@ -15,6 +16,7 @@ run() {
 flashnorm-gen "$@" -o "$out.mlir"
 pipeline=--flashnorm
 case " $* " in *" --weights=args "*) pipeline=--flashnorm=prepare-function=true ;; esac
+pipeline=${FLASHNORM_PIPELINE:-$pipeline}
 flashnorm-opt "$out.mlir" "$lower" | run > "$out.ref"
 flashnorm-opt "$out.mlir" "$pipeline" --remarks-filter=flashnorm \
   --remark-format=emitRemark -o "$out.rewritten.mlir" 2> "$out.remarks"

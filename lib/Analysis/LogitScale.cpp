@@ -1,11 +1,16 @@
+//===- LogitScale.cpp - The attention scale a query projection can absorb -===//
+
 #include "flashnorm/Analysis/LogitScale.h"
+#include "flashnorm/Analysis/ScaleDegree.h"
 #include "flashnorm/Dialect/FlashNorm/IR/FlashNormOps.h"
 
+#include "flashnorm/Utils/Remarks.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Tosa/IR/TosaOps.h"
 #include "mlir/IR/Matchers.h"
+#include "llvm/ADT/SetVector.h"
 
 using namespace mlir;
 using namespace mlir::flashnorm;
@@ -95,6 +100,302 @@ static bool isQueryOperand(OpOperand &use, bool &isContraction) {
                       [&](unsigned d) { return map.isFunctionOfDim(d); });
 }
 
+FailureOr<LogitScale> flashnorm::findScaleOfLogits(OpOperand &query,
+                                                   std::string *whyNot) {
+  Value logits = query.getOwner()->getResult(0);
+  if (!logits.hasOneUse()) {
+    if (whyNot)
+      *whyNot = "its logits have more than one user";
+    return failure();
+  }
+  if (std::optional<LogitScale> site = getScaleSite(*logits.use_begin()))
+    return *site;
+  if (whyNot)
+    *whyNot = "its logits are not multiplied by a constant";
+  return failure();
+}
+
+/// An op a query path may run through: one ranked tensor result; what it
+/// does to q is checked by its degree and rows.
+static bool isPathOp(Operation *op) {
+  if (op->getNumResults() != 1 ||
+      !isa<RankedTensorType>(op->getResult(0).getType()))
+    return false;
+  if (auto generic = dyn_cast<linalg::GenericOp>(op))
+    return generic.hasPureTensorSemantics() && generic.getNumDpsInits() == 1 &&
+           generic.getNumLoops() == generic.getNumParallelLoops() &&
+           generic.getIndexingMapsArray().back().isPermutation();
+  return isa<tensor::ExpandShapeOp, tensor::CollapseShapeOp,
+             tensor::ExtractSliceOp, tensor::ConcatOp, linalg::TransposeOp,
+             tosa::TransposeOp, tosa::ReshapeOp, arith::MulFOp, arith::DivFOp,
+             arith::AddFOp, arith::SubFOp, arith::NegFOp, arith::ExtFOp,
+             arith::TruncFOp, tosa::MulOp, tosa::AddOp, tosa::SubOp,
+             tosa::NegateOp, tosa::CastOp>(op);
+}
+
+namespace {
+/// Degrees and rows of a query path's values, op by op in block order.
+class PathEvaluator {
+public:
+  PathEvaluator(Value q, unsigned rowDims)
+      : key(q.getDefiningOp() ? q.getDefiningOp()
+                              : q.getParentBlock()->getParentOp()),
+        trackRows(rowDims > 0) {
+    degrees[q] = Degree::scaledBy(key);
+    rows[q] = llvm::to_vector(llvm::seq<int64_t>(0, rowDims));
+  }
+
+  /// Evaluates `op`; fails, saying why, unless its result is linear in q
+  /// with q's rows where they can be named.
+  LogicalResult visit(Operation *op, std::string &why) {
+    Degree d = degreeOf(op);
+    if (!d.isLinearIn(key)) {
+      why = "'" + op->getName().getStringRef().str() + "' at " +
+            formatLoc(op->getLoc()) + " on the way to the logits is not " +
+            "linear in it";
+      return failure();
+    }
+    degrees[op->getResult(0)] = d;
+    if (!trackRows)
+      return success();
+    FailureOr<SmallVector<int64_t>> r = rowsOf(op);
+    if (failed(r)) {
+      why = "'" + op->getName().getStringRef().str() + "' at " +
+            formatLoc(op->getLoc()) + " moves q's rows";
+      return failure();
+    }
+    rows[op->getResult(0)] = *r;
+    return success();
+  }
+
+  bool isPath(Value v) const { return degrees.count(v); }
+  ArrayRef<int64_t> rowsOfValue(Value v) const { return rows.find(v)->second; }
+
+private:
+  Degree degreeOfValue(Value v) const {
+    auto it = degrees.find(v);
+    if (it != degrees.end())
+      return it->second;
+    return isZeroConstant(v) ? Degree::zero() : Degree::unscaled();
+  }
+
+  Degree degreeOf(Operation *op) const {
+    auto value = [&](Value v) { return degreeOfValue(v); };
+    if (auto generic = dyn_cast<linalg::GenericOp>(op))
+      return degreeOfGeneric(
+          generic, [&](OpOperand &use) { return value(use.get()); },
+          /*allowPermuted=*/true);
+    // Layout ops move q's values: the degree of what they move.
+    if (isa<tensor::ConcatOp>(op)) {
+      Degree d = Degree::zero();
+      for (Value v : op->getOperands())
+        d = unify(d, value(v));
+      return d;
+    }
+    if (isa<tensor::ExpandShapeOp, tensor::CollapseShapeOp,
+            tensor::ExtractSliceOp, linalg::TransposeOp, tosa::TransposeOp,
+            tosa::ReshapeOp>(op)) {
+      for (Value v : op->getOperands().drop_front())
+        if (!value(v).isUnscaled())
+          return Degree::none(); // q as a size or an index
+      return value(op->getOperand(0));
+    }
+    // An element-wise tensor op: q's values must not be broadcast.
+    for (Value v : op->getOperands())
+      if (isPath(v) && v.getType() != op->getResult(0).getType() &&
+          cast<ShapedType>(v.getType()).getShape() !=
+              cast<ShapedType>(op->getResult(0).getType()).getShape())
+        return Degree::none();
+    return degreeOfElementwise(op, value);
+  }
+
+  /// Where q's rows are in `op`'s result.
+  FailureOr<SmallVector<int64_t>> rowsOf(Operation *op) const {
+    // The rows of the operands on the path, which must agree.
+    std::optional<SmallVector<int64_t>> result;
+    auto agree = [&](SmallVector<int64_t> r) {
+      if (result && *result != r)
+        return false;
+      result = std::move(r);
+      return true;
+    };
+    auto shape = [](Value v) {
+      return cast<RankedTensorType>(v.getType()).getShape();
+    };
+    Value out = op->getResult(0);
+    if (auto generic = dyn_cast<linalg::GenericOp>(op)) {
+      AffineMap outMap = generic.getIndexingMapsArray().back();
+      for (OpOperand &use : generic->getOpOperands()) {
+        if (!isPath(use.get()))
+          continue;
+        AffineMap map = generic.getMatchingIndexingMap(&use);
+        SmallVector<int64_t> r;
+        for (int64_t p : rowsOfValue(use.get())) {
+          std::optional<unsigned> at =
+              outMap.getResultPosition(map.getResult(p));
+          if (!at)
+            return failure();
+          r.push_back(*at);
+        }
+        if (!agree(r))
+          return failure();
+      }
+      return *result;
+    }
+    Value in = op->getOperand(0);
+    ArrayRef<int64_t> rowsIn = rowsOfValue(in);
+    SmallVector<int64_t> r;
+    if (auto transpose = dyn_cast<linalg::TransposeOp>(op)) {
+      for (int64_t p : rowsIn)
+        r.push_back(llvm::find(transpose.getPermutation(), p) -
+                    transpose.getPermutation().begin());
+      return r;
+    }
+    if (auto expand = dyn_cast<tensor::ExpandShapeOp>(op)) {
+      SmallVector<ReassociationIndices> groups =
+          expand.getReassociationIndices();
+      for (int64_t p : rowsIn) {
+        // The row dimension stays one dimension (beside units).
+        SmallVector<int64_t> wide;
+        for (int64_t d : groups[p])
+          if (shape(out)[d] != 1)
+            wide.push_back(d);
+        if (wide.size() > 1)
+          return failure();
+        r.push_back(wide.empty() ? groups[p].back() : wide.front());
+      }
+      return r;
+    }
+    if (auto collapse = dyn_cast<tensor::CollapseShapeOp>(op)) {
+      SmallVector<ReassociationIndices> groups =
+          collapse.getReassociationIndices();
+      for (int64_t p : rowsIn)
+        for (auto [g, group] : llvm::enumerate(groups))
+          if (llvm::is_contained(group, p)) {
+            // Merged only with unit dimensions.
+            for (int64_t d : group)
+              if (d != p && shape(in)[d] != 1)
+                return failure();
+            r.push_back(g);
+          }
+      return r;
+    }
+    if (auto slice = dyn_cast<tensor::ExtractSliceOp>(op)) {
+      // Whole rows: the slice cuts features only.
+      if (slice.getSourceType().getRank() != slice.getResultType().getRank())
+        return failure();
+      for (int64_t p : rowsIn)
+        if (slice.getStaticOffsets()[p] != 0 ||
+            slice.getStaticStrides()[p] != 1 ||
+            slice.getStaticSizes()[p] != shape(in)[p] ||
+            ShapedType::isDynamic(shape(in)[p]))
+          return failure();
+      return SmallVector<int64_t>(rowsIn);
+    }
+    if (auto concat = dyn_cast<tensor::ConcatOp>(op)) {
+      for (Value v : concat.getInputs())
+        if (isPath(v) &&
+            (!agree(SmallVector<int64_t>(rowsOfValue(v))) ||
+             llvm::is_contained(rowsOfValue(v), int64_t(concat.getDim()))))
+          return failure();
+      return *result;
+    }
+    if (isa<tensor::ExpandShapeOp, tensor::CollapseShapeOp, tosa::TransposeOp,
+            tosa::ReshapeOp>(op))
+      return failure();
+    // Element-wise: the same positions (operands of the result's shape).
+    for (Value v : op->getOperands())
+      if (isPath(v) && !agree(SmallVector<int64_t>(rowsOfValue(v))))
+        return failure();
+    return *result;
+  }
+
+  Operation *key;
+  bool trackRows;
+  DenseMap<Value, Degree> degrees;
+  DenseMap<Value, SmallVector<int64_t>> rows;
+};
+} // namespace
+
+/// Where `query`'s rows (`rows`, positions in the operand) are in the
+/// contraction's result.
+static FailureOr<SmallVector<int64_t>> logitRowsOf(OpOperand &query,
+                                                   ArrayRef<int64_t> rows) {
+  Operation *owner = query.getOwner();
+  if (isa<tosa::MatMulOp>(owner)) {
+    // [batch, m, k]: batch and m are the result's first two dimensions.
+    if (llvm::is_contained(rows, 2))
+      return failure();
+    return SmallVector<int64_t>(rows);
+  }
+  auto op = cast<linalg::LinalgOp>(owner);
+  AffineMap map = op.getMatchingIndexingMap(&query);
+  AffineMap out = op.getMatchingIndexingMap(op.getDpsInitOperand(0));
+  SmallVector<int64_t> result;
+  for (int64_t p : rows) {
+    std::optional<unsigned> at = out.getResultPosition(map.getResult(p));
+    if (!at)
+      return failure(); // contracted
+    result.push_back(*at);
+  }
+  return result;
+}
+
+FailureOr<QueryPath> flashnorm::traceQueryToLogits(Value q, unsigned rowDims,
+                                                   std::string *whyNot) {
+  auto fail = [&](const Twine &msg) -> FailureOr<QueryPath> {
+    if (whyNot)
+      *whyNot = msg.str();
+    return failure();
+  };
+  QueryPath path;
+  // Everything that reads q's values, up to the contraction.
+  Block *block = q.getParentBlock();
+  llvm::SetVector<Operation *> region;
+  SmallVector<Value> worklist{q};
+  while (!worklist.empty()) {
+    Value v = worklist.pop_back_val();
+    for (OpOperand &use : v.getUses()) {
+      Operation *user = use.getOwner();
+      bool isContraction = false;
+      if (isQueryOperand(use, isContraction)) {
+        if (path.query && path.query != &use)
+          return fail("its values reach more than one contraction");
+        path.query = &use;
+        continue;
+      }
+      if (isContraction)
+        return fail("it is the keys of its contraction, not the queries");
+      if (user->getBlock() != block || !isPathOp(user))
+        return fail("'" + user->getName().getStringRef() + "' at " +
+                    formatLoc(user->getLoc()) +
+                    " on the way to the logits is not linear in it");
+      if (region.insert(user))
+        worklist.push_back(user->getResult(0));
+    }
+  }
+  if (!path.query)
+    return fail("it reaches no contraction");
+  if (path.query->getOwner()->getBlock() != block)
+    return fail("its contraction is in another block");
+  path.ops = region.takeVector();
+  llvm::sort(path.ops,
+             [](Operation *a, Operation *b) { return a->isBeforeInBlock(b); });
+  PathEvaluator eval(q, rowDims);
+  std::string why;
+  for (Operation *op : path.ops)
+    if (failed(eval.visit(op, why)))
+      return fail(why);
+  if (rowDims == 0)
+    return path;
+  FailureOr<SmallVector<int64_t>> logitRows =
+      logitRowsOf(*path.query, eval.rowsOfValue(path.query->get()));
+  if (failed(logitRows))
+    return fail("its contraction sums over q's rows");
+  path.logitRows = std::move(*logitRows);
+  return path;
+}
+
 FailureOr<LogitScale> flashnorm::findLogitScale(const Projection &projection,
                                                 std::string *whyNot) {
   auto fail = [&](const Twine &msg) -> FailureOr<LogitScale> {
@@ -103,10 +404,22 @@ FailureOr<LogitScale> flashnorm::findLogitScale(const Projection &projection,
     return failure();
   };
   LogitScale ls;
+  // Past the last single-use step: the rest of the way (a rotary embedding
+  // reads q twice) as a query path, linear in q, to the logits.
+  auto throughPath = [&](Value v) -> FailureOr<LogitScale> {
+    FailureOr<QueryPath> path = traceQueryToLogits(v, 0, whyNot);
+    if (failed(path))
+      return failure();
+    FailureOr<LogitScale> site = findScaleOfLogits(*path->query, whyNot);
+    if (failed(site))
+      return failure();
+    site->biases = std::move(ls.biases);
+    return site;
+  };
   Value v = projection.op->getResult(0);
   while (true) {
     if (!v.hasOneUse())
-      return fail("its result has other users than the way to the logits");
+      return throughPath(v);
     OpOperand &use = *v.use_begin();
     Operation *user = use.getOwner();
     unsigned n = use.getOperandNumber();
@@ -117,16 +430,11 @@ FailureOr<LogitScale> flashnorm::findLogitScale(const Projection &projection,
     }
     bool isContraction = false;
     if (isQueryOperand(use, isContraction)) {
-      // The logits: scaled by a constant next.
-      Value logits = user->getResult(0);
-      if (!logits.hasOneUse())
-        return fail("its logits have more than one user");
-      OpOperand &next = *logits.use_begin();
-      if (std::optional<LogitScale> site = getScaleSite(next)) {
-        site->biases = std::move(ls.biases);
-        return *site;
-      }
-      return fail("its logits are not multiplied by a constant");
+      FailureOr<LogitScale> site = findScaleOfLogits(use, whyNot);
+      if (failed(site))
+        return failure();
+      site->biases = std::move(ls.biases);
+      return site;
     }
     if (isContraction)
       return fail("it is the keys of its contraction, not the queries");
@@ -168,7 +476,6 @@ FailureOr<LogitScale> flashnorm::findLogitScale(const Projection &projection,
       v = user->getResult(0);
       continue;
     }
-    return fail("'" + user->getName().getStringRef() +
-                "' on the way to the logits is not linear in it");
+    return throughPath(v);
   }
 }

@@ -23,7 +23,10 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "MergeQueryScale.h"
+
 #include "flashnorm/Analysis/Projection.h"
+#include "flashnorm/Analysis/ScaleDegree.h"
 #include "flashnorm/Dialect/FlashNorm/IR/FlashNormOps.h"
 #include "flashnorm/Transforms/Passes.h"
 #include "flashnorm/Transforms/ProjectionRewrites.h"
@@ -51,63 +54,6 @@ using namespace mlir::flashnorm;
 
 namespace {
 constexpr StringLiteral kPass = "flashnorm-move-scale";
-
-/// How a value depends on the stripped post-scales: a multiple of the
-/// product of their scales (the degree of each, by post-scale), the literal
-/// 0 (a multiple of anything), or no such multiple.
-struct Degree {
-  enum Kind { Multiple, Zero, None } kind = Multiple;
-  llvm::SmallMapVector<Operation *, int, 2> of;
-
-  static Degree none() { return {None, {}}; }
-  static Degree zero() { return {Zero, {}}; }
-  static Degree unscaled() { return {}; }
-  static Degree scaledBy(Operation *postScale) {
-    Degree d;
-    d.of[postScale] = 1;
-    return d;
-  }
-  bool isUnscaled() const { return kind == Multiple && of.empty(); }
-  bool operator==(const Degree &o) const {
-    if (kind != o.kind || of.size() != o.of.size())
-      return false;
-    return llvm::all_of(of, [&](auto &entry) {
-      auto it = o.of.find(entry.first);
-      return it != o.of.end() && it->second == entry.second;
-    });
-  }
-};
-
-/// x * y.
-Degree product(const Degree &a, const Degree &b) {
-  if (a.kind == Degree::None || b.kind == Degree::None)
-    return Degree::none();
-  if (a.kind == Degree::Zero || b.kind == Degree::Zero)
-    return Degree::zero();
-  Degree d = a;
-  for (auto [op, n] : b.of)
-    d.of[op] += n;
-  return d;
-}
-
-/// x + y, max(x, y), select(c, x, y), x < y: one degree for both (s >= 0, so
-/// max and comparisons commute with the scale too).
-Degree unify(const Degree &a, const Degree &b) {
-  if (a.kind == Degree::Zero)
-    return b;
-  if (b.kind == Degree::Zero)
-    return a;
-  return a == b ? a : Degree::none();
-}
-
-bool isZeroConstant(Value v) { return matchPattern(v, m_AnyZeroFloat()); }
-
-/// Element types whose unnormalized values cannot overflow where the
-/// normalized ones did not (f16's range is too small for a raw activation).
-bool isWideEnough(Type t) {
-  Type elt = getElementTypeOrSelf(t);
-  return elt.isF32() || elt.isF64() || elt.isBF16();
-}
 
 /// Whether `v` is a ranked tensor of `shape` (any element type).
 bool hasShape(Value v, ArrayRef<int64_t> shape) {
@@ -209,74 +155,15 @@ private:
     if (auto generic = dyn_cast<linalg::GenericOp>(op))
       d = ofGeneric(generic);
     else
-      d = ofElementwise(op, [&](Value v) { return ofValue(v); });
+      d = degreeOfElementwise(op, [&](Value v) { return ofValue(v); });
     if (d.kind == Degree::None && !culprit)
       culprit = op;
     return d;
   }
 
-  /// The rules shared by tensor ops and scalar ops of a generic's body.
-  Degree ofElementwise(Operation *op, function_ref<Degree(Value)> operand) {
-    auto arg = [&](unsigned i) { return operand(op->getOperand(i)); };
-    if (isa<arith::MulFOp, tosa::MulOp>(op))
-      return product(arg(0), arg(1));
-    if (isa<arith::DivFOp>(op))
-      return arg(1).isUnscaled() ? arg(0) : Degree::none();
-    if (isa<arith::NegFOp, tosa::NegateOp, arith::ExtFOp, arith::TruncFOp,
-            tosa::CastOp, math::AbsFOp, tosa::AbsOp>(op))
-      return arg(0);
-    if (isa<arith::AddFOp, arith::SubFOp, arith::MaximumFOp, arith::MinimumFOp,
-            arith::MaxNumFOp, arith::MinNumFOp, tosa::AddOp, tosa::SubOp,
-            tosa::MaximumOp, tosa::MinimumOp>(op))
-      return unify(arg(0), arg(1));
-    if (isa<arith::SelectOp>(op))
-      return arg(0).isUnscaled() ? unify(arg(1), arg(2)) : Degree::none();
-    if (isa<arith::CmpFOp>(op))
-      return unify(arg(0), arg(1)).kind == Degree::None ? Degree::none()
-                                                        : Degree::unscaled();
-    if (auto clamp = dyn_cast<tosa::ClampOp>(op)) {
-      // ReLU: clamp to [0, the largest float]; a finite upper bound is not
-      // homogeneous.
-      auto lo = dyn_cast<FloatAttr>(clamp.getMinValAttr());
-      auto hi = dyn_cast<FloatAttr>(clamp.getMaxValAttr());
-      bool relu = lo && hi && lo.getValue().isZero() &&
-                  (hi.getValue().isInfinity() ||
-                   hi.getValue() >=
-                       llvm::APFloat::getLargest(hi.getValue().getSemantics()));
-      return relu ? arg(0) : arg(0).isUnscaled() ? arg(0) : Degree::none();
-    }
-    // Anything else (exp, tanh, sigmoid, a constant added) is only defined
-    // on unscaled values.
-    for (Value v : op->getOperands())
-      if (!operand(v).isUnscaled())
-        return Degree::none();
-    return Degree::unscaled();
-  }
-
   Degree ofGeneric(linalg::GenericOp generic) {
-    DenseMap<Value, Degree> local;
-    // Inputs and the init alike: a body may read its init (the output map
-    // is the identity).
-    for (OpOperand &operand : generic->getOpOperands()) {
-      Degree d = ofValue(operand.get());
-      if (!d.isUnscaled() &&
-          !generic.getMatchingIndexingMap(&operand).isIdentity())
-        return Degree::none(); // A scaled value broadcast or permuted.
-      local[generic.getMatchingBlockArgument(&operand)] = d;
-    }
-    auto lookup = [&](Value v) -> Degree {
-      auto it = local.find(v);
-      if (it != local.end())
-        return it->second;
-      return isZeroConstant(v) ? Degree::zero() : Degree::unscaled();
-    };
-    Block *body = generic.getBody();
-    for (Operation &op : body->without_terminator()) {
-      if (op.getNumResults() != 1 || op.getNumRegions() != 0)
-        return Degree::none();
-      local[op.getResult(0)] = ofElementwise(&op, lookup);
-    }
-    return lookup(body->getTerminator()->getOperand(0));
+    return degreeOfGeneric(generic,
+                           [&](OpOperand &use) { return ofValue(use.get()); });
   }
 
   const Chain &chain;
@@ -524,6 +411,30 @@ struct MoveScalePass : flashnorm::impl::MoveScaleBase<MoveScalePass> {
         ++numMoved;
         break; // `op` may have been replaced.
       }
+    }
+    // The query's post-scale into the logits' scale, past the rotary
+    // embedding (MergeQueryScale.cpp).
+    SmallVector<PostScaleOp> posts;
+    fn.walk([&](PostScaleOp post) { posts.push_back(post); });
+    for (PostScaleOp post : posts) {
+      std::string why;
+      FailureOr<QueryMergePlan> plan = planQueryMerge(post, why);
+      if (failed(plan)) {
+        if (!why.empty())
+          reporter.refused(post, "query post-scale not merged into the "
+                                 "logits' scale: " +
+                                     why);
+        continue;
+      }
+      std::string what = "merged the query's post-scale into the logits' "
+                         "scale, past " +
+                         std::to_string(plan->path.ops.size()) +
+                         " op(s) linear in q";
+      if (plan->savedBytes)
+        what += "; saves " + std::to_string(*plan->savedBytes) +
+                " element-wise bytes per call";
+      reporter.applied(applyQueryMerge(rewriter, *plan), what);
+      ++numMoved;
     }
     cleanup.eraseNewlyDead();
   }

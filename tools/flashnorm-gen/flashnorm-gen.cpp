@@ -166,6 +166,13 @@ cl::opt<CacheWrite> cacheWriteOpt(
                           "bufferization.to_buffer of the cache argument, "
                           "read back by to_tensor restrict")),
     cl::cat(genCategory));
+cl::opt<bool> ropeOpt(
+    "rope",
+    cl::desc("Rotate q and k by rotary position embeddings (llama and "
+             "qwen2, linalg flavor): rotate_half with extract_slice and "
+             "tensor.concat, cos and sin of the token positions computed in "
+             "@forward, as HF Llama is imported"),
+    cl::init(false), cl::cat(genCategory));
 cl::opt<int64_t> cacheOpt("cache",
                           cl::desc("KV-cache rows with --decode (default 8)"),
                           cl::init(8), cl::cat(genCategory));
@@ -194,6 +201,7 @@ struct Config {
   uint64_t seed;
   bool decode = false;
   CacheWrite cacheWrite = CacheWrite::InsertSlice;
+  bool rope = false;
   int64_t cache = 0, vocab = 0;
   int64_t calls = 1;
   Quant quant = Quant::None;
@@ -415,6 +423,9 @@ struct NormCounts {
   int deferredUnfolded = 0;
   /// Gated MLPs whose up path's 1/RMS moves past the down projection.
   int ffnMoved = 0;
+  /// Attention layers whose query post-scale merges into the logits' scale
+  /// (the attention scale stays out of an unfolded query weight).
+  int queryMerged = 0;
 };
 
 enum class Gain { Plain, OnePlus };
@@ -482,6 +493,9 @@ public:
   virtual Val embed(const Val &ids) = 0;
   /// --decode: `x` [tokens, hidden] written into `cache` at the position.
   virtual Val writeCache(const Val &cache, const Val &x) = 0;
+  /// --rope: `x` [tokens, hidden] rotated per head by its tokens'
+  /// positions.
+  virtual Val rope(const Val &x) = 0;
   void comment(const std::string &text) { b.comment(text); }
   /// --decode: the position as an index value (keys above it are masked).
   std::string position;
@@ -641,6 +655,85 @@ public:
     return b.op("cache", cache.shape, cache.elt,
                 cat("bufferization.to_tensor ", buf, " restrict : ", memref,
                     " to ", cache.type()));
+  }
+
+  Val rope(const Val &x) override {
+    int64_t t = x.shape[0], h = cfg.heads, d = cfg.headDim(), half = d / 2;
+    b.comment("rotary position embedding: x cos + rotate_half(x) sin");
+    // cos and sin of (position + i) theta^(-2 (j mod d/2) / d), [t, d], once
+    // per function.
+    auto table = [&](const char *fn) {
+      return b.cached(cat("rope.", fn), [&] {
+        std::string step = b.scalar(-2.0 * std::log(10000.0) / d, "f32");
+        return generic(
+            fn, {}, empty({t, d}, "f32"), identityMap(2),
+            {"parallel", "parallel"},
+            [&](Body &r, const std::vector<std::string> &) {
+              std::string i = r.op("i", "linalg.index 0 : index");
+              if (!position.empty())
+                i = r.op("p",
+                         cat("arith.addi ", i, ", ", position, " : index"));
+              std::string j = r.op("j", "linalg.index 1 : index");
+              std::string jj =
+                  r.op("jj", cat("arith.remui ", j, ", ",
+                                 r.constant(cat(half), "index"), " : index"));
+              auto toFloat = [&](const std::string &idx) {
+                std::string n =
+                    r.op("n", cat("arith.index_cast ", idx, " : index to i64"));
+                return r.op("f", cat("arith.sitofp ", n, " : i64 to f32"));
+              };
+              std::string e = r.op(
+                  "e", cat("arith.mulf ", toFloat(jj), ", ", step, " : f32"));
+              std::string inv = r.op("inv", cat("math.exp ", e, " : f32"));
+              std::string angle = r.op(
+                  "angle", cat("arith.mulf ", toFloat(i), ", ", inv, " : f32"));
+              return r.op(fn, cat("math.", fn, " ", angle, " : f32"));
+            });
+      });
+    };
+    Val cos = table("cos"), sin = table("sin");
+    Val xf = toF32(x);
+    Shape heads{t, h, d}, halves{t, h, half};
+    Val xh = b.op("heads", heads, "f32",
+                  cat("tensor.expand_shape ", xf.name,
+                      " [[0], [1, 2]] output_shape [", t, ", ", h, ", ", d,
+                      "] : ", xf.type(), " into ", tensorType(heads, "f32")));
+    auto slice = [&](int64_t offset) {
+      return b.op("half", halves, "f32",
+                  cat("tensor.extract_slice ", xh.name, "[0, 0, ", offset,
+                      "] [", t, ", ", h, ", ", half, "] [1, 1, 1] : ",
+                      xh.type(), " to ", tensorType(halves, "f32")));
+    };
+    Val x1 = slice(0), x2 = slice(half);
+    Val neg = generic("neg", {{x2, identityMap(3)}}, empty(halves, "f32"),
+                      identityMap(3), {"parallel", "parallel", "parallel"},
+                      [&](Body &r, const std::vector<std::string> &a) {
+                        return r.op("n", cat("arith.negf ", a[0], " : f32"));
+                      });
+    Val rot = b.op("rot", heads, "f32",
+                   cat("tensor.concat dim(2) ", neg.name, ", ", x1.name, " : (",
+                       neg.type(), ", ", x1.type(), ") -> ",
+                       tensorType(heads, "f32")));
+    std::string table3 = "affine_map<(d0, d1, d2) -> (d0, d2)>";
+    Val y =
+        generic("rope",
+                {{xh, identityMap(3)},
+                 {cos, table3},
+                 {rot, identityMap(3)},
+                 {sin, table3}},
+                empty(heads, "f32"), identityMap(3),
+                {"parallel", "parallel", "parallel"},
+                [&](Body &r, const std::vector<std::string> &a) {
+                  std::string c =
+                      r.op("c", cat("arith.mulf ", a[0], ", ", a[1], " : f32"));
+                  std::string s =
+                      r.op("s", cat("arith.mulf ", a[2], ", ", a[3], " : f32"));
+                  return r.op("y", cat("arith.addf ", c, ", ", s, " : f32"));
+                });
+    Val merged = b.op("roped", {t, h * d}, "f32",
+                      cat("tensor.collapse_shape ", y.name, " [[0], [1, 2]] : ",
+                          y.type(), " into ", tensorType({t, h * d}, "f32")));
+    return castTo(merged, x.elt);
   }
 
   Val attention(const Val &q, const Val &k, const Val &v, const NormSpec *qNorm,
@@ -1362,6 +1455,7 @@ public:
   // (--decode is linalg-only; main() refuses it for TOSA.)
   Val embed(const Val &ids) override { return ids; }
   Val writeCache(const Val &, const Val &x) override { return x; }
+  Val rope(const Val &x) override { return x; } // main() refuses --rope
 
   Val castTo(const Val &x, const std::string &elt) override {
     if (x.elt == elt)
@@ -1677,9 +1771,21 @@ private:
     e.comment(cat("layer ", i));
     Val n =
         e.norm(x, feedingProjections(rmsSpec(p + "input_layernorm", false)));
+    // The query's 1/RMS merges into the logits' scale where the scale stays
+    // out of the query weight (deferred without folding) and nothing but
+    // linear ops stand between: no bias (qwen2), no QK-norm (gemma), an f32
+    // post-scale, the scale in a generic (not TOSA's mul).
+    bool unfolded = cfg.weights != WeightMode::Resource ||
+                    (cfg.quant != Quant::None && !cfg.kscale);
+    e.counts.queryMerged += unfolded && cfg.family == Family::Llama &&
+                            !cfg.tosa() && !cfg.bf16();
     Val q = e.projection(n, p + "self_attn.q_proj", cfg.hidden, qkvBias);
     Val k = e.projection(n, p + "self_attn.k_proj", cfg.hidden, qkvBias);
     Val v = e.projection(n, p + "self_attn.v_proj", cfg.hidden, qkvBias);
+    if (cfg.rope) {
+      q = e.rope(q);
+      k = e.rope(k); // Caches hold rotated keys.
+    }
     k = cached(i, 0, k);
     v = cached(i, 1, v);
     NormSpec qn = rmsSpec(p + "self_attn.q_norm", true);
@@ -2025,6 +2131,7 @@ std::string commandLine(const Config &cfg) {
                            ? " --cache-write=store-loop"
                            : "")
                  : "",
+      cfg.rope ? " --rope" : "",
       cfg.calls > 1 ? cat(" --calls=", cfg.calls) : "",
       " --hidden=", cfg.hidden, " --layers=", cfg.layers,
       " --tokens=", cfg.tokens, " --heads=", cfg.heads, " --mlp=", cfg.mlp,
@@ -2092,6 +2199,7 @@ int writeModule(const Config &cfg, std::FILE *f, std::vector<Weight> &weights) {
       " layers=", cfg.layers, " rms_norms=", n.rms, " layer_norms=", n.layer,
       " gains=", n.gains, " qk_norms=", n.qk, " foldable=", n.foldable,
       " deferred_unfolded=", n.deferredUnfolded, " ffn_moved=", n.ffnMoved,
+      " query_merged=", n.queryMerged,
       "\n\n"));
 
   if (cfg.weights == WeightMode::Args) {
@@ -2242,6 +2350,7 @@ int main(int argc, char **argv) {
   cfg.kscale = quantKScaleOpt;
   cfg.cache = cacheOpt;
   cfg.cacheWrite = cacheWriteOpt;
+  cfg.rope = ropeOpt;
   cfg.vocab = vocabOpt;
   cfg.calls = callsOpt;
   if (cfg.calls < 1 || (cfg.calls > 1 && cfg.decode))
@@ -2260,6 +2369,12 @@ int main(int argc, char **argv) {
   if (cfg.hidden % cfg.heads)
     return fail(cat("--hidden=", cfg.hidden,
                     " is not divisible by --heads=", cfg.heads));
+  if (cfg.rope &&
+      (cfg.tosa() ||
+       (cfg.family != Family::Llama && cfg.family != Family::Qwen2) ||
+       cfg.headDim() % 2))
+    return fail("--rope writes llama and qwen2 in the linalg flavor, with "
+                "an even head dimension");
   if (cfg.mlp == 0)
     cfg.mlp = (2 * cfg.hidden + 7) / 8 * 8;
   if (cfg.style == Style::TorchMlir && (cfg.tosa() || cfg.bf16()))

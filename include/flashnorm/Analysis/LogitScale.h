@@ -3,11 +3,11 @@
 // Attention multiplies its logits by a constant (1/sqrt(d_head)), on the
 // logits or on q. Where the query projection's result reaches the logits
 // only through ops linear in it (reshapes, transposes, casts, a constant
-// bias add) and is the contraction's query operand (its m dimensions, by
-// inferContractionDims), that constant can live in the projection's weight
-// (and bias) instead: one multiply less per logit, and, folded together
-// with the norm's gain, still one rounding per weight. The key path is
-// never touched, so what a KV cache stores does not change.
+// bias add, a rotary embedding) and is the contraction's query operand (its
+// m dimensions, by inferContractionDims), that constant can live in the
+// projection's weight (and bias) instead: one multiply less per logit, and,
+// folded together with the norm's gain, still one rounding per weight. The key
+// path is never touched, so what a KV cache stores does not change.
 //
 //===----------------------------------------------------------------------===//
 #ifndef FLASHNORM_ANALYSIS_LOGITSCALE_H
@@ -35,6 +35,32 @@ struct LogitScale {
 /// The attention scale `projection`'s result can absorb, or why not.
 FailureOr<LogitScale> findLogitScale(const Projection &projection,
                                      std::string *whyNot = nullptr);
+
+/// The ops from a query value to the contraction that reads it as its query
+/// operand, where every op between reads q's values only through each
+/// other and is linear in q (homogeneous of degree one: f(c q) = c f(q)):
+/// reshapes, transposes, slices, concatenations and element-wise ops such
+/// as a rotary embedding, q cos + rotate_half(q) sin. A per-row scale of q
+/// then scales the logits' rows: `logitRows` says where q's leading row
+/// dimensions are among the logits' dimensions.
+struct QueryPath {
+  /// The ops between, in block order.
+  SmallVector<Operation *> ops;
+  /// The contraction's query operand.
+  OpOperand *query = nullptr;
+  /// For each of q's `rowDims` leading dimensions, its dimension in the
+  /// contraction's result.
+  SmallVector<int64_t> logitRows;
+};
+/// Traces `q` (its `rowDims` leading dimensions being rows, 0 for none) to
+/// its logits, or says why not.
+FailureOr<QueryPath> traceQueryToLogits(Value q, unsigned rowDims,
+                                        std::string *whyNot = nullptr);
+
+/// The multiply by a constant of the logits `query`'s contraction computes,
+/// where that is their only use.
+FailureOr<LogitScale> findScaleOfLogits(OpOperand &query,
+                                        std::string *whyNot = nullptr);
 
 } // namespace mlir::flashnorm
 

@@ -86,7 +86,7 @@ def FoldGains : Pass<"flashnorm-fold-gains", "ModuleOp"> {
     Attention scale (`fold-attention-scale`, on by default): a query
     projection whose result reaches the attention logits only through
     linear single-use ops (reshapes, transposes, casts, a constant bias add)
-    also takes the constant the logits (or q) are multiplied by, folded with
+    and then ops linear in it (a rotary embedding reads q twice) also takes the constant the logits (or q) are multiplied by, folded with
     the gain in one rounding; the multiply is removed and the biases on the
     way are scaled. The key side is never scaled (what a KV cache stores is
     unchanged); a norm on the way (QK-norm) stops it.
@@ -192,6 +192,15 @@ def MoveScale : Pass<"flashnorm-move-scale", "func::FuncOp"> {
     post-scales would cost more element-wise bytes than the ones it removes
     is refused (a post-scale that rounds f32 to bf16 is stripped only where
     a generic reads it and can round in its body).
+
+    A query's post-scale whose values reach the attention logits only
+    through ops linear in q (reshapes, transposes, slices, concatenations,
+    a rotary embedding `q cos + rotate_half(q) sin`) scales the logits' rows;
+    where the logits are multiplied by a constant next, in an element-wise
+    generic (the attention scale fold-gains could not fold into the query
+    weight), that generic multiplies by the constant times the row's scale
+    and the post-scale goes: `softmax(c (s q) k^T) = softmax((c s) q k^T)`.
+    Keys, and so what a KV cache stores, are never touched.
 
     Remarks: `--remarks-filter=flashnorm`, with the scales moved and the
     element-wise bytes per call saved.
