@@ -1,39 +1,26 @@
 //===- PackWeights.cpp - Constant weights in the CPU kernel's panels ------===//
 //
-// A projection's weight W, read as the kernel reads it: for each k, the P
-// outputs of one register tile. In either stored layout that is a strided
-// walk (K x N: rows of N floats apart; N x K: P columns), one new page per k
-// for large N, which no prefetcher follows. Constants are relaid once, at
-// compile time, into panels [N / P][K][P] (contiguous per tile), and the
-// projection becomes a loop over panels, each a contraction of the
-// activation with one panel into its columns of the output. Large weights
-// are split over the cores (an scf.forall of one chunk of panels per core);
-// a post-scale that only reads the projection is applied per panel while the
-// panel's outputs are in cache. Plan, then apply: a projection is checked to
-// the end (roles from inferContractionDims, the weight traced to its
-// constant, the panels computed) before anything is replaced.
+// Constant weights in the CPU kernel's panels [N / P][K][P] (why, and the
+// loop over panels a projection becomes: PackPanels.h), relaid once at
+// compile time by the raw-buffer weight folder, so nothing is relaid per
+// call. Plan, then apply: a projection is checked to the end (roles from
+// inferContractionDims, the weight traced to its constant, the panels
+// computed) before anything is replaced.
 //
 //===----------------------------------------------------------------------===//
 
+#include "PackPanels.h"
+
 #include "flashnorm/Analysis/Projection.h"
 #include "flashnorm/Conversion/Passes.h"
-#include "flashnorm/Dialect/FlashNorm/IR/FlashNormOps.h"
 #include "flashnorm/Utils/Cleanup.h"
 #include "flashnorm/Utils/Remarks.h"
 #include "flashnorm/Utils/WeightFolder.h"
 
-#include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
-#include "mlir/Dialect/Linalg/IR/LinalgInterfaces.h"
-#include "mlir/Dialect/SCF/IR/SCF.h"
-#include "mlir/Dialect/Tensor/IR/Tensor.h"
-#include "mlir/IR/IRMapping.h"
-#include "mlir/IR/Matchers.h"
 #include "mlir/IR/PatternMatch.h"
 #include "llvm/Support/Debug.h"
-
-#include <thread>
 
 #define DEBUG_TYPE "flashnorm-pack-weights"
 
@@ -46,263 +33,37 @@ using namespace mlir;
 using namespace mlir::flashnorm;
 
 namespace {
-/// An accepted projection: what to build.
+/// A projection whose constant weight is packed: the plan and its panels,
+/// relaid at compile time by the raw-buffer weight folder.
 struct PackPlan {
-  linalg::LinalgOp op;
-  unsigned weightIndex;
-  unsigned nDim, kDim;
-  /// Outputs per panel.
-  int64_t panel;
-  ElementsAttr panels;
-  Location loc;
-  /// The projection's one user, a post-scale, applied to each panel's
-  /// product while it is in cache (its epilogue); null if none.
-  PostScaleOp post;
+  PanelPlan panels;
+  ElementsAttr value;
 };
 
 /// Decides whether `op` is packed; the plan or why not (for -debug-only,
 /// and as a remark once the weight is known to be in the IR: `constant`).
 FailureOr<PackPlan> planPacking(linalg::LinalgOp op, int64_t panel,
                                 std::string &why, bool &constant) {
-  auto fail = [&](const Twine &msg) {
-    why = msg.str();
+  FailureOr<PanelPlan> plan = planPanels(op, panel, why);
+  if (failed(plan))
     return failure();
-  };
-  std::string dimsWhy;
-  FailureOr<ContractionRoles> roles = inferProjectionDims(op, &dimsWhy);
-  if (failed(roles))
-    return fail(dimsWhy);
-  if (!roles->dims.batch.empty())
-    return fail("a batch dimension");
-  unsigned n = *roles->n, k = roles->k;
-  if (llvm::is_contained(op.getStaticLoopRanges(), 0))
-    return fail("a dimension is empty");
-  // Panels as wide as the micro-kernel's tile (flashnorm-cpu-codegen):
-  // decode (a few rows) keeps 128 outputs (8 vectors, 8 independent FMA
-  // chains, 512 contiguous bytes per k) in registers, prefill 8 rows by 32.
-  if (panel == 0) {
-    bool decode = !ShapedType::isDynamic(roles->rows) && roles->rows < 4;
-    panel = decode && op.getStaticLoopRanges()[n] % 128 == 0 ? 128 : 32;
-  }
-  MLIRContext *ctx = op.getContext();
-  AffineMap outMap = op.getMatchingIndexingMap(op.getDpsInitOperand(0));
-  if (!outMap.isProjectedPermutation() || outMap.getNumResults() == 0 ||
-      outMap.getResults().back() != getAffineDimExpr(n, ctx))
-    return fail("the output's last dimension is not n");
-  // The weight: the input indexed by n and k only (no batch).
-  if (!roles->weightIsMatrix)
-    return fail("no input is indexed by n and k alone");
-  OpOperand *in = &op->getOpOperand(roles->weight);
-  int64_t axis = roles->weightAxis;
   std::string traceWhy;
-  FailureOr<WeightSource> source =
-      traceWeightToConstant(in->get(), axis, &traceWhy);
+  FailureOr<WeightSource> source = traceWeightToConstant(
+      op->getOperand(plan->weightIndex), plan->weightAxis, &traceWhy);
   if (failed(source))
-    return fail(traceWhy);
+    return why = traceWhy, failure();
   constant = true;
   // A checkpoint's weight (an ml_program global) keeps its layout: its
   // bytes are not in the IR, or belong to the global.
   if (source->global)
-    return fail("the weight is a global");
-  ShapedType type = source->value.getShapedType();
-  if (type.getRank() != 2)
-    return fail("the weight constant is not 2-D");
+    return why = "the weight is a global", failure();
+  if (source->value.getShapedType().getRank() != 2)
+    return why = "the weight constant is not 2-D", failure();
   FailureOr<ElementsAttr> panels =
-      packPanels(source->value, source->axis, panel, &traceWhy);
+      packPanels(source->value, source->axis, plan->panel, &traceWhy);
   if (failed(panels))
-    return fail(traceWhy);
-  PackPlan plan{
-      op, in->getOperandNumber(), n, k, panel, *panels, op.getLoc(), nullptr};
-  Value result = op->getResult(0);
-  if (result.hasOneUse())
-    if (auto post = dyn_cast<PostScaleOp>(*result.getUsers().begin());
-        post && post.getInput() == result)
-      plan.post = post;
-  return plan;
-}
-
-/// The projection over the panels: for each panel b (in parallel when the
-/// weight is large enough to split across cores), the original contraction
-/// of the activation with panel b ([K, P], contiguous) into the output's
-/// columns [b P, (b + 1) P), as a `linalg.contract` (operands cast to the
-/// accumulator's type), which the vectorizer turns into a vector.contract.
-void applyPacking(RewriterBase &rewriter, const PackPlan &plan, bool parallel,
-                  int64_t threads, bool fusePost) {
-  int64_t panel = plan.panel;
-  linalg::LinalgOp op = plan.op;
-  MLIRContext *ctx = op.getContext();
-  PostScaleOp post = fusePost ? plan.post : nullptr;
-  // A fused post-scale's scale may be computed after the projection; the
-  // projection's operands dominate the post-scale, which uses its result.
-  rewriter.setInsertionPoint(post ? post.getOperation() : op.getOperation());
-  Location loc = plan.loc;
-  auto panelsType = cast<RankedTensorType>(plan.panels.getShapedType());
-  Value panels =
-      arith::ConstantOp::create(rewriter, loc, cast<TypedAttr>(plan.panels));
-  int64_t numPanels = panelsType.getDimSize(0), numK = panelsType.getDimSize(1);
-  Value init = op.getDpsInitOperand(0)->get();
-  auto initType = cast<RankedTensorType>(init.getType());
-  int64_t rank = initType.getRank();
-  unsigned numLoops = op.getNumLoops();
-  SmallVector<Attribute> maps;
-  for (OpOperand *in : op.getDpsInputOperands())
-    maps.push_back(AffineMapAttr::get(
-        in->getOperandNumber() == plan.weightIndex
-            ? AffineMap::get(numLoops, 0,
-                             {getAffineDimExpr(plan.kDim, ctx),
-                              getAffineDimExpr(plan.nDim, ctx)},
-                             ctx)
-            : op.getMatchingIndexingMap(in)));
-  maps.push_back(
-      AffineMapAttr::get(op.getMatchingIndexingMap(op.getDpsInitOperand(0))));
-  ArrayAttr mapsAttr = rewriter.getArrayAttr(maps);
-
-  // Columns [offset, offset + width) of `acc` (the last dimension).
-  auto columns = [&](OpBuilder &b, Location l, Value acc, OpFoldResult offset,
-                     int64_t width) {
-    SmallVector<OpFoldResult> offsets(rank, b.getIndexAttr(0)),
-        sizes = tensor::getMixedSizes(b, l, acc),
-        strides(rank, b.getIndexAttr(1));
-    offsets.back() = offset;
-    sizes.back() = b.getIndexAttr(width);
-    return std::make_tuple(offsets, sizes, strides);
-  };
-  auto times = [&](OpBuilder &b, Location l, Value v, int64_t c) {
-    return affine::AffineApplyOp::create(
-               b, l, AffineMap::get(1, 0, getAffineDimExpr(0, ctx) * c), v)
-        .getResult();
-  };
-  // Panel `index`'s contraction into the columns at `offset` of `acc`
-  // (of the projection's columns at `global`, and post-scaled there, when
-  // the post-scale is fused).
-  auto panelStep = [&](OpBuilder &b, Location l, Value index, Value acc,
-                       Value offset, Value global) {
-    auto weightType =
-        RankedTensorType::get({numK, panel}, panelsType.getElementType());
-    Value weight = tensor::ExtractSliceOp::create(
-        b, l, weightType, panels,
-        ArrayRef<OpFoldResult>{index, b.getIndexAttr(0), b.getIndexAttr(0)},
-        ArrayRef<OpFoldResult>{b.getIndexAttr(1), b.getIndexAttr(numK),
-                               b.getIndexAttr(panel)},
-        SmallVector<OpFoldResult>(3, b.getIndexAttr(1)));
-    auto [offsets, sizes, strides] = columns(b, l, acc, offset, panel);
-    SmallVector<int64_t> shape(
-        cast<RankedTensorType>(acc.getType()).getShape());
-    shape.back() = panel;
-    auto outType = RankedTensorType::get(shape, initType.getElementType());
-    Value out;
-    if (post) {
-      // A zero accumulator is filled panel by panel, in cache, rather than
-      // all at once before.
-      auto fill = init.getDefiningOp<linalg::FillOp>();
-      bool zeroFill = fill && matchPattern(fill.value(), m_AnyZeroFloat());
-      Value base = zeroFill ? fill.getOutputs()[0] : init;
-      auto [o, z, t] = columns(b, l, base, global, panel);
-      out = tensor::ExtractSliceOp::create(b, l, outType, base, o, z, t);
-      if (zeroFill)
-        out = linalg::FillOp::create(b, l, fill.value(), out).getResult(0);
-    } else {
-      out = tensor::ExtractSliceOp::create(b, l, outType, acc, offsets, sizes,
-                                           strides);
-    }
-    SmallVector<Value> inputs;
-    for (OpOperand *in : op.getDpsInputOperands())
-      inputs.push_back(in->getOperandNumber() == plan.weightIndex ? weight
-                                                                  : in->get());
-    Value product = linalg::ContractOp::create(b, l, TypeRange{outType}, inputs,
-                                               ValueRange{out}, mapsAttr)
-                        .getResult(0);
-    if (post)
-      product = PostScaleOp::create(
-          b, l, RankedTensorType::get(shape, post.getType().getElementType()),
-          product, post.getScale());
-    return std::make_tuple(product, offsets, sizes, strides);
-  };
-
-  // `chunks` tasks (one per core), each a loop over its consecutive panels:
-  // a task per panel would cost more than a decode panel's work.
-  int64_t chunks = 1;
-  for (int64_t c = std::min(threads, numPanels); c > 1; --c)
-    if (numPanels % c == 0) {
-      chunks = c;
-      break;
-    }
-  int64_t perChunk = numPanels / chunks;
-  // The forall writes the post-scale's result when it is fused, else the
-  // projection's.
-  Value shared = init;
-  if (post)
-    shared = tensor::EmptyOp::create(rewriter, loc,
-                                     tensor::getMixedSizes(rewriter, loc, init),
-                                     post.getType().getElementType());
-  auto sharedType = cast<RankedTensorType>(shared.getType());
-  auto forall = scf::ForallOp::create(
-      rewriter, loc, ArrayRef<OpFoldResult>{rewriter.getIndexAttr(chunks)},
-      ValueRange{shared}, std::nullopt);
-  {
-    OpBuilder::InsertionGuard guard(rewriter);
-    rewriter.setInsertionPoint(forall.getTerminator());
-    Value acc = forall.getRegionIterArgs().front();
-    Value chunk = forall.getInductionVars().front();
-    Value chunkOffset = times(rewriter, loc, chunk, perChunk * panel);
-    auto [offsets, sizes, strides] =
-        columns(rewriter, loc, acc, chunkOffset, perChunk * panel);
-    SmallVector<int64_t> shape(initType.getShape());
-    shape.back() = perChunk * panel;
-    Value chunkAcc = tensor::ExtractSliceOp::create(
-        rewriter, loc,
-        RankedTensorType::get(shape, sharedType.getElementType()), acc, offsets,
-        sizes, strides);
-    Value first = times(rewriter, loc, chunk, perChunk);
-    // The chunk's panels: independent too (a forall, so that nothing is
-    // carried from one to the next), run one after the other.
-    auto inner = scf::ForallOp::create(
-        rewriter, loc, ArrayRef<OpFoldResult>{rewriter.getIndexAttr(perChunk)},
-        ValueRange{chunkAcc}, std::nullopt);
-    inner->setAttr(kSerialPanelsAttr, rewriter.getUnitAttr());
-    {
-      OpBuilder::InsertionGuard innerGuard(rewriter);
-      rewriter.setInsertionPoint(inner.getTerminator());
-      Value c = inner.getInductionVars().front();
-      Value index = arith::AddIOp::create(rewriter, loc, first, c);
-      Value innerAcc = inner.getRegionIterArgs().front();
-      auto [value, o, z, t] = panelStep(rewriter, loc, index, innerAcc,
-                                        times(rewriter, loc, c, panel),
-                                        times(rewriter, loc, index, panel));
-      rewriter.setInsertionPointToStart(inner.getTerminator().getBody());
-      tensor::ParallelInsertSliceOp::create(rewriter, loc, value, innerAcc, o,
-                                            z, t);
-    }
-    rewriter.setInsertionPointToStart(forall.getTerminator().getBody());
-    tensor::ParallelInsertSliceOp::create(rewriter, loc, inner.getResult(0),
-                                          acc, offsets, sizes, strides);
-  }
-  if (!parallel || chunks == 1) {
-    // One core: the loop runs where the forall stands (flashnorm-cpu-
-    // codegen), possibly beside its statistic: it takes over the marks.
-    forall->setAttr(kSerialPanelsAttr, rewriter.getUnitAttr());
-    for (NamedAttribute attr : op->getDiscardableAttrs())
-      forall->setAttr(attr.getName(), attr.getValue());
-  }
-  if (post) {
-    rewriter.replaceOp(post, forall.getResult(0));
-    rewriter.eraseOp(op);
-    return;
-  }
-  rewriter.replaceOp(op, forall.getResult(0));
-}
-
-/// A projection split over the cores leaves no core for its statistic, and
-/// its fused post-scale reads the statistic: the groups
-/// (flashnorm-async-mark) of such projections run serially, all of them.
-void unmarkGroups(func::FuncOp fn, const llvm::DenseSet<int64_t> &groups) {
-  fn.walk([&](Operation *op) {
-    auto group = op->getAttrOfType<IntegerAttr>(kAsyncGroupAttr);
-    if (!group || !groups.contains(group.getInt()))
-      return;
-    for (StringRef name : {kAsyncGroupAttr, kAsyncRoleAttr, kAsyncPairAttr})
-      op->removeAttr(name);
-  });
+    return why = traceWhy, failure();
+  return PackPlan{*plan, *panels};
 }
 
 struct PackWeightsPass : flashnorm::impl::PackWeightsBase<PackWeightsPass> {
@@ -340,36 +101,19 @@ struct PackWeightsPass : flashnorm::impl::PackWeightsBase<PackWeightsPass> {
     });
     RewriteCleanup cleanup(getOperation());
     IRRewriter rewriter(&getContext());
-    int64_t numThreads =
-        threads > 0 ? threads
-                    : std::max<int64_t>(1, std::thread::hardware_concurrency());
+    int64_t numThreads = panelThreads(threads);
     llvm::DenseSet<int64_t> splitGroups;
-    for (const PackPlan &plan : plans) {
-      // Both cores only where the panels are worth a task each.
-      int64_t bytes = plan.panels.getShapedType().getNumElements() *
-                      plan.panels.getElementType().getIntOrFloatBitWidth() / 8;
-      bool parallel = bytes >= parallelMinBytes && numThreads > 1;
-      auto group = plan.op->getAttrOfType<IntegerAttr>(kAsyncGroupAttr);
-      if (group && parallel)
-        splitGroups.insert(group.getInt());
-      // The post-scale runs in the projection's epilogue, unless the
-      // projection runs as a task beside its statistic (a concurrent group
-      // on one core), which the post-scale must wait for.
-      bool fusePost = !group || parallel;
-      std::string what =
-          "weight packed into " +
-          std::to_string(plan.panels.getShapedType().getDimSize(0)) +
-          " panels of " + std::to_string(plan.panel) + " outputs, " +
-          (parallel ? "split over " + std::to_string(numThreads) + " cores"
-                    : std::string("in a loop on one core"));
-      if (fusePost && plan.post)
-        what += ", post-scale fused";
-      if (group && parallel)
-        what += "; its norm runs serially (no core is left for a concurrent "
-                "statistic)";
-      reporter.applied(plan.op, what);
-      applyPacking(rewriter, plan, parallel, parallel ? numThreads : 1,
-                   fusePost);
+    for (PackPlan &plan : plans) {
+      PanelPlan &p = plan.panels;
+      // Before the projection, which dominates wherever packProjection
+      // builds the loop (at the projection, or at a fused post-scale).
+      rewriter.setInsertionPoint(p.op);
+      Value panels = arith::ConstantOp::create(rewriter, p.loc,
+                                               cast<TypedAttr>(plan.value));
+      int64_t bytes = plan.value.getShapedType().getNumElements() *
+                      plan.value.getElementType().getIntOrFloatBitWidth() / 8;
+      packProjection(rewriter, p, panels, bytes, numThreads, parallelMinBytes,
+                     reporter, splitGroups);
     }
     unmarkGroups(getOperation(), splitGroups);
     // The unpacked weights (and their layout ops), once nothing reads them.

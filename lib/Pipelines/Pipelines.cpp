@@ -122,6 +122,10 @@ static LogicalResult buildCpuToBuffers(OpPassManager &pm,
         createAsyncMark({options.concurrentMinBytes.getValue()}));
   // After the marks: the packed projection takes its projection's marks.
   if (options.vectorize && options.packWeights) {
+    // Argument weights, in the prepare function's results; then constants.
+    PackPreparedWeightsOptions prepared;
+    prepared.threads = options.threads;
+    pm.addPass(createPackPreparedWeights(prepared));
     PackWeightsOptions pack;
     pack.threads = options.threads;
     pm.addNestedPass<func::FuncOp>(createPackWeights(pack));

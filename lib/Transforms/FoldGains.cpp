@@ -806,7 +806,7 @@ void createPrepareFunction(ModuleOp module, func::FuncOp fn,
     }
     folded.push_back(buildArgFold(b, loc, entry->getArgument(f.weightArg), g,
                                   f.axis, f.onePlus, f.center));
-    fn.setArgAttr(f.weightArg, "flashnorm.folded", UnitAttr::get(ctx));
+    fn.setArgAttr(f.weightArg, kFoldedArgAttr, UnitAttr::get(ctx));
   }
   func::ReturnOp::create(b, loc, folded);
 

@@ -39,6 +39,8 @@ PASSES = [
     "--pass-pipeline=builtin.module(func.func(flashnorm-gpu-weight-layout))",
     "--pass-pipeline=builtin.module(func.func(flashnorm-gpu-streams))",
     "--flashnorm-verify-async", "--flashnorm-verify-streams",
+    "--flashnorm-pack-prepared-weights=panel=16",
+    "--pass-pipeline=builtin.module(flashnorm{prepare-function=true},flashnorm-pack-prepared-weights)",
 ]
 BAD_OPTIONS = [
     "--flashnorm-gpu-pipeline=threads=0", "--flashnorm-gpu-pipeline=chip=",
@@ -48,6 +50,7 @@ BAD_OPTIONS = [
     "--flashnorm-gpu-pipeline=defer-mode=", "--flashnorm=partial=maybe",
     "--flashnorm-fold-gains=requantize-tolerance=-1",
     "--flashnorm-gpu-pipeline=gemm=sometimes",
+    "--flashnorm-pack-prepared-weights=threads=-1",
 ]
 TOKENS = [
     (r"\b\d+\.\d+(?:e[-+]?\d+)?\b", ["0.0", "-1.0", "1.0e+38", "1.0e-45",

@@ -25,8 +25,10 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "flashnorm/Conversion/Passes.h"
 #include "flashnorm/InitAll.h"
 #include "flashnorm/Pipelines/Pipelines.h"
+#include "flashnorm/Transforms/Passes.h"
 #include "flashnorm/Utils/Safetensors.h"
 #include "flashnorm/Utils/WeightFolder.h"
 
@@ -809,7 +811,7 @@ FailureOr<FunctionType> checkFunction(ModuleOp module, StringRef name,
 SmallVector<unsigned> foldedArguments(func::FuncOp fn) {
   SmallVector<unsigned> folded;
   for (unsigned i = 0; i < fn.getNumArguments(); ++i)
-    if (fn.getArgAttr(i, "flashnorm.folded"))
+    if (fn.getArgAttr(i, flashnorm::kFoldedArgAttr))
       folded.push_back(i);
   return folded;
 }
@@ -883,9 +885,19 @@ int main(int argc, char **argv) {
       if (failed(userPm.run(*module)))
         exitWith(1);
     }
+    // The CPU pipeline's first step on them: the prepare function returns
+    // its weights in the kernel's panels, which @entry then takes (the
+    // prepare function's contract): both are called with the types it
+    // leaves.
+    PassManager packPm(&context);
+    packPm.addPass(flashnorm::createPackPreparedWeights());
+    if (failed(packPm.run(*module)))
+      exitWith(1);
     FailureOr<FunctionType> prepareType =
         checkFunction(*module, prepareName, "the rewritten module");
-    if (failed(prepareType))
+    FailureOr<FunctionType> preparedType =
+        checkFunction(*module, entry, "the rewritten module");
+    if (failed(prepareType) || failed(preparedType))
       exitWith(1);
     SmallVector<unsigned> folded =
         foldedArguments(module->lookupSymbol<func::FuncOp>(entry));
@@ -908,7 +920,7 @@ int main(int argc, char **argv) {
     for (auto [arg, weight] : llvm::zip(folded, *weights))
       preparedInputs[arg] = std::move(weight);
     FailureOr<SmallVector<HostValue>> result =
-        invoke(**engine, entry, *type, preparedInputs);
+        invoke(**engine, entry, *preparedType, preparedInputs);
     if (failed(result))
       exitWith(1);
     outputs = std::move(*result);

@@ -375,6 +375,46 @@ def PackWeights : Pass<"flashnorm-pack-weights", "func::FuncOp"> {
   ];
 }
 
+def PackPreparedWeights : Pass<"flashnorm-pack-prepared-weights", "ModuleOp"> {
+  let summary = "Argument weights stored in the CPU kernel's panels by the "
+                "prepare function";
+  let description = [{
+    For a function `@f` with a prepare function `@f_flashnorm_prepare`
+    (fold-gains' `prepare-function`): each argument it folds
+    (`flashnorm.folded`) that only projections read, as a matrix in either
+    layout and in panels of one width (as flashnorm-pack-weights chooses
+    them), is returned by the prepare function as panels [N / P][K][P]
+    (`tensor.expand_shape` and `linalg.transpose` after the fold: once per
+    checkpoint), `@f` takes the panels in its place, and each projection
+    becomes the loop over panels flashnorm-pack-weights builds for
+    constants (split over the cores from `parallel-min-bytes`, a sole
+    post-scale in each panel's epilogue). Calls in the module pass the
+    prepare function's results on as before; an argument some call passes
+    from elsewhere, or that something else reads, keeps its layout (a
+    remark says why). External callers pass the prepare function's results
+    to `@f`, whatever their shape. Runs in flashnorm-cpu-pipeline before
+    flashnorm-pack-weights.
+  }];
+  let dependentDialects = [
+    "::mlir::linalg::LinalgDialect",
+    "::mlir::tensor::TensorDialect",
+    "::mlir::arith::ArithDialect",
+    "::mlir::affine::AffineDialect",
+    "::mlir::scf::SCFDialect"
+  ];
+  let options = [
+    Option<"panel", "panel", "int64_t", /*default=*/"0",
+           "Outputs per panel (default 0, by shape, as flashnorm-pack-weights)">,
+    Option<"parallelMinBytes", "parallel-min-bytes", "int64_t",
+           /*default=*/"1048576",
+           "Weights of at least this many bytes are split over the cores "
+           "(default 1 MiB)">,
+    Option<"threads", "threads", "int64_t", /*default=*/"0",
+           "Cores to split a large weight's panels over (default 0: this "
+           "machine's hardware threads)">,
+  ];
+}
+
 def FreeBuffers : Pass<"flashnorm-free-buffers", "ModuleOp"> {
   let summary = "Free the buffers bufferization allocated after their last use";
   let description = [{

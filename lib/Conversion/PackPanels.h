@@ -1,0 +1,71 @@
+//===- PackPanels.h - Projections over weight panels (CPU) ------*- C++ -*-===//
+//
+// What flashnorm-pack-weights (constant weights, relaid at compile time)
+// and flashnorm-pack-prepared-weights (argument weights, relaid by the
+// prepare function) share: which projections read their weight in panels
+// [N / P][K][P] and how wide, and the projection rebuilt over the panels.
+//
+//===----------------------------------------------------------------------===//
+#ifndef FLASHNORM_LIB_CONVERSION_PACKPANELS_H
+#define FLASHNORM_LIB_CONVERSION_PACKPANELS_H
+
+#include "flashnorm/Dialect/FlashNorm/IR/FlashNormOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/IR/PatternMatch.h"
+#include "llvm/ADT/DenseSet.h"
+
+#include <string>
+
+namespace mlir::flashnorm {
+
+/// A projection that reads its 2-D weight (either layout) in panels.
+struct PanelPlan {
+  linalg::LinalgOp op;
+  unsigned weightIndex = 0;
+  unsigned nDim = 0, kDim = 0;
+  /// The weight's contracted axis as the projection reads it.
+  int64_t weightAxis = 0;
+  /// Outputs per panel.
+  int64_t panel = 0;
+  Location loc;
+  /// The projection's one user, a post-scale, applied to each panel's
+  /// product while it is in cache (its epilogue); null if none.
+  PostScaleOp post;
+};
+
+/// Decides whether `op` can read its weight in panels of `panel` outputs (0:
+/// by shape, 128 for a decode step's few rows, else 32); the plan or why
+/// not. Where the weight comes from, and whether its N is a multiple of the
+/// panel, are the caller's questions.
+FailureOr<PanelPlan> planPanels(linalg::LinalgOp op, int64_t panel,
+                                std::string &why);
+
+/// Replaces `plan.op` by an `scf.forall` over chunks of the `panels`
+/// ([N / P][K][P], a value that dominates the projection) contracted with
+/// the activation, split over `threads` cores when `parallel`, its
+/// post-scale in each panel's epilogue when `fusePost`.
+void applyPacking(RewriterBase &rewriter, const PanelPlan &plan, Value panels,
+                  bool parallel, int64_t threads, bool fusePost);
+
+/// Reports and applies the packing of `plan` over `panels` (bytes: the
+/// panels' size) the way both passes do: split over the cores from
+/// `parallelMinBytes`, the post-scale fused unless the projection runs
+/// beside its statistic; records the groups whose projection was split
+/// (they run serially: unmarkGroups).
+void packProjection(RewriterBase &rewriter, const PanelPlan &plan, Value panels,
+                    int64_t bytes, int64_t numThreads, int64_t parallelMinBytes,
+                    class PassReporter &reporter,
+                    llvm::DenseSet<int64_t> &splitGroups);
+
+/// A projection split over the cores leaves no core for its statistic:
+/// the async groups `groups` run serially.
+void unmarkGroups(func::FuncOp fn, const llvm::DenseSet<int64_t> &groups);
+
+/// The threads a split projection runs on: `threads`, or this machine's.
+int64_t panelThreads(int64_t threads);
+
+} // namespace mlir::flashnorm
+
+#endif
