@@ -11,7 +11,8 @@
 #   bench/    one shared object per benchmark build (bench/gpu/configs.py)
 #   lib/      the CUDA runtime, its cuBLASLt entry point and the runner
 #             helpers: all the programs need besides libcuda and libcublasLt
-#   tools/    bench.py, compare-outputs.py, filecheck.py
+#   tools/    bench.py, compare-outputs.py, filecheck.py, load-build (the
+#             stub check's loader of a benchmark build)
 # Every program is flashnorm-opt -> mlir-translate -> llc -> cc, linked
 # against the driver stub; the real driver is loaded where it runs.
 #   scripts/gpu-kit.sh [DIR]      (default build/gpu-kit; needs ./setup.sh)
@@ -51,6 +52,11 @@ cp "$root/scripts/kit/run.sh" "$kit/run.sh"
 printf '%s\n' 'void flashnorm_kit_main(void);' \
   'int main(void) { flashnorm_kit_main(); return 0; }' > "$kit/obj/main.c"
 cc -O2 -c "$kit/obj/main.c" -o "$kit/obj/main.o"
+# What run.sh --stub loads each benchmark build with (as bench.py does: the
+# runtime first, global), in a process of its own per build: it exits at
+# cuInit. (A C program: an interpreter's start-up per build was most of
+# the check's time.)
+cc -O2 "$root/scripts/kit/load-build.c" -o "$kit/tools/load-build" -ldl
 
 export PATH="$build/bin:$llvm:$PATH" CUDA_ROOT=$cuda kit stub
 
@@ -136,9 +142,7 @@ runtime_test() {
 export -f runtime_test
 
 bench_build() {
-  local name=$1 options
-  options=$(python3 -c 'import json,sys; print(next(b["options"] for b in json.load(open(sys.argv[1]))["builds"] if b["name"] == sys.argv[2]))' \
-    "$kit/obj/programs/configs.json" "$name")
+  local name=$1 options=$2
   flashnorm-opt "$kit/obj/programs/$name.mlir" --flashnorm |
     flashnorm-opt --flashnorm-gpu-pipeline="$options" | link so "bench/$name.so"
 }
@@ -161,14 +165,14 @@ cp "$kit/obj/programs/configs.json" "$kit/bench/"
   echo "check gemma -- --family=gemma --flavor=linalg --layers=2"
   echo "check gpt2-linalg -- --family=gpt2 --flavor=linalg --layers=2"
   echo "check llama-bf16 -- --family=llama --flavor=linalg --dtype=bf16 --layers=2"
-  python3 -c 'import json,sys; [print("bench_build", b["name"]) for b in json.load(open(sys.argv[1]))["builds"]]' \
+  python3 -c 'import json,sys; [print("bench_build %s \"%s\"" % (b["name"], b["options"])) for b in json.load(open(sys.argv[1]))["builds"]]' \
     "$kit/obj/programs/configs.json"
 } > "$kit/obj/jobs"
 # Tolerances of each check (relative, absolute), read by run.sh.
 printf '%s\n' "llama-bf16 3e-2 3e-2" "* 1e-4 1e-4" > "$kit/checks/tolerances"
 
 # (A nested bash: set -e does not apply inside a command followed by ||.)
-if ! xargs -P "$jobs" -I{} bash -c \
+if ! xargs -d '\n' -P "$jobs" -I{} bash -c \
   'bash -euo pipefail -c "$1" || { echo "gpu-kit: failed: $1" >&2; exit 255; }' \
   _ {} < "$kit/obj/jobs"; then
   echo "gpu-kit: a job failed" >&2

@@ -42,10 +42,8 @@ if [ "${1:-}" = "--stub" ]; then
     else fail "starts: ${exe#$kit/}"; fi
   done < <(programs)
   for so in "$kit"/bench/*.so; do
-    out=$(python3 -c 'import ctypes, sys
-ctypes.CDLL(sys.argv[1] + "/lib/libflashnorm_cuda_runtime.so", mode=ctypes.RTLD_GLOBAL)
-lib = ctypes.CDLL(sys.argv[2])
-print("loaded without initializing CUDA")' "$kit" "$so" 2>&1); status=$?
+    out=$("$kit/tools/load-build" "$kit/lib/libflashnorm_cuda_runtime.so" \
+      "$so" 2>&1); status=$?
     if stopped "$out" "$status"; then pass "loads: ${so#$kit/}"
     else fail "loads: ${so#$kit/}"; fi
   done > "$stubdir/bench.log"
