@@ -235,6 +235,15 @@ static FailureOr<Value> throughLayout(Value weight, int64_t &axis,
   return weight;
 }
 
+bool flashnorm::onlyRelayouts(ArrayRef<Operation *> chain) {
+  return llvm::none_of(chain, [](Operation *layout) {
+    if (isa<linalg::BroadcastOp>(layout))
+      return true;
+    auto generic = dyn_cast<linalg::GenericOp>(layout);
+    return generic && !generic.getIndexingMapsArray()[0].isPermutation();
+  });
+}
+
 FailureOr<WeightSource> flashnorm::traceWeight(Value weight, int64_t axis,
                                                bool allowArgument,
                                                std::string *whyNot) {

@@ -104,7 +104,8 @@ FailureOr<LayoutPlan> planLayout(linalg::LinalgOp op, std::string &why,
   SmallVector<int64_t> expected =
       source->axis == 1 ? SmallVector<int64_t>{ranges[n], ranges[k]}
                         : SmallVector<int64_t>{ranges[k], ranges[n]};
-  if (storedType.getShape() != ArrayRef<int64_t>(expected))
+  if (storedType.getShape() != ArrayRef<int64_t>(expected) ||
+      !onlyRelayouts(source->chain))
     return fail("the stored weight is not the N x K or K x N weight "
                 "itself (a broadcast or a dynamic size between)",
                 true);

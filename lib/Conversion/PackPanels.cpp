@@ -70,6 +70,17 @@ FailureOr<PanelPlan> flashnorm::planPanels(linalg::LinalgOp op, int64_t panel,
   return plan;
 }
 
+bool flashnorm::isWholeWeight(const PanelPlan &plan, ArrayRef<int64_t> shape,
+                              int64_t axis, ArrayRef<Operation *> chain) {
+  if (!onlyRelayouts(chain))
+    return false;
+  // (The op handle's methods are not const.)
+  linalg::LinalgOp op = plan.op;
+  SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+  return shape.size() == 2 && shape[axis] == ranges[plan.kDim] &&
+         shape[1 - axis] == ranges[plan.nDim];
+}
+
 /// The projection over the panels: for each panel b (in parallel when the
 /// weight is large enough to split across cores), the original contraction
 /// of the activation with panel b ([K, P], contiguous) into the output's

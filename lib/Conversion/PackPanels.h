@@ -42,6 +42,14 @@ struct PanelPlan {
 FailureOr<PanelPlan> planPanels(linalg::LinalgOp op, int64_t panel,
                                 std::string &why);
 
+/// Whether a stored matrix of `shape`, contracted along `axis` and read
+/// through the layout ops `chain`, is the projection's k x n itself,
+/// element for element: the chain only transposes and reshapes (a
+/// broadcast on the way, even of a matrix of full size, is not something
+/// the panels can stand for).
+bool isWholeWeight(const PanelPlan &plan, ArrayRef<int64_t> shape, int64_t axis,
+                   ArrayRef<Operation *> chain);
+
 /// Replaces `plan.op` by an `scf.forall` over chunks of the `panels`
 /// ([N / P][K][P], a value that dominates the projection) contracted with
 /// the activation, split over `threads` cores when `parallel`, its

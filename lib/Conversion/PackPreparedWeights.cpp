@@ -119,6 +119,8 @@ FailureOr<ArgumentPlan> planArgument(ModuleOp module, func::FuncOp fn,
                     /*allowArgument=*/true);
     if (failed(source) || source->argument != weight)
       continue;
+    if (!isWholeWeight(*p, type.getShape(), source->axis, source->chain))
+      return fail("a projection reads it broadcast, not as its k x n");
     if (plan.panel && (plan.panel != p->panel || plan.axis != source->axis))
       return fail("its projections read it in different panels");
     plan.panel = p->panel;
@@ -191,7 +193,9 @@ struct PackPreparedWeightsPass
     for (func::FuncOp fn : functions) {
       auto prepare = module.lookupSymbol<func::FuncOp>(
           (fn.getName() + "_flashnorm_prepare").str());
-      if (fn.isExternal() || !prepare || prepare.isExternal())
+      // (A generated prepare function is one block, ending in its return.)
+      if (fn.isExternal() || !prepare || prepare.isExternal() ||
+          !prepare.getBody().hasOneBlock())
         continue;
       packFunction(module, fn, prepare);
     }
@@ -243,6 +247,7 @@ struct PackPreparedWeightsPass
           rewriter.setInsertionPoint(call);
           auto retyped = func::CallOp::create(rewriter, call.getLoc(), prepare,
                                               call.getOperands());
+          retyped->setDiscardableAttrs(call->getDiscardableAttrDictionary());
           rewriter.replaceOp(call, retyped.getResults());
         }
 

@@ -59,6 +59,11 @@ FailureOr<PackPlan> planPacking(linalg::LinalgOp op, int64_t panel,
     return why = "the weight is a global", failure();
   if (source->value.getShapedType().getRank() != 2)
     return why = "the weight constant is not 2-D", failure();
+  if (!isWholeWeight(*plan, source->value.getShapedType().getShape(),
+                     source->axis, source->chain))
+    return why = "the weight constant is not the projection's k x n (a "
+                 "layout op broadcasts it)",
+           failure();
   FailureOr<ElementsAttr> panels =
       packPanels(source->value, source->axis, plan->panel, &traceWhy);
   if (failed(panels))

@@ -106,3 +106,20 @@ func.func @broadcast_row(%x: tensor<4x2xf32>, %o: tensor<4x3xf32>) -> tensor<4x3
   %y = linalg.matmul ins(%x, %t : tensor<4x2xf32>, tensor<2x3xf32>) outs(%o : tensor<4x3xf32>) -> tensor<4x3xf32>
   return %y : tensor<4x3xf32>
 }
+
+// Nor is a weight of full shape that a layout generic reads one column of
+// for every output: what the stored tensor holds is not what is read.
+// CHECK-LABEL: func.func @broadcast_column(
+// CHECK: linalg.generic
+// CHECK: linalg.matmul
+// REMARK: Function=broadcast_column | Remark="weight read as stored: the stored weight is not the N x K or K x N weight itself (a broadcast or a dynamic size between)"
+func.func @broadcast_column(%x: tensor<4x2xf32>, %o: tensor<4x3xf32>) -> tensor<4x3xf32> {
+  %w = arith.constant dense<[[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]> : tensor<2x3xf32>
+  %e = tensor.empty() : tensor<2x3xf32>
+  %t = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, 0)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%w : tensor<2x3xf32>) outs(%e : tensor<2x3xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    linalg.yield %in : f32
+  } -> tensor<2x3xf32>
+  %y = linalg.matmul ins(%x, %t : tensor<4x2xf32>, tensor<2x3xf32>) outs(%o : tensor<4x3xf32>) -> tensor<4x3xf32>
+  return %y : tensor<4x3xf32>
+}

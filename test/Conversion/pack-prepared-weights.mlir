@@ -8,6 +8,10 @@
 // the original @f on the same weights (this prepare function folds nothing,
 // so both read the same values).
 // RUN: flashnorm-run %s -e f --prepare | FileCheck %s --check-prefix=EXEC
+// Run alone, @g is packed (its other caller is not compiled) and @h is not;
+// both are called with the types the packing leaves.
+// RUN: flashnorm-run %s -e g --prepare | FileCheck %s --check-prefix=EXEC
+// RUN: flashnorm-run %s -e h --prepare | FileCheck %s --check-prefix=EXEC
 // RUN: not flashnorm-opt %s --flashnorm-pack-prepared-weights=panel=-1 2>&1 | FileCheck %s --check-prefix=BAD
 
 // CHECK-LABEL: func.func @f(
@@ -90,4 +94,30 @@ func.func @g_flashnorm_prepare(%x: tensor<2x8xf32>, %w: tensor<8x64xf32>) -> ten
 func.func @g_weights(%x: tensor<2x8xf32>, %w: tensor<8x64xf32>) -> tensor<8x64xf32> {
   %p = func.call @g_flashnorm_prepare(%x, %w) : (tensor<2x8xf32>, tensor<8x64xf32>) -> tensor<8x64xf32>
   return %p : tensor<8x64xf32>
+}
+
+// Refused: @h's projection reads column 0 of its argument for every output
+// (a layout generic that broadcasts, though the argument has the full
+// shape); panels of the whole argument would not be what it reads.
+// CHECK-LABEL: func.func @h(
+// CHECK-SAME: tensor<8x64xf32> {flashnorm.folded})
+// CHECK: linalg.generic
+// CHECK: linalg.matmul
+// REMARK: remark: [Missed] flashnorm-pack-prepared-weights {{.*}}Function=h {{.*}}argument #1 left in its layout: a projection reads it broadcast, not as its k x n
+#column0 = [affine_map<(k, n) -> (k, 0)>, affine_map<(k, n) -> (k, n)>]
+func.func @h(%x: tensor<2x8xf32>, %w: tensor<8x64xf32> {flashnorm.folded}) -> tensor<2x64xf32> {
+  %z = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<2x64xf32>
+  %f = linalg.fill ins(%z : f32) outs(%e : tensor<2x64xf32>) -> tensor<2x64xf32>
+  %we = tensor.empty() : tensor<8x64xf32>
+  %b = linalg.generic {indexing_maps = #column0, iterator_types = ["parallel", "parallel"]}
+      ins(%w : tensor<8x64xf32>) outs(%we : tensor<8x64xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    linalg.yield %in : f32
+  } -> tensor<8x64xf32>
+  %a = linalg.matmul ins(%x, %b : tensor<2x8xf32>, tensor<8x64xf32>) outs(%f : tensor<2x64xf32>) -> tensor<2x64xf32>
+  return %a : tensor<2x64xf32>
+}
+func.func @h_flashnorm_prepare(%x: tensor<2x8xf32>, %w: tensor<8x64xf32>) -> tensor<8x64xf32> {
+  return %w : tensor<8x64xf32>
 }

@@ -139,3 +139,25 @@ func.func @refused(%x: tensor<3x2xf32>, %wa: tensor<2x4xf32>, %x0: tensor<3x0xf3
   %d = linalg.matmul ins(%x0, %w0 : tensor<3x0xf32>, tensor<0x4xf32>) outs(%f : tensor<3x4xf32>) -> tensor<3x4xf32>
   return %a, %b, %c, %d : tensor<3x4xf32>, tensor<3x4xf32>, tensor<3x3xf32>, tensor<3x4xf32>
 }
+
+// Refused: the projection reads column 0 of the constant for every output
+// (a broadcasting layout generic over a constant of full shape).
+// CHECK-LABEL: func.func @broadcast_column
+// CHECK-NOT: scf.forall
+// CHECK: linalg.matmul
+// RUN: flashnorm-run %s -e broadcast_column --pipeline='flashnorm-pack-weights{panel=2 threads=1}' --compare | FileCheck %s --check-prefix=SAME
+#column0 = [affine_map<(k, n) -> (k, 0)>, affine_map<(k, n) -> (k, n)>]
+func.func @broadcast_column(%x: tensor<3x2xf32>) -> tensor<3x4xf32> {
+  %w = arith.constant dense<[[0.0, 1.0, 2.0, 3.0], [4.0, 5.0, 6.0, 7.0]]> : tensor<2x4xf32>
+  %z = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<3x4xf32>
+  %f = linalg.fill ins(%z : f32) outs(%e : tensor<3x4xf32>) -> tensor<3x4xf32>
+  %we = tensor.empty() : tensor<2x4xf32>
+  %b = linalg.generic {indexing_maps = #column0, iterator_types = ["parallel", "parallel"]}
+      ins(%w : tensor<2x4xf32>) outs(%we : tensor<2x4xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    linalg.yield %in : f32
+  } -> tensor<2x4xf32>
+  %p = linalg.matmul ins(%x, %b : tensor<3x2xf32>, tensor<2x4xf32>) outs(%f : tensor<3x4xf32>) -> tensor<3x4xf32>
+  return %p : tensor<3x4xf32>
+}

@@ -524,6 +524,15 @@ bindExternGlobals(ModuleOp module, ArrayRef<std::string> paths,
   return bound;
 }
 
+/// Only the called functions and what they call are compiled: a @main
+/// that prints through runtime functions should not need them here. (The
+/// others become private, for SymbolDCE.)
+void keepOnly(ModuleOp module, ArrayRef<std::string> functions) {
+  for (auto fn : module.getOps<func::FuncOp>())
+    if (!llvm::is_contained(functions, fn.getName()))
+      fn.setPrivate();
+}
+
 /// Lowers `module` (after `passes`, if any) for the CPU and JITs it, with
 /// `functions` callable and its extern globals bound to the checkpoints
 /// `params`.
@@ -531,11 +540,7 @@ FailureOr<ExecutionEngine *> compile(ModuleOp module, OpPassManager *passes,
                                      ArrayRef<std::string> functions,
                                      ArrayRef<std::string> params,
                                      StringRef what) {
-  // Only the called functions and what they call are compiled: a @main
-  // that prints through runtime functions should not need them here.
-  for (auto fn : module.getOps<func::FuncOp>())
-    if (!llvm::is_contained(functions, fn.getName()))
-      fn.setPrivate();
+  keepOnly(module, functions);
   std::string errors;
   llvm::raw_string_ostream errorStream(errors);
   if (passes) {
@@ -888,8 +893,11 @@ int main(int argc, char **argv) {
     // The CPU pipeline's first step on them: the prepare function returns
     // its weights in the kernel's panels, which @entry then takes (the
     // prepare function's contract): both are called with the types it
-    // leaves.
+    // leaves. On the module compile() lowers (the functions not run gone,
+    // and their calls with them), so that the pipeline packs nothing more.
+    keepOnly(*module, {entry, prepareName});
     PassManager packPm(&context);
+    packPm.addPass(createSymbolDCEPass());
     packPm.addPass(flashnorm::createPackPreparedWeights());
     if (failed(packPm.run(*module)))
       exitWith(1);

@@ -108,6 +108,14 @@ struct WeightSource {
   SmallVector<Operation *> chain;
 };
 
+/// Whether the layout ops `chain` (a WeightSource's) only transpose and
+/// reshape: the stored tensor holds the weight element for element. A
+/// broadcast on the way (`linalg.broadcast`, or a generic whose input map
+/// drops a dimension or reads a constant index, even of a tensor of full
+/// shape) repeats stored elements; a gain folds through it, a relayout that
+/// replaces the chain does not.
+bool onlyRelayouts(ArrayRef<Operation *> chain);
+
 /// The immutable global `op` loads (`ml_program.global_load_const`, or
 /// `global_load` of an immutable global), or null.
 ml_program::GlobalOp getLoadedGlobal(Operation *op);
