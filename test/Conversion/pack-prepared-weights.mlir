@@ -12,6 +12,10 @@
 // both are called with the types the packing leaves.
 // RUN: flashnorm-run %s -e g --prepare | FileCheck %s --check-prefix=EXEC
 // RUN: flashnorm-run %s -e h --prepare | FileCheck %s --check-prefix=EXEC
+// The step timed on the prepared weights, as a server runs it.
+// RUN: flashnorm-run %s -e f --prepare --time 3 | FileCheck %s --check-prefix=TIME
+// TIME: time: median {{[0-9.]+}} ms of 3 calls
+// TIME: MATCH
 // RUN: not flashnorm-opt %s --flashnorm-pack-prepared-weights=panel=-1 2>&1 | FileCheck %s --check-prefix=BAD
 
 // CHECK-LABEL: func.func @f(

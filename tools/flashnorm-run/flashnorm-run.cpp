@@ -145,7 +145,9 @@ enum class PrintMode { Checksum, Values, None };
 static cl::opt<unsigned> timeRuns(
     "time",
     cl::desc("Also call the function N more times and print the median "
-             "wall time of a call (the first, compiling, call excluded)"),
+             "wall time of a call (the first, compiling, call excluded; the "
+             "arguments are copied in once; with --prepare, on the prepared "
+             "weights)"),
     cl::init(0), cl::cat(runCategory));
 static cl::opt<PrintMode> printMode(
     "print", cl::desc("What to print of each output"),
@@ -621,47 +623,59 @@ SmallVector<size_t> resultOffsets(FunctionType type, size_t &total) {
   return offsets;
 }
 
-/// Calls `name` (of type `type`) with `inputs`. Arguments and results follow
-/// the memref calling convention: each memref is (allocated, aligned,
-/// offset, sizes..., strides...), each scalar itself.
+/// The arguments of a call in the memref calling convention (each memref
+/// is (allocated, aligned, offset, sizes..., strides...), each scalar
+/// itself), built once: tensors are copied into 64-byte aligned buffers of
+/// their own (the callee may write them), so that timed calls reuse them.
+struct CallArgs {
+  std::vector<std::vector<char>> buffers;
+  std::vector<std::vector<int64_t>> descriptors; // offset, sizes, strides
+  std::vector<void *> pointers;
+  SmallVector<void *> args;
+
+  explicit CallArgs(ArrayRef<HostValue> inputs) : pointers(2 * inputs.size()) {
+    for (const HostValue &in : inputs) {
+      buffers.emplace_back(in.bytes.size() + 64);
+      if (in.scalar) {
+        std::memcpy(buffers.back().data(), in.bytes.data(), in.bytes.size());
+        descriptors.emplace_back();
+        continue;
+      }
+      char *data = buffers.back().data();
+      char *aligned = data + (64 - reinterpret_cast<uintptr_t>(data) % 64) % 64;
+      std::memcpy(aligned, in.bytes.data(), in.bytes.size());
+      pointers[2 * descriptors.size()] = pointers[2 * descriptors.size() + 1] =
+          aligned;
+      std::vector<int64_t> desc{0};
+      desc.insert(desc.end(), in.shape.begin(), in.shape.end());
+      SmallVector<int64_t> strides(in.shape.size(), 1);
+      for (int64_t d = static_cast<int64_t>(in.shape.size()) - 2; d >= 0; --d)
+        strides[d] = strides[d + 1] * in.shape[d + 1];
+      desc.insert(desc.end(), strides.begin(), strides.end());
+      descriptors.push_back(std::move(desc));
+    }
+    for (auto [i, in] : llvm::enumerate(inputs)) {
+      if (in.scalar) {
+        args.push_back(buffers[i].data());
+        continue;
+      }
+      args.push_back(&pointers[2 * i]);
+      args.push_back(&pointers[2 * i + 1]);
+      for (int64_t &s : descriptors[i])
+        args.push_back(&s);
+    }
+  }
+  // `args` points into the members.
+  CallArgs(const CallArgs &) = delete;
+  CallArgs &operator=(const CallArgs &) = delete;
+};
+
+/// Calls `name` (of type `type`) with `call`'s arguments; its results.
 FailureOr<SmallVector<HostValue>> invoke(ExecutionEngine &engine,
                                          StringRef name, FunctionType type,
-                                         ArrayRef<HostValue> inputs) {
-  // Tensors: one 64-byte aligned copy each (the callee may write it).
-  SmallVector<std::vector<char>> buffers;
-  SmallVector<std::vector<int64_t>> descriptors; // offset, sizes, strides
-  SmallVector<void *> pointers(2 * inputs.size());
-  SmallVector<void *> args;
-  for (const HostValue &in : inputs) {
-    buffers.emplace_back(in.bytes.size() + 64);
-    if (in.scalar) {
-      std::memcpy(buffers.back().data(), in.bytes.data(), in.bytes.size());
-      descriptors.emplace_back();
-      continue;
-    }
-    char *data = buffers.back().data();
-    char *aligned = data + (64 - reinterpret_cast<uintptr_t>(data) % 64) % 64;
-    std::memcpy(aligned, in.bytes.data(), in.bytes.size());
-    pointers[2 * descriptors.size()] = pointers[2 * descriptors.size() + 1] =
-        aligned;
-    std::vector<int64_t> desc{0};
-    desc.insert(desc.end(), in.shape.begin(), in.shape.end());
-    SmallVector<int64_t> strides(in.shape.size(), 1);
-    for (int64_t d = static_cast<int64_t>(in.shape.size()) - 2; d >= 0; --d)
-      strides[d] = strides[d + 1] * in.shape[d + 1];
-    desc.insert(desc.end(), strides.begin(), strides.end());
-    descriptors.push_back(std::move(desc));
-  }
-  for (auto [i, in] : llvm::enumerate(inputs)) {
-    if (in.scalar) {
-      args.push_back(buffers[i].data());
-      continue;
-    }
-    args.push_back(&pointers[2 * i]);
-    args.push_back(&pointers[2 * i + 1]);
-    for (int64_t &s : descriptors[i])
-      args.push_back(&s);
-  }
+                                         const CallArgs &call) {
+  const std::vector<std::vector<char>> &buffers = call.buffers;
+  SmallVector<void *> args(call.args);
   size_t resultBytes;
   SmallVector<size_t> offsets = resultOffsets(type, resultBytes);
   std::vector<int64_t> resultStorage(std::max<size_t>(resultBytes / 8, 1));
@@ -717,6 +731,36 @@ FailureOr<SmallVector<HostValue>> invoke(ExecutionEngine &engine,
     outputs.push_back(std::move(out));
   }
   return outputs;
+}
+
+/// Calls `name` (of type `type`) with `inputs`.
+FailureOr<SmallVector<HostValue>> invoke(ExecutionEngine &engine,
+                                         StringRef name, FunctionType type,
+                                         ArrayRef<HostValue> inputs) {
+  CallArgs call(inputs);
+  return invoke(engine, name, type, call);
+}
+
+/// With --time: calls `name` that many more times on `inputs`, marshalled
+/// once (as a server holds its weights), and prints the median wall time.
+void timeCalls(ExecutionEngine &engine, StringRef name, FunctionType type,
+               ArrayRef<HostValue> inputs) {
+  if (!timeRuns)
+    return;
+  CallArgs call(inputs);
+  std::vector<double> times;
+  for (unsigned i = 0; i < timeRuns; ++i) {
+    auto start = std::chrono::steady_clock::now();
+    if (failed(invoke(engine, name, type, call)))
+      exitWith(1);
+    times.push_back(
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+            .count());
+  }
+  std::sort(times.begin(), times.end());
+  llvm::outs() << llvm::format("time: median %.3f ms of %u calls\n",
+                               times[times.size() / 2] * 1e3,
+                               timeRuns.getValue());
 }
 
 std::string shapeString(const HostValue &t) {
@@ -931,6 +975,8 @@ int main(int argc, char **argv) {
         invoke(**engine, entry, *preparedType, preparedInputs);
     if (failed(result))
       exitWith(1);
+    // The weights prepared once, the step timed on them.
+    timeCalls(**engine, entry, *preparedType, preparedInputs);
     outputs = std::move(*result);
   } else {
     FailureOr<ExecutionEngine *> engine = compile(
@@ -941,21 +987,7 @@ int main(int argc, char **argv) {
         invoke(**engine, entry, *type, *inputs);
     if (failed(result))
       exitWith(1);
-    if (timeRuns) {
-      std::vector<double> times;
-      for (unsigned i = 0; i < timeRuns; ++i) {
-        auto start = std::chrono::steady_clock::now();
-        if (failed(invoke(**engine, entry, *type, *inputs)))
-          exitWith(1);
-        times.push_back(std::chrono::duration<double>(
-                            std::chrono::steady_clock::now() - start)
-                            .count());
-      }
-      std::sort(times.begin(), times.end());
-      llvm::outs() << llvm::format("time: median %.3f ms of %u calls\n",
-                                   times[times.size() / 2] * 1e3,
-                                   timeRuns.getValue());
-    }
+    timeCalls(**engine, entry, *type, *inputs);
     outputs = std::move(*result);
   }
   if (!reference) {
