@@ -15,7 +15,11 @@
 // prints medians, the ratios and one summary line. A second table measures
 // the concurrent statistic's cost rule: the rewritten program on weights
 // small enough for one core, its statistic beside the projection or serial,
-// for statistics of 16 KiB to 16 MiB. A benchmark: exit 0.
+// for statistics of 16 KiB to 16 MiB. A third measures weights left in
+// their stored layout (as a checkpoint's globals or argument weights that
+// nothing packs run), N x K as PyTorch stores them (the split-k kernel) and
+// K x N (rows streamed in decode): the projection on one core against
+// OpenBLAS on the same array. A benchmark: exit 0.
 //
 //===----------------------------------------------------------------------===//
 
@@ -62,7 +66,14 @@ void openblas_set_num_threads(int);
 using namespace mlir;
 
 namespace {
-enum class Mode { LimitOneCore, Limit, FlashNorm, Serial };
+enum class Mode {
+  LimitOneCore,
+  Limit,
+  FlashNorm,
+  Serial,
+  StoredNK, // The projection alone, the weight N x K, not packed.
+  StoredKN, // The projection alone, the weight K x N, not packed.
+};
 constexpr Mode kModes[] = {Mode::LimitOneCore, Mode::Limit, Mode::FlashNorm,
                            Mode::Serial};
 
@@ -73,11 +84,14 @@ std::string tensor(std::initializer_list<int64_t> dims, const char *elt) {
   return s + elt + ">";
 }
 
-/// @f(x: MxK, g: K) -> MxN with the weight the constant blob `blob`.
+/// @f(x: MxK, g: K) -> MxN with the weight the constant blob `blob` (K x
+/// N; N x K, as PyTorch stores it, for Mode::StoredNK).
 std::string program(Mode mode, int64_t m, int64_t k, int64_t n, const char *elt,
                     const std::string &blob) {
+  bool stored = mode == Mode::StoredNK;
   std::string x = tensor({m, k}, elt), g = tensor({k}, elt),
-              w = tensor({k, n}, elt), y = tensor({m, n}, "f32");
+              w = stored ? tensor({n, k}, elt) : tensor({k, n}, elt),
+              y = tensor({m, n}, "f32");
   std::string s = "func.func @f(%x: " + x + ", %g: " + g + ") -> " + y +
                   " {\n  %w = arith.constant dense_resource<" + blob +
                   "> : " + w + "\n";
@@ -85,7 +99,12 @@ std::string program(Mode mode, int64_t m, int64_t k, int64_t n, const char *elt,
        "\n  %z = linalg.fill ins(%c0 : f32) outs(%e : " + y + ") -> " + y +
        "\n";
   auto matmul = [&](const std::string &in) {
-    return "linalg.matmul ins(" + in + ", %w : " + x + ", " + w +
+    std::string maps =
+        stored ? "indexing_maps = [affine_map<(m, n, k) -> (m, k)>, "
+                 "affine_map<(m, n, k) -> (n, k)>, affine_map<(m, n, k) -> "
+                 "(m, n)>] "
+               : "";
+    return "linalg.matmul " + maps + "ins(" + in + ", %w : " + x + ", " + w +
            ") outs(%z : " + y + ") -> " + y + "\n";
   };
   switch (mode) {
@@ -101,6 +120,8 @@ std::string program(Mode mode, int64_t m, int64_t k, int64_t n, const char *elt,
     break;
   case Mode::Limit:
   case Mode::LimitOneCore:
+  case Mode::StoredNK:
+  case Mode::StoredKN:
     s += "  %y = " + matmul("%x");
     break;
   }
@@ -128,6 +149,7 @@ compile(MLIRContext &ctx, Mode mode, int64_t m, int64_t k, int64_t n, bool bf16,
   options.concurrent = mode == Mode::FlashNorm;
   if (mode == Mode::LimitOneCore)
     options.threads = 1; // The panels in a loop.
+  options.packWeights = mode != Mode::StoredNK && mode != Mode::StoredKN;
   options.concurrentMinBytes = concurrentMinBytes;
   if (failed(flashnorm::buildCpuPipeline(pm, options, llvm::errs())))
     return nullptr;
@@ -245,7 +267,12 @@ std::vector<float> decode(const std::vector<char> &bytes, bool bf16) {
 } // namespace
 
 int main(int argc, char **argv) {
-  bool quick = argc > 1 && std::strcmp(argv[1], "--quick") == 0;
+  // --quick: fewer shapes; --stored: only the stored-layout table.
+  bool quick = false, storedOnly = false;
+  for (int i = 1; i < argc; ++i) {
+    quick |= std::strcmp(argv[i], "--quick") == 0;
+    storedOnly |= std::strcmp(argv[i], "--stored") == 0;
+  }
   llvm::InitializeNativeTarget();
   llvm::InitializeNativeTargetAsmPrinter();
   DialectRegistry registry;
@@ -260,11 +287,15 @@ int main(int argc, char **argv) {
 
   std::printf("flashnorm-cpu-bench: medians in ms; weights constant, "
               "packed at compile time; 1t = one core\n");
-  std::printf("%-5s %-4s %5s %6s %9s %9s %9s %9s %9s %9s %7s %7s %7s %7s\n",
-              "dtype", "M", "K", "N", "limit-1t", "blas-1t", "limit", "blas-2t",
-              "flashnorm", "serial", "lim/bl1", "lim/bl2", "fn/lim", "ser/lim");
+  if (!storedOnly)
+    std::printf("%-5s %-4s %5s %6s %9s %9s %9s %9s %9s %9s %7s %7s %7s %7s\n",
+                "dtype", "M", "K", "N", "limit-1t", "blas-1t", "limit",
+                "blas-2t", "flashnorm", "serial", "lim/bl1", "lim/bl2",
+                "fn/lim", "ser/lim");
   double worstFn = 0, worstSerial = 0, worstDecode = 0, worstPrefill = 0,
          worstMt = 0;
+  // Destroying an engine that loaded the async runtime tears the runtime
+  // down for the next one: keep them all, and leave without destroying them.
   std::vector<std::unique_ptr<ExecutionEngine>> engines;
   std::mt19937 rng(1);
   std::uniform_real_distribution<float> dist(-1, 1);
@@ -273,7 +304,7 @@ int main(int argc, char **argv) {
   std::vector<int64_t> ms =
       quick ? std::vector<int64_t>{1, 128} : std::vector<int64_t>{1, 16, 128};
   for (bool bf16 : {false, true})
-    for (int64_t k : ks)
+    for (int64_t k : storedOnly ? std::vector<int64_t>{} : ks)
       for (int64_t n : {k, k * 11 / 4}) {
         std::vector<float> wf(k * n);
         for (float &v : wf)
@@ -332,10 +363,11 @@ int main(int argc, char **argv) {
   // The cost rule of the concurrent statistic (flashnorm-async-mark's
   // min-stat-bytes): the rewritten program on projections small enough to
   // run on one core, its statistic as a task beside them or serial.
-  std::printf("\nconcurrent statistic (weights under 1 MiB, one core each): "
-              "medians in ms\n%-5s %-5s %5s %6s %10s %10s %10s %8s\n",
-              "dtype", "M", "K", "N", "stat_bytes", "concurrent", "serial",
-              "con/ser");
+  if (!storedOnly)
+    std::printf("\nconcurrent statistic (weights under 1 MiB, one core each): "
+                "medians in ms\n%-5s %-5s %5s %6s %10s %10s %10s %8s\n",
+                "dtype", "M", "K", "N", "stat_bytes", "concurrent", "serial",
+                "con/ser");
   std::vector<std::pair<int64_t, double>> gains; // stat bytes, con/ser
   for (auto [m, k, n] : {std::array<int64_t, 3>{16, 256, 256},
                          {64, 256, 256},
@@ -346,7 +378,7 @@ int main(int argc, char **argv) {
                          {256, 1024, 128},
                          {1024, 1024, 128},
                          {4096, 1024, 128}}) {
-    if (quick && m * k > 1024 * 1024)
+    if (storedOnly || (quick && m * k > 1024 * 1024))
       continue;
     std::vector<float> wf(k * n), xf(m * k), gf(k);
     for (float &v : wf)
@@ -382,10 +414,67 @@ int main(int argc, char **argv) {
   int64_t paysFrom = -1;
   for (auto it = gains.rbegin(); it != gains.rend() && it->second < 1; ++it)
     paysFrom = it->first;
-  std::printf("concurrent_pays_from_bytes=%lld (the pipeline's rule: "
-              "16777216)"
-              "\n\n",
-              (long long)paysFrom);
+  if (!storedOnly)
+    std::printf("concurrent_pays_from_bytes=%lld (the pipeline's rule: "
+                "16777216)"
+                "\n\n",
+                (long long)paysFrom);
+
+  // Weights in their stored layout, not packed, one core.
+  std::printf("weights in their stored layout (not packed), one core: "
+              "medians in ms\n"
+              "%-6s %-5s %-4s %5s %6s %9s %9s %7s\n",
+              "layout", "dtype", "M", "K", "N", "stored", "blas-1t", "st/bl1");
+  double worstStored = 0;
+  for (Mode mode : {Mode::StoredNK, Mode::StoredKN})
+    for (bool bf16 : {false, true})
+      for (int64_t k : ks)
+        for (int64_t m : ms) {
+          bool nk = mode == Mode::StoredNK;
+          int64_t n = k;
+          std::vector<float> wf(n * k), xf(m * k), gf(k), y(m * n);
+          for (float &v : wf)
+            v = dist(rng) / 64;
+          for (float &v : xf)
+            v = dist(rng);
+          std::vector<char> w = encode(wf, bf16), x = encode(xf, bf16),
+                            g = encode(gf, bf16);
+          wf = decode(w, bf16);
+          xf = decode(x, bf16);
+          std::unique_ptr<ExecutionEngine> engine =
+              compile(ctx, mode, m, k, n, bf16, w);
+          if (!engine) {
+            std::fprintf(stderr, "cannot compile the stored layout\n");
+            return 1;
+          }
+          std::vector<std::function<void()>> calls;
+          calls.push_back(jitCall(*engine, x.data(), g.data(), m, k));
+          engines.push_back(std::move(engine));
+          // OpenBLAS on the same array: W is N x K (nk) or K x N, row-major.
+          calls.push_back([&] {
+            openblas_set_num_threads(1);
+            if (m == 1)
+              cblas_sgemv(CblasRowMajor, nk ? CblasNoTrans : CblasTrans,
+                          nk ? n : k, nk ? k : n, 1.0f, wf.data(), nk ? k : n,
+                          xf.data(), 1, 0.0f, y.data(), 1);
+            else
+              cblas_sgemm(CblasRowMajor, CblasNoTrans,
+                          nk ? CblasTrans : CblasNoTrans, m, n, k, 1.0f,
+                          xf.data(), k, wf.data(), nk ? k : n, 0.0f, y.data(),
+                          n);
+          });
+          std::vector<double> t = timeInterleaved(std::move(calls));
+          worstStored = std::max(worstStored, t[0] / t[1]);
+          std::printf("%-6s %-5s %-4lld %5lld %6lld %9.3f %9.3f %7.2f\n",
+                      nk ? "N x K" : "K x N", bf16 ? "bf16" : "f32",
+                      (long long)m, (long long)k, (long long)n, t[0] * 1e3,
+                      t[1] * 1e3, t[0] / t[1]);
+          std::fflush(stdout);
+        }
+  std::printf("stored_vs_openblas=%.2f\n\n", worstStored);
+  std::fflush(stdout);
+  if (storedOnly)
+    std::_Exit(0); // Skip the engines' teardown (see `engines`).
 
   std::printf("targets: limit-1t <= 1.3x blas-1t at M = 1, <= 1.6x at "
               "M = 128; limit <= 1.3x blas-2t; flashnorm <= 1.03x limit\n");
@@ -395,5 +484,5 @@ int main(int argc, char **argv) {
       worstFn, worstSerial, std::max(worstDecode, worstPrefill), worstDecode,
       worstMt);
   std::fflush(stdout);
-  std::_Exit(0); // Skip the engines' teardown (see above).
+  std::_Exit(0); // Skip the engines' teardown (see `engines`).
 }

@@ -12,7 +12,15 @@
 // tiles: a packed projection is one contraction per panel
 // (flashnorm-pack-weights), whose weights every row block then reads from
 // cache. Decode shapes (a few rows) take wide blocks, prefill shapes 8 x 32
-// (16 accumulators of 16 f32 lanes).
+// (16 accumulators of 16 f32 lanes). On a K x N weight that nothing packed,
+// decode streams whole rows instead (k outside the output tiles) and
+// prefill takes output tiles outside row blocks (a strip of the weight
+// stays in cache).
+//
+// A contraction both of whose inputs are contiguous along k (an N x K
+// weight nothing packed) would gather one element per cache line in that
+// kernel; it is split along k into lanes of partial sums instead
+// (CpuDotProduct.h).
 //
 // Every other linalg op is tiled over its innermost loop by `vector-width`
 // and vectorized. Sizes are static here (tiles divide them); ops with
@@ -22,6 +30,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "CpuDotProduct.h"
 #include "flashnorm/Conversion/Passes.h"
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
@@ -39,6 +48,9 @@
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Transforms/CSE.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+#include "llvm/Support/Debug.h"
+
+#define DEBUG_TYPE "flashnorm-cpu-codegen"
 
 namespace mlir::flashnorm {
 #define GEN_PASS_DEF_CPUCODEGEN
@@ -49,20 +61,28 @@ using namespace mlir;
 using namespace mlir::flashnorm;
 
 namespace {
-/// The largest tile <= `want` that divides `size` (1 at worst).
-int64_t fitTile(int64_t size, int64_t want) {
-  int64_t t = std::max<int64_t>(1, std::min(size, want));
-  while (size % t)
-    --t;
-  return t;
-}
-
 /// How one op is tiled: sizes per loop and the loop order.
 struct TilePlan {
   SmallVector<int64_t> sizes;
   SmallVector<int64_t> interchange;
   bool contraction = false;
 };
+
+/// Whether an input of `op` that does not read dimension `m` is a weight
+/// stored K x N: dimension `n` its innermost, contiguous, index.
+static bool readsRowsOfN(linalg::LinalgOp op, unsigned m, unsigned n) {
+  for (OpOperand *input : op.getDpsInputOperands()) {
+    AffineMap map = op.getMatchingIndexingMap(input);
+    auto type = dyn_cast<MemRefType>(input->get().getType());
+    if (!type || map.getNumResults() == 0 || map.isFunctionOfDim(m) ||
+        !type.isLastDimUnitStride())
+      continue;
+    auto last = dyn_cast<AffineDimExpr>(map.getResults().back());
+    if (last && last.getPosition() == n)
+      return true;
+  }
+  return false;
+}
 
 struct CpuCodegenPass : flashnorm::impl::CpuCodegenBase<CpuCodegenPass> {
   using CpuCodegenBase::CpuCodegenBase;
@@ -73,6 +93,15 @@ struct CpuCodegenPass : flashnorm::impl::CpuCodegenBase<CpuCodegenPass> {
   /// (8, 32, 1) otherwise; every other dimension one at a time. An n
   /// dimension that indexes whole panels (flashnorm-pack-weights) is taken
   /// one panel at a time with the panel's width as the tile.
+  ///
+  /// A decode tile on a K x N weight in its stored layout (nothing packed
+  /// it) would read a 1 KiB strip of every row, one page apart for wide
+  /// rows, which the prefetcher does not follow; there k goes outside the
+  /// output tiles instead, 8 rows at a time, so that each pass streams 8
+  /// whole rows and the accumulator (M x N, from L1) is read and written
+  /// once per 8 rows. In prefill on such a weight the output tiles go
+  /// outside the row blocks, so that every row block reads the tile's K x 32
+  /// strip from cache (rather than the whole weight from memory).
   std::optional<TilePlan> planContraction(linalg::LinalgOp op,
                                           ArrayRef<int64_t> ranges) {
     FailureOr<linalg::ContractionDimensions> dims =
@@ -81,30 +110,45 @@ struct CpuCodegenPass : flashnorm::impl::CpuCodegenBase<CpuCodegenPass> {
       return std::nullopt;
     unsigned m = dims->m.back(), n = dims->n.back();
     int64_t rows = ranges[m];
+    // A panel dimension: the innermost n is a panel's width (<= 64).
+    bool panels = dims->n.size() > 1 && ranges[n] <= 64;
+    bool storedKN = !panels && dims->k.size() == 1 && readsRowsOfN(op, m, n);
+    bool streamRows = tileSizes.empty() && rows < 4 && storedKN;
     SmallVector<int64_t> want =
         !tileSizes.empty()
             ? SmallVector<int64_t>(tileSizes.begin(), tileSizes.end())
-        : rows < 4 ? SmallVector<int64_t>{rows, 256, 1}
-                   : SmallVector<int64_t>{8, 32, 1};
+        : streamRows ? SmallVector<int64_t>{rows, 256, 8}
+        : rows < 4   ? SmallVector<int64_t>{rows, 256, 1}
+                     : SmallVector<int64_t>{8, 32, 1};
     TilePlan plan;
     plan.contraction = true;
     plan.sizes.assign(ranges.size(), 1);
     plan.sizes[m] = fitTile(rows, want[0]);
-    // A panel dimension: the innermost n is a panel's width (<= 64).
-    bool panels = dims->n.size() > 1 && ranges[n] <= 64;
     plan.sizes[n] = panels ? ranges[n] : fitTile(ranges[n], want[1]);
     for (unsigned k : dims->k)
       plan.sizes[k] = fitTile(ranges[k], want[2]);
-    // Loop order: batch, outer n (whole blocks of outputs), m, inner n, k.
-    auto append = [&](ArrayRef<unsigned> ds, bool skipLast) {
-      for (unsigned d : skipLast ? ds.drop_back() : ds)
-        plan.interchange.push_back(d);
+    // Loop order: batch, outer n (whole blocks of outputs), then m, inner
+    // n, k; on a stored K x N weight m, k, inner n in decode (rows stream)
+    // and inner n, m, k in prefill (the strip stays in cache).
+    auto append = [&](ArrayRef<unsigned> ds) {
+      plan.interchange.append(ds.begin(), ds.end());
     };
-    append(dims->batch, false);
-    append(dims->n, /*skipLast=*/true);
-    append(dims->m, false);
-    plan.interchange.push_back(n);
-    append(dims->k, false);
+    ArrayRef<unsigned> innerN(n);
+    append(dims->batch);
+    append(ArrayRef<unsigned>(dims->n).drop_back());
+    if (streamRows) {
+      append(dims->m);
+      append(dims->k);
+      append(innerN);
+    } else if (storedKN) {
+      append(innerN);
+      append(dims->m);
+      append(dims->k);
+    } else {
+      append(dims->m);
+      append(innerN);
+      append(dims->k);
+    }
     // Loops in no role (none for a contraction) keep their place at the end.
     for (unsigned d = 0; d < ranges.size(); ++d)
       if (!llvm::is_contained(plan.interchange, d))
@@ -127,6 +171,38 @@ struct CpuCodegenPass : flashnorm::impl::CpuCodegenBase<CpuCodegenPass> {
     return plan;
   }
 
+  /// Tiles `op` by `plan` and vectorizes each tile (`op` is erased); the
+  /// outermost loop, or null where tiling fails and `op` stays.
+  Operation *tileAndVectorize(IRRewriter &rewriter, linalg::LinalgOp op,
+                              const TilePlan &plan) {
+    rewriter.setInsertionPoint(op);
+    scf::SCFTilingOptions options;
+    options.setTileSizes(getAsIndexOpFoldResult(&getContext(), plan.sizes));
+    if (!plan.interchange.empty())
+      options.setInterchange(plan.interchange);
+    FailureOr<scf::SCFTilingResult> tiled = scf::tileUsingSCF(
+        rewriter, cast<TilingInterface>(op.getOperation()), options);
+    if (failed(tiled))
+      return nullptr;
+    rewriter.eraseOp(op);
+    for (Operation *tile : tiled->tiledOps) {
+      rewriter.setInsertionPoint(tile);
+      FailureOr<linalg::VectorizationResult> vectorized = linalg::vectorize(
+          rewriter, tile, /*inputVectorSizes=*/{},
+          /*inputScalableVecDims=*/{},
+          /*vectorizeNDExtract=*/false, /*flatten1DDepthwiseConv=*/false,
+          /*assumeDynamicDimsMatchVecSizes=*/false,
+          /*createNamedContraction=*/plan.contraction);
+      if (failed(vectorized))
+        continue;
+      if (vectorized->replacements.empty())
+        rewriter.eraseOp(tile);
+      else
+        rewriter.replaceOp(tile, vectorized->replacements);
+    }
+    return tiled->loops.empty() ? nullptr : tiled->loops.front().getOperation();
+  }
+
   void runOnOperation() override {
     if (!tileSizes.empty() && tileSizes.size() != 3) {
       getOperation()->emitError()
@@ -140,40 +216,43 @@ struct CpuCodegenPass : flashnorm::impl::CpuCodegenBase<CpuCodegenPass> {
                                      "vector-width must be positive";
       return signalPassFailure();
     }
+    // Every plan is made before anything is rewritten.
     SmallVector<std::pair<linalg::LinalgOp, TilePlan>> work;
+    SmallVector<DotPlan, 4> dots;
     getOperation()->walk([&](linalg::LinalgOp op) {
       if (!op.hasPureBufferSemantics())
         return;
+      if (linalg::isaContractionOpInterface(op)) {
+        std::string why;
+        FailureOr<DotPlan> dot = planDotProduct(
+            op, vectorWidth,
+            SmallVector<int64_t>(tileSizes.begin(), tileSizes.end()), why);
+        LLVM_DEBUG(llvm::dbgs() << "dot product for " << op->getName() << ": "
+                                << (succeeded(dot) ? "yes" : why) << "\n");
+        if (succeeded(dot)) {
+          dots.push_back(std::move(*dot));
+          return;
+        }
+      }
       if (std::optional<TilePlan> plan = planTiles(op))
         work.emplace_back(op, std::move(*plan));
     });
     IRRewriter rewriter(&getContext());
-    for (auto &[op, plan] : work) {
-      rewriter.setInsertionPoint(op);
-      scf::SCFTilingOptions options;
-      options.setTileSizes(getAsIndexOpFoldResult(&getContext(), plan.sizes));
-      if (!plan.interchange.empty())
-        options.setInterchange(plan.interchange);
-      FailureOr<scf::SCFTilingResult> tiled = scf::tileUsingSCF(
-          rewriter, cast<TilingInterface>(op.getOperation()), options);
-      if (failed(tiled))
+    for (auto &[op, plan] : work)
+      tileAndVectorize(rewriter, op, plan);
+    for (const DotPlan &dot : dots) {
+      FailureOr<DotOps> ops = buildDotProduct(rewriter, dot);
+      if (failed(ops)) {
+        if (std::optional<TilePlan> plan = planTiles(dot.op))
+          tileAndVectorize(rewriter, dot.op, *plan);
         continue;
-      rewriter.eraseOp(op);
-      for (Operation *tile : tiled->tiledOps) {
-        rewriter.setInsertionPoint(tile);
-        FailureOr<linalg::VectorizationResult> vectorized = linalg::vectorize(
-            rewriter, tile, /*inputVectorSizes=*/{},
-            /*inputScalableVecDims=*/{},
-            /*vectorizeNDExtract=*/false, /*flatten1DDepthwiseConv=*/false,
-            /*assumeDynamicDimsMatchVecSizes=*/false,
-            /*createNamedContraction=*/plan.contraction);
-        if (failed(vectorized))
-          continue;
-        if (vectorized->replacements.empty())
-          rewriter.eraseOp(tile);
-        else
-          rewriter.replaceOp(tile, vectorized->replacements);
       }
+      TilePlan plan{dot.tileSizes, dot.interchange, /*contraction=*/false};
+      if (Operation *loops = tileAndVectorize(rewriter, ops->partial, plan))
+        fuseDotMultiplyAdds(rewriter, loops);
+      for (linalg::LinalgOp other : ops->others)
+        if (std::optional<TilePlan> otherPlan = planTiles(other))
+          tileAndVectorize(rewriter, other, *otherPlan);
     }
     // Mixed precision (bf16 or f16 weights, f32 accumulator): the operands
     // are widened explicitly, which the contract lowering needs.

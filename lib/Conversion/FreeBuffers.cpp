@@ -17,6 +17,7 @@
 #include "mlir/Dialect/Bufferization/Transforms/Passes.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Pass/PassManager.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 #include "llvm/Support/Debug.h"
 
 #define DEBUG_TYPE "flashnorm-free-buffers"
@@ -47,20 +48,37 @@ Operation *findFree(ModuleOp module) {
   return found;
 }
 
-void buildDeallocation(OpPassManager &pm) {
-  // buffer-deallocation-pipeline without its canonicalize: the rest of the
-  // module is not this pass's to rewrite (and canonicalization would fold
-  // packed projections' one-trip foralls, marks and all).
+// buffer-deallocation-pipeline without its canonicalize: the rest of the
+// module is not this pass's to rewrite (and canonicalization would fold
+// packed projections' one-trip foralls, marks and all). In two halves: the
+// frees, then their simplification.
+void buildOwnership(OpPassManager &pm) {
   pm.addPass(bufferization::createOwnershipBasedBufferDeallocationPass());
+}
+void buildSimplification(OpPassManager &pm) {
   pm.addPass(bufferization::createBufferDeallocationSimplificationPass());
   pm.addPass(bufferization::createLowerDeallocationsPass());
   pm.addPass(createConvertBufferizationToMemRefPass());
 }
 
+/// What the simplification's own greedy driver folds and erases first
+/// (folds, dead ops, duplicate constants: the same driver and settings, no
+/// patterns), done before it builds its alias analysis: MLIR 22's
+/// simplification keeps that analysis across the ops its driver erases and
+/// reads them after they are freed (llvm-project#205228, a crash on a
+/// `main` that calls functions returning buffers). Nothing changes that the
+/// simplification would not change.
+LogicalResult foldLikeSimplification(ModuleOp module) {
+  GreedyRewriteConfig config;
+  config.setRegionSimplificationLevel(GreedySimplifyRegionLevel::Normal);
+  return applyPatternsGreedily(module, FrozenRewritePatternSet(), config);
+}
+
 struct FreeBuffersPass : flashnorm::impl::FreeBuffersBase<FreeBuffersPass> {
   void getDependentDialects(DialectRegistry &registry) const override {
     OpPassManager pm(ModuleOp::getOperationName());
-    buildDeallocation(pm);
+    buildOwnership(pm);
+    buildSimplification(pm);
     pm.getDependentDialects(registry);
   }
 
@@ -72,9 +90,13 @@ struct FreeBuffersPass : flashnorm::impl::FreeBuffersBase<FreeBuffersPass> {
       (void)free;
       return;
     }
-    OpPassManager pm(ModuleOp::getOperationName());
-    buildDeallocation(pm);
-    if (failed(runPipeline(pm, module)))
+    OpPassManager ownership(ModuleOp::getOperationName());
+    buildOwnership(ownership);
+    OpPassManager simplification(ModuleOp::getOperationName());
+    buildSimplification(simplification);
+    if (failed(runPipeline(ownership, module)) ||
+        failed(foldLikeSimplification(module)) ||
+        failed(runPipeline(simplification, module)))
       signalPassFailure();
   }
 };

@@ -134,6 +134,11 @@ static LogicalResult buildCpuToBuffers(OpPassManager &pm,
   pm.addPass(createLowerToLinalg(
       {/*statsF64=*/false,
        /*sumLanes=*/options.vectorize ? options.vectorWidth.getValue() : 0}));
+  // Transposed inputs the split-k kernel reads in their stored layout (after
+  // the packing, which relays constants at compile time).
+  if (options.vectorize)
+    pm.addNestedPass<func::FuncOp>(
+        createCpuFoldTransposes({options.vectorWidth.getValue()}));
   if (failed(parsePassPipeline(kToBuffers, pm, errors)))
     return failure();
   // Intermediate buffers are freed after their last use (before the

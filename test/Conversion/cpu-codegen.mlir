@@ -1,16 +1,19 @@
 // flashnorm-cpu-codegen: projections as register-blocked micro-kernels (the
 // accumulator a vector carried across the k loop, read and written once per
-// tile), other linalg ops vectorized, dynamic sizes left alone.
+// tile), split along k where both inputs are contiguous along k, other
+// linalg ops vectorized, dynamic sizes left alone.
 // RUN: flashnorm-opt %s --pass-pipeline='builtin.module(func.func(flashnorm-cpu-codegen))' | FileCheck %s
 // RUN: not flashnorm-opt %s --pass-pipeline='builtin.module(func.func(flashnorm-cpu-codegen{tile-sizes=8,32}))' 2>&1 | FileCheck %s --check-prefix=BADTILES
 // RUN: not flashnorm-opt %s --pass-pipeline='builtin.module(func.func(flashnorm-cpu-codegen{vector-width=0}))' 2>&1 | FileCheck %s --check-prefix=BADWIDTH
 // BADTILES: tile-sizes needs 3 values (m, n, k), got 2
 // BADWIDTH: tile-sizes and vector-width must be positive
 
-// Prefill: 8 x 32 tiles.
+// Prefill: 8 x 32 tiles. The K x N weight in its stored layout: output
+// tiles outside row blocks, so that a K x 32 strip of it is read from cache
+// by every row block.
 // CHECK-LABEL: func.func @prefill
-// CHECK: scf.for %[[M:.*]] = %c0 to %c16 step %c8
 // CHECK: scf.for %[[N:.*]] = %c0 to %c64 step %c32
+// CHECK: scf.for %[[M:.*]] = %c0 to %c16 step %c8
 // CHECK: %[[INIT:.*]] = vector.transfer_read %arg2[%[[M]], %[[N]]]{{.*}} : memref<16x64xf32>, vector<8x32xf32>
 // CHECK: %[[ACC:.*]] = scf.for %[[K:.*]] = %c0 to %c64 step %c1 iter_args(%[[A:.*]] = %[[INIT]]) -> (vector<8x32xf32>)
 // CHECK: vector.transfer_read %arg0[%[[M]], %[[K]]]{{.*}} vector<8x1xf32>
@@ -24,16 +27,115 @@ func.func @prefill(%x: memref<16x64xf32>, %w: memref<64x64xf32>, %y: memref<16x6
   return
 }
 
-// Decode with bf16 weights: one row by 256 outputs, the weight widened to
-// the f32 accumulator.
+// Decode on a K x N weight in its stored layout, bf16: k outside the
+// output tiles, 8 rows of W at a time, each pass streaming 8 whole rows into
+// one row by 256 outputs (the accumulator read and written per tile), the
+// weight widened to the f32 accumulator.
 // CHECK-LABEL: func.func @decode_bf16
+// CHECK: scf.for %[[K:.*]] = %c0 to %c64 step %c8
 // CHECK: scf.for %[[N:.*]] = %c0 to %c512 step %c256
-// CHECK: scf.for %{{.*}} = %c0 to %c64 step %c1 iter_args(%[[A:.*]] = %{{.*}}) -> (vector<1x256xf32>)
-// CHECK: %[[W:.*]] = vector.transfer_read %arg1{{.*}} vector<1x256xbf16>
-// CHECK: %[[WIDE:.*]] = arith.extf %[[W]] : vector<1x256xbf16> to vector<1x256xf32>
-// CHECK: vector.contract {{.*}} %[[WIDE]], %[[A]]
+// CHECK: %[[W:.*]] = vector.transfer_read %arg1[%[[K]], %[[N]]]{{.*}} vector<8x256xbf16>
+// CHECK: %[[A:.*]] = vector.transfer_read %arg2[%c0, %[[N]]]{{.*}} vector<1x256xf32>
+// CHECK: %[[WIDE:.*]] = arith.extf %[[W]] : vector<8x256xbf16> to vector<8x256xf32>
+// CHECK: %[[R:.*]] = vector.contract {{.*}} %[[WIDE]], %[[A]]
+// CHECK: vector.transfer_write %[[R]], %arg2[%c0, %[[N]]]
 func.func @decode_bf16(%x: memref<1x64xf32>, %w: memref<64x512xbf16>, %y: memref<1x512xf32>) {
   linalg.matmul ins(%x, %w : memref<1x64xf32>, memref<64x512xbf16>) outs(%y : memref<1x512xf32>)
+  return
+}
+
+// Decode on packed panels [N / P][K][P] (flashnorm-pack-weights): a panel
+// is contiguous, so one panel by one k at a time, the accumulator in
+// registers across k.
+// CHECK-LABEL: func.func @decode_panels
+// CHECK: scf.for %[[P:.*]] = %c0 to %c4 step %c1
+// CHECK: scf.for %{{.*}} = %c0 to %c64 step %c1 iter_args(%{{.*}} = %{{.*}}) -> (vector<1x1x16xf32>)
+// CHECK: vector.transfer_read %arg1[%[[P]], %{{.*}}, %c0]{{.*}} vector<1x1x16xf32>
+// CHECK: vector.contract
+func.func @decode_panels(%x: memref<1x64xf32>, %w: memref<4x64x16xf32>, %y: memref<1x4x16xf32>) {
+  linalg.contract indexing_maps = [affine_map<(m, p, q, k) -> (m, k)>, affine_map<(m, p, q, k) -> (p, k, q)>, affine_map<(m, p, q, k) -> (m, p, q)>]
+    ins(%x, %w : memref<1x64xf32>, memref<4x64x16xf32>) outs(%y : memref<1x4x16xf32>)
+  return
+}
+
+// An N x K weight (both inputs contiguous along k): split along k into 16
+// lanes of partial sums, 8 outputs by 16 lanes in registers across ko, one
+// multiply-add per step on contiguous vectors, then each output's lanes
+// summed once; the partial sums' buffer (one block here) is freed.
+// CHECK-LABEL: func.func @decode_nk
+// CHECK: %[[P:.*]] = memref.alloc() : memref<1x32x16xf32>
+// CHECK-DAG: %[[XS:.*]] = memref.expand_shape %{{.*}} {{\[\[}}0], [1, 2]] output_shape [1, 4, 16]
+// CHECK-DAG: %[[WS:.*]] = memref.expand_shape %{{.*}} {{\[\[}}0], [1, 2]] output_shape [32, 4, 16]
+// CHECK: scf.for %[[N:.*]] = %c0 to %c32 step %c8
+// CHECK: %[[INIT:.*]] = vector.transfer_read %[[P]][%c0, %[[N]], %c0]
+// CHECK: scf.for %[[KO:.*]] = %c0 to %c4 step %c1 iter_args(%[[A:.*]] = %[[INIT]]) -> (vector<1x8x16xf32>)
+// CHECK: vector.transfer_read %[[XS]][%c0, %[[KO]], %c0]
+// CHECK: %[[W:.*]] = vector.transfer_read %[[WS]][%[[N]], %[[KO]], %c0]{{.*}} vector<1x8x1x16xbf16>
+// CHECK: arith.extf %[[W]]
+// CHECK: vector.fma {{.*}}, %[[A]] : vector<1x8x16xf32>
+// CHECK-NOT: vector.transfer_write
+// CHECK: scf.yield
+// CHECK: vector.transfer_write {{.*}}, %[[P]][%c0, %[[N]], %c0]
+// CHECK: vector.multi_reduction <add>, {{.*}} [2] : vector<1x1x16xf32> to vector<1x1xf32>
+// CHECK: memref.dealloc %[[P]]
+func.func @decode_nk(%x: memref<1x64xf32>, %w: memref<32x64xbf16>, %y: memref<1x32xf32>) {
+  linalg.matmul indexing_maps = [affine_map<(m, n, k) -> (m, k)>, affine_map<(m, n, k) -> (n, k)>, affine_map<(m, n, k) -> (m, n)>]
+    ins(%x, %w : memref<1x64xf32>, memref<32x64xbf16>) outs(%y : memref<1x32xf32>)
+  return
+}
+
+// Prefill: 4 rows by 4 outputs of 16 lanes.
+// CHECK-LABEL: func.func @prefill_nk
+// CHECK: vector.fma {{.*}} : vector<4x4x16xf32>
+func.func @prefill_nk(%x: memref<8x64xf32>, %w: memref<32x64xf32>, %y: memref<8x32xf32>) {
+  linalg.matmul indexing_maps = [affine_map<(m, n, k) -> (m, k)>, affine_map<(m, n, k) -> (n, k)>, affine_map<(m, n, k) -> (m, n)>]
+    ins(%x, %w : memref<8x64xf32>, memref<32x64xf32>) outs(%y : memref<8x32xf32>)
+  return
+}
+
+// Larger: blocks of 16 rows by 32 outputs (their partial sums 32 KiB),
+// outputs outside rows, one buffer for all blocks; in each, 4 x 4 register
+// tiles.
+// CHECK-LABEL: func.func @blocks
+// CHECK: %[[P:.*]] = memref.alloc() : memref<16x32x16xf32>
+// CHECK: scf.for %[[N:.*]] = %c0 to %c64 step %c32
+// CHECK: memref.subview %arg1[%[[N]], 0] [32, 64]
+// CHECK: scf.for %[[M:.*]] = %c0 to %c32 step %c16
+// CHECK: memref.subview %arg0[%[[M]], 0] [16, 64]
+// CHECK: vector.transfer_write %{{.*}}, %[[P]]
+// CHECK: vector.fma {{.*}} : vector<4x4x16xf32>
+// CHECK: vector.multi_reduction <add>
+// CHECK: memref.dealloc %[[P]]
+func.func @blocks(%x: memref<32x64xf32>, %w: memref<64x64xf32>, %y: memref<32x64xf32>) {
+  linalg.matmul indexing_maps = [affine_map<(m, n, k) -> (m, k)>, affine_map<(m, n, k) -> (n, k)>, affine_map<(m, n, k) -> (m, n)>]
+    ins(%x, %w : memref<32x64xf32>, memref<64x64xf32>) outs(%y : memref<32x64xf32>)
+  return
+}
+
+// Refused: a weight whose k is not contiguous (a column view), k = 24 (not
+// two vectors), an integer accumulator; each takes the micro-kernel.
+// CHECK-LABEL: func.func @strided_k
+// CHECK-NOT: vector.fma
+// CHECK: vector.contract
+// CHECK-LABEL: func.func @short_k
+// CHECK-NOT: vector.fma
+// CHECK: vector.contract
+// CHECK-LABEL: func.func @integer
+// CHECK-NOT: vector.fma
+// CHECK: vector.contract
+func.func @strided_k(%x: memref<1x64xf32>, %w: memref<32x64xf32, strided<[1, 32]>>, %y: memref<1x32xf32>) {
+  linalg.matmul indexing_maps = [affine_map<(m, n, k) -> (m, k)>, affine_map<(m, n, k) -> (n, k)>, affine_map<(m, n, k) -> (m, n)>]
+    ins(%x, %w : memref<1x64xf32>, memref<32x64xf32, strided<[1, 32]>>) outs(%y : memref<1x32xf32>)
+  return
+}
+func.func @short_k(%x: memref<1x24xf32>, %w: memref<32x24xf32>, %y: memref<1x32xf32>) {
+  linalg.matmul indexing_maps = [affine_map<(m, n, k) -> (m, k)>, affine_map<(m, n, k) -> (n, k)>, affine_map<(m, n, k) -> (m, n)>]
+    ins(%x, %w : memref<1x24xf32>, memref<32x24xf32>) outs(%y : memref<1x32xf32>)
+  return
+}
+func.func @integer(%x: memref<1x64xi32>, %w: memref<32x64xi32>, %y: memref<1x32xi32>) {
+  linalg.matmul indexing_maps = [affine_map<(m, n, k) -> (m, k)>, affine_map<(m, n, k) -> (n, k)>, affine_map<(m, n, k) -> (m, n)>]
+    ins(%x, %w : memref<1x64xi32>, memref<32x64xi32>) outs(%y : memref<1x32xi32>)
   return
 }
 

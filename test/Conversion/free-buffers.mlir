@@ -6,6 +6,12 @@
 // RUN: flashnorm-opt %S/Inputs/frees-own-buffers.mlir > %t.in
 // RUN: flashnorm-opt %t.in --flashnorm-free-buffers > %t.out
 // RUN: diff %t.in %t.out
+// A caller of functions that return buffers: freed, where upstream's
+// simplification alone crashes (llvm-project#205228).
+// RUN: flashnorm-opt %S/Inputs/calls-returning-buffers.mlir --flashnorm-free-buffers | FileCheck %s --check-prefix=CALLS
+// CALLS-LABEL: func.func @main
+// CALLS-DAG: memref.dealloc %{{.*}} : memref<1x64xbf16>
+// CALLS-DAG: memref.dealloc %{{.*}} : memref<48x64xbf16>
 
 // CHECK-LABEL: func.func @intermediate
 // CHECK: %[[T:.*]] = memref.alloc() {{.*}} : memref<4xf32>

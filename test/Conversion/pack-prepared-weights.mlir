@@ -8,6 +8,8 @@
 // the original @f on the same weights (this prepare function folds nothing,
 // so both read the same values).
 // RUN: flashnorm-run %s -e f --prepare | FileCheck %s --check-prefix=EXEC
+// --pack-weights=false: @f on the prepared weights in their stored layout.
+// RUN: flashnorm-run %s -e f --prepare --pack-weights=false | FileCheck %s --check-prefix=EXEC
 // Run alone, @g is packed (its other caller is not compiled) and @h is not;
 // both are called with the types the packing leaves.
 // RUN: flashnorm-run %s -e g --prepare | FileCheck %s --check-prefix=EXEC

@@ -1,10 +1,9 @@
-//===- flashnorm-run.cpp - JIT runner and differential checker
-//-------------===//
+//===- flashnorm-run.cpp - JIT runner and differential checker ------------===//
 //
 // Runs one function of a module on the CPU (MLIR's ExecutionEngine, through
-// the reference lowering flashnorm-lower-to-llvm) with seeded random inputs
-// made from its signature (float, integer and index tensors and scalars),
-// and prints checksums or values of its outputs. With --compare it runs the
+// flashnorm-cpu-pipeline) with seeded random inputs made from its signature
+// (float, integer and index tensors and scalars), and prints checksums or
+// values of its outputs. With --compare it runs the
 // function before and after a pipeline (or against a second module) on the
 // same inputs and reports, per output, the largest absolute and relative
 // error; it exits 1 past --rtol/--atol. With --prepare it runs the rewritten
@@ -107,6 +106,13 @@ static cl::opt<double> absTol("atol", cl::desc("Absolute tolerance (1e-5)"),
                               cl::init(1e-5), cl::cat(runCategory));
 static cl::opt<unsigned> seed("seed", cl::desc("Seed of the random inputs"),
                               cl::init(1), cl::cat(runCategory));
+static cl::opt<bool> packWeights(
+    "pack-weights",
+    cl::desc("Constant and prepared weights in the CPU kernel's panels "
+             "(flashnorm-cpu-pipeline's pack-weights; false: they stay in "
+             "their stored layout and run on the kernels a checkpoint's "
+             "weights run on; default: true)"),
+    cl::init(true), cl::cat(runCategory));
 static cl::opt<bool> concurrent(
     "concurrent",
     cl::desc("Run every deferred norm's statistic and projection as async "
@@ -565,6 +571,7 @@ FailureOr<ExecutionEngine *> compile(ModuleOp module, OpPassManager *passes,
   flashnorm::CpuPipelineOptions cpu;
   cpu.concurrent = concurrent.getValue();
   cpu.concurrentMinBytes = 0;
+  cpu.packWeights = packWeights.getValue();
   if (failed(flashnorm::buildCpuPipeline(pm, cpu, errorStream))) {
     llvm::errs() << "error: " << errors << "\n";
     return failure();
@@ -934,15 +941,17 @@ int main(int argc, char **argv) {
       if (failed(userPm.run(*module)))
         exitWith(1);
     }
-    // The CPU pipeline's first step on them: the prepare function returns
-    // its weights in the kernel's panels, which @entry then takes (the
-    // prepare function's contract): both are called with the types it
-    // leaves. On the module compile() lowers (the functions not run gone,
-    // and their calls with them), so that the pipeline packs nothing more.
+    // The CPU pipeline's first step on them (unless --pack-weights=false):
+    // the prepare function returns its weights in the kernel's panels,
+    // which @entry then takes (the prepare function's contract): both are
+    // called with the types it leaves. On the module compile() lowers (the
+    // functions not run gone, and their calls with them), so that the
+    // pipeline packs nothing more.
     keepOnly(*module, {entry, prepareName});
     PassManager packPm(&context);
     packPm.addPass(createSymbolDCEPass());
-    packPm.addPass(flashnorm::createPackPreparedWeights());
+    if (packWeights)
+      packPm.addPass(flashnorm::createPackPreparedWeights());
     if (failed(packPm.run(*module)))
       exitWith(1);
     FailureOr<FunctionType> prepareType =

@@ -93,6 +93,18 @@ def CpuCodegen : Pass<"flashnorm-cpu-codegen", "func::FuncOp"> {
     vectorized into a `vector.contract` (broadcasts and FMAs after the
     vector lowering); the tiles' subviews are folded into the transfers and
     the accumulator hoisted out of the k loop, so it stays in registers.
+    On a K x N weight in its stored layout (nothing packed it), decode
+    takes k outside the output tiles instead, 8 rows at a time, so that
+    whole rows of the weight stream (the accumulator read from L1), and
+    prefill takes output tiles outside row blocks (each tile's strip of
+    the weight read from cache by every row block).
+    A contraction whose inputs are both contiguous along k (an N x K
+    weight that nothing packed, q k^T) is split along k into `vector-width`
+    lanes of partial sums instead, in blocks of up to 16 rows by the
+    outputs whose partial sums fit 32 KiB: per block an element-wise
+    multiply-add of contiguous vectors (register tiles of 4 x 4, or 1 x 8
+    for decode, lanes wide; `tile-sizes` m and n set them), then one
+    horizontal sum per output.
     Every other linalg op is tiled over its innermost loop with
     `vector-width` and vectorized. Tile sizes shrink to the largest divisor
     of the static loop size; ops with dynamic sizes are left to
@@ -320,6 +332,32 @@ def MLProgramToMemRef : Pass<"flashnorm-ml-program-to-memref", "ModuleOp"> {
     "::mlir::bufferization::BufferizationDialect"
   ];
   let options = [];
+}
+
+def CpuFoldTransposes : Pass<"flashnorm-cpu-fold-transposes",
+                              "func::FuncOp"> {
+  let summary = "Contractions read a transposed input in its stored layout";
+  let description = [{
+    A contraction on tensors whose input is a `linalg.transpose` (or a
+    yield-only generic that permutes) of a tensor stored contiguous along k
+    (PyTorch's N x K weight transposed to K x N, as importers write
+    `x @ W.T`; k transposed for q k^T) reads the stored tensor through the
+    composed indexing map instead: no transpose runs per call, and
+    flashnorm-cpu-codegen's split-k kernel reads both inputs as contiguous
+    vectors. Only where that kernel will take the contraction (both inputs
+    then indexed by k last, static sizes, k a multiple of two or more
+    `vector-width` vectors): elsewhere a transposed read is a gather and
+    the transpose is left as it is. A named contraction becomes the
+    equivalent `linalg.generic` (its attributes kept). Runs in
+    flashnorm-cpu-pipeline after the packing passes (a constant weight is
+    relaid at compile time there).
+  }];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect"];
+  let options = [
+    Option<"vectorWidth", "vector-width", "int64_t", /*default=*/"16",
+           "Lanes of the split-k kernel (flashnorm-cpu-codegen's "
+           "vector-width)">,
+  ];
 }
 
 def PackWeights : Pass<"flashnorm-pack-weights", "func::FuncOp"> {
