@@ -18,8 +18,9 @@
 // for statistics of 16 KiB to 16 MiB. A third measures weights left in
 // their stored layout (as a checkpoint's globals or argument weights that
 // nothing packs run), N x K as PyTorch stores them (the split-k kernel) and
-// K x N (rows streamed in decode): the projection on one core against
-// OpenBLAS on the same array. A benchmark: exit 0.
+// K x N (rows streamed in decode): the projection on one core and on both
+// against OpenBLAS on as many threads on the same array. A benchmark: exit
+// 0.
 //
 //===----------------------------------------------------------------------===//
 
@@ -128,10 +129,11 @@ std::string program(Mode mode, int64_t m, int64_t k, int64_t n, const char *elt,
   return s + "  return %y : " + y + "\n}\n";
 }
 
-std::unique_ptr<ExecutionEngine>
-compile(MLIRContext &ctx, Mode mode, int64_t m, int64_t k, int64_t n, bool bf16,
-        const std::vector<char> &weight,
-        int64_t concurrentMinBytes = 16 << 20) {
+std::unique_ptr<ExecutionEngine> compile(MLIRContext &ctx, Mode mode, int64_t m,
+                                         int64_t k, int64_t n, bool bf16,
+                                         const std::vector<char> &weight,
+                                         int64_t concurrentMinBytes = 16 << 20,
+                                         int64_t threads = 0) {
   OwningOpRef<ModuleOp> module = parseSourceString<ModuleOp>(
       program(mode, m, k, n, bf16 ? "bf16" : "f32", "w"), &ctx);
   if (!module)
@@ -147,6 +149,7 @@ compile(MLIRContext &ctx, Mode mode, int64_t m, int64_t k, int64_t n, bool bf16,
   PassManager pm(&ctx);
   flashnorm::CpuPipelineOptions options;
   options.concurrent = mode == Mode::FlashNorm;
+  options.threads = threads;
   if (mode == Mode::LimitOneCore)
     options.threads = 1; // The panels in a loop.
   options.packWeights = mode != Mode::StoredNK && mode != Mode::StoredKN;
@@ -420,12 +423,12 @@ int main(int argc, char **argv) {
                 "\n\n",
                 (long long)paysFrom);
 
-  // Weights in their stored layout, not packed, one core.
-  std::printf("weights in their stored layout (not packed), one core: "
-              "medians in ms\n"
-              "%-6s %-5s %-4s %5s %6s %9s %9s %7s\n",
-              "layout", "dtype", "M", "K", "N", "stored", "blas-1t", "st/bl1");
-  double worstStored = 0;
+  // Weights in their stored layout, not packed, on one core and on both.
+  std::printf("weights in their stored layout (not packed): medians in ms\n"
+              "%-6s %-5s %-4s %5s %6s %9s %9s %9s %9s %7s %7s\n",
+              "layout", "dtype", "M", "K", "N", "stored-1t", "blas-1t",
+              "stored", "blas-2t", "st/bl1", "st/bl2");
+  double worstStored = 0, worstStoredMt = 0;
   for (Mode mode : {Mode::StoredNK, Mode::StoredKN})
     for (bool bf16 : {false, true})
       for (int64_t k : ks)
@@ -441,37 +444,44 @@ int main(int argc, char **argv) {
                             g = encode(gf, bf16);
           wf = decode(w, bf16);
           xf = decode(x, bf16);
-          std::unique_ptr<ExecutionEngine> engine =
-              compile(ctx, mode, m, k, n, bf16, w);
-          if (!engine) {
-            std::fprintf(stderr, "cannot compile the stored layout\n");
-            return 1;
-          }
           std::vector<std::function<void()>> calls;
-          calls.push_back(jitCall(*engine, x.data(), g.data(), m, k));
-          engines.push_back(std::move(engine));
-          // OpenBLAS on the same array: W is N x K (nk) or K x N, row-major.
-          calls.push_back([&] {
-            openblas_set_num_threads(1);
-            if (m == 1)
-              cblas_sgemv(CblasRowMajor, nk ? CblasNoTrans : CblasTrans,
-                          nk ? n : k, nk ? k : n, 1.0f, wf.data(), nk ? k : n,
-                          xf.data(), 1, 0.0f, y.data(), 1);
-            else
-              cblas_sgemm(CblasRowMajor, CblasNoTrans,
-                          nk ? CblasTrans : CblasNoTrans, m, n, k, 1.0f,
-                          xf.data(), k, wf.data(), nk ? k : n, 0.0f, y.data(),
-                          n);
-          });
+          for (int threads : {1, 2}) {
+            std::unique_ptr<ExecutionEngine> engine =
+                compile(ctx, mode, m, k, n, bf16, w, 16 << 20, threads);
+            if (!engine) {
+              std::fprintf(stderr, "cannot compile the stored layout\n");
+              return 1;
+            }
+            calls.push_back(jitCall(*engine, x.data(), g.data(), m, k));
+            engines.push_back(std::move(engine));
+            // OpenBLAS on the same array: W is N x K (nk) or K x N,
+            // row-major.
+            calls.push_back([&, threads] {
+              openblas_set_num_threads(threads);
+              if (m == 1)
+                cblas_sgemv(CblasRowMajor, nk ? CblasNoTrans : CblasTrans,
+                            nk ? n : k, nk ? k : n, 1.0f, wf.data(), nk ? k : n,
+                            xf.data(), 1, 0.0f, y.data(), 1);
+              else
+                cblas_sgemm(CblasRowMajor, CblasNoTrans,
+                            nk ? CblasTrans : CblasNoTrans, m, n, k, 1.0f,
+                            xf.data(), k, wf.data(), nk ? k : n, 0.0f, y.data(),
+                            n);
+            });
+          }
           std::vector<double> t = timeInterleaved(std::move(calls));
           worstStored = std::max(worstStored, t[0] / t[1]);
-          std::printf("%-6s %-5s %-4lld %5lld %6lld %9.3f %9.3f %7.2f\n",
-                      nk ? "N x K" : "K x N", bf16 ? "bf16" : "f32",
-                      (long long)m, (long long)k, (long long)n, t[0] * 1e3,
-                      t[1] * 1e3, t[0] / t[1]);
+          worstStoredMt = std::max(worstStoredMt, t[2] / t[3]);
+          std::printf(
+              "%-6s %-5s %-4lld %5lld %6lld %9.3f %9.3f %9.3f %9.3f %7.2f "
+              "%7.2f\n",
+              nk ? "N x K" : "K x N", bf16 ? "bf16" : "f32", (long long)m,
+              (long long)k, (long long)n, t[0] * 1e3, t[1] * 1e3, t[2] * 1e3,
+              t[3] * 1e3, t[0] / t[1], t[2] / t[3]);
           std::fflush(stdout);
         }
-  std::printf("stored_vs_openblas=%.2f\n\n", worstStored);
+  std::printf("stored_vs_openblas=%.2f stored_vs_openblas_mt=%.2f\n\n",
+              worstStored, worstStoredMt);
   std::fflush(stdout);
   if (storedOnly)
     std::_Exit(0); // Skip the engines' teardown (see `engines`).

@@ -31,10 +31,12 @@
 //===----------------------------------------------------------------------===//
 
 #include "CpuDotProduct.h"
+#include "PackPanels.h"
 #include "flashnorm/Conversion/Passes.h"
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Async/IR/Async.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Linalg/IR/LinalgInterfaces.h"
 #include "mlir/Dialect/Linalg/Transforms/Hoisting.h"
@@ -66,11 +68,15 @@ struct TilePlan {
   SmallVector<int64_t> sizes;
   SmallVector<int64_t> interchange;
   bool contraction = false;
+  /// Where the op is first split over the cores (an scf.forall over chunks
+  /// of loop `chunkDim`, `chunkSize` each; 0: not split), then tiled.
+  unsigned chunkDim = 0;
+  int64_t chunkSize = 0;
 };
 
-/// Whether an input of `op` that does not read dimension `m` is a weight
-/// stored K x N: dimension `n` its innermost, contiguous, index.
-static bool readsRowsOfN(linalg::LinalgOp op, unsigned m, unsigned n) {
+/// The input of `op` that does not read dimension `m` and is a weight
+/// stored K x N: dimension `n` its innermost, contiguous, index; or null.
+static OpOperand *readsRowsOfN(linalg::LinalgOp op, unsigned m, unsigned n) {
   for (OpOperand *input : op.getDpsInputOperands()) {
     AffineMap map = op.getMatchingIndexingMap(input);
     auto type = dyn_cast<MemRefType>(input->get().getType());
@@ -79,13 +85,16 @@ static bool readsRowsOfN(linalg::LinalgOp op, unsigned m, unsigned n) {
       continue;
     auto last = dyn_cast<AffineDimExpr>(map.getResults().back());
     if (last && last.getPosition() == n)
-      return true;
+      return input;
   }
-  return false;
+  return nullptr;
 }
 
 struct CpuCodegenPass : flashnorm::impl::CpuCodegenBase<CpuCodegenPass> {
   using CpuCodegenBase::CpuCodegenBase;
+
+  /// The cores a large projection may be split over (`threads`, resolved).
+  int64_t numThreads = 1;
 
   /// The micro-kernel's tile of a contraction: for (m, n, k) = the
   /// innermost m and n dimensions and k, `tile-sizes` if given, else
@@ -101,7 +110,10 @@ struct CpuCodegenPass : flashnorm::impl::CpuCodegenBase<CpuCodegenPass> {
   /// whole rows and the accumulator (M x N, from L1) is read and written
   /// once per 8 rows. In prefill on such a weight the output tiles go
   /// outside the row blocks, so that every row block reads the tile's K x 32
-  /// strip from cache (rather than the whole weight from memory).
+  /// strip from cache (rather than the whole weight from memory). Such a
+  /// weight of at least `parallel-min-bytes` has its outputs split into one
+  /// chunk per core first (outside an async task, which runs beside a
+  /// statistic), each chunk tiled alike.
   std::optional<TilePlan> planContraction(linalg::LinalgOp op,
                                           ArrayRef<int64_t> ranges) {
     FailureOr<linalg::ContractionDimensions> dims =
@@ -112,7 +124,9 @@ struct CpuCodegenPass : flashnorm::impl::CpuCodegenBase<CpuCodegenPass> {
     int64_t rows = ranges[m];
     // A panel dimension: the innermost n is a panel's width (<= 64).
     bool panels = dims->n.size() > 1 && ranges[n] <= 64;
-    bool storedKN = !panels && dims->k.size() == 1 && readsRowsOfN(op, m, n);
+    OpOperand *weight =
+        panels || dims->k.size() != 1 ? nullptr : readsRowsOfN(op, m, n);
+    bool storedKN = weight != nullptr;
     bool streamRows = tileSizes.empty() && rows < 4 && storedKN;
     SmallVector<int64_t> want =
         !tileSizes.empty()
@@ -124,7 +138,22 @@ struct CpuCodegenPass : flashnorm::impl::CpuCodegenBase<CpuCodegenPass> {
     plan.contraction = true;
     plan.sizes.assign(ranges.size(), 1);
     plan.sizes[m] = fitTile(rows, want[0]);
-    plan.sizes[n] = panels ? ranges[n] : fitTile(ranges[n], want[1]);
+    // A stored K x N weight of at least parallel-min-bytes: its outputs in
+    // one chunk per core (as the packed panels are), each tiled alike.
+    if (storedKN && numThreads > 1 &&
+        !op->getParentOfType<async::ExecuteOp>()) {
+      auto type = cast<MemRefType>(weight->get().getType());
+      int64_t chunk =
+          fitTile(ranges[n], llvm::divideCeil(ranges[n], numThreads));
+      if (type.getNumElements() * type.getElementTypeBitWidth() / 8 >=
+              parallelMinBytes &&
+          chunk < ranges[n]) {
+        plan.chunkDim = n;
+        plan.chunkSize = chunk;
+      }
+    }
+    int64_t outputs = plan.chunkSize ? plan.chunkSize : ranges[n];
+    plan.sizes[n] = panels ? ranges[n] : fitTile(outputs, want[1]);
     for (unsigned k : dims->k)
       plan.sizes[k] = fitTile(ranges[k], want[2]);
     // Loop order: batch, outer n (whole blocks of outputs), then m, inner
@@ -171,10 +200,28 @@ struct CpuCodegenPass : flashnorm::impl::CpuCodegenBase<CpuCodegenPass> {
     return plan;
   }
 
-  /// Tiles `op` by `plan` and vectorizes each tile (`op` is erased); the
-  /// outermost loop, or null where tiling fails and `op` stays.
+  /// Tiles `op` by `plan` (its chunks on the cores first, where the plan
+  /// has them) and vectorizes each tile (`op` is erased); the outermost
+  /// loop, or null where tiling fails and the op (or its chunk) stays.
   Operation *tileAndVectorize(IRRewriter &rewriter, linalg::LinalgOp op,
                               const TilePlan &plan) {
+    Operation *chunks = nullptr;
+    if (plan.chunkSize) {
+      // The chunks on the cores first, then the tiles within a chunk.
+      rewriter.setInsertionPoint(op);
+      SmallVector<int64_t> sizes(plan.sizes.size(), 0);
+      sizes[plan.chunkDim] = plan.chunkSize;
+      scf::SCFTilingOptions options;
+      options.setTileSizes(getAsIndexOpFoldResult(&getContext(), sizes));
+      options.setLoopType(scf::SCFTilingOptions::LoopType::ForallOp);
+      FailureOr<scf::SCFTilingResult> split = scf::tileUsingSCF(
+          rewriter, cast<TilingInterface>(op.getOperation()), options);
+      if (failed(split))
+        return nullptr;
+      rewriter.eraseOp(op);
+      op = cast<linalg::LinalgOp>(split->tiledOps.front());
+      chunks = split->loops.front().getOperation();
+    }
     rewriter.setInsertionPoint(op);
     scf::SCFTilingOptions options;
     options.setTileSizes(getAsIndexOpFoldResult(&getContext(), plan.sizes));
@@ -200,6 +247,8 @@ struct CpuCodegenPass : flashnorm::impl::CpuCodegenBase<CpuCodegenPass> {
       else
         rewriter.replaceOp(tile, vectorized->replacements);
     }
+    if (chunks)
+      return chunks;
     return tiled->loops.empty() ? nullptr : tiled->loops.front().getOperation();
   }
 
@@ -216,6 +265,17 @@ struct CpuCodegenPass : flashnorm::impl::CpuCodegenBase<CpuCodegenPass> {
                                      "vector-width must be positive";
       return signalPassFailure();
     }
+    if (threads < 0 || parallelMinBytes < 0) {
+      getOperation()->emitError() << "flashnorm-cpu-codegen: threads and "
+                                     "parallel-min-bytes must not be negative";
+      return signalPassFailure();
+    }
+    numThreads = panelThreads(threads);
+    DotOptions dotOptions;
+    dotOptions.lanes = vectorWidth;
+    dotOptions.tiles.assign(tileSizes.begin(), tileSizes.end());
+    dotOptions.threads = numThreads;
+    dotOptions.parallelMinBytes = parallelMinBytes;
     // Every plan is made before anything is rewritten.
     SmallVector<std::pair<linalg::LinalgOp, TilePlan>> work;
     SmallVector<DotPlan, 4> dots;
@@ -224,9 +284,7 @@ struct CpuCodegenPass : flashnorm::impl::CpuCodegenBase<CpuCodegenPass> {
         return;
       if (linalg::isaContractionOpInterface(op)) {
         std::string why;
-        FailureOr<DotPlan> dot = planDotProduct(
-            op, vectorWidth,
-            SmallVector<int64_t>(tileSizes.begin(), tileSizes.end()), why);
+        FailureOr<DotPlan> dot = planDotProduct(op, dotOptions, why);
         LLVM_DEBUG(llvm::dbgs() << "dot product for " << op->getName() << ": "
                                 << (succeeded(dot) ? "yes" : why) << "\n");
         if (succeeded(dot)) {
@@ -295,7 +353,8 @@ struct CpuCodegenPass : flashnorm::impl::CpuCodegenBase<CpuCodegenPass> {
     // Keep accumulators in registers across the k loop.
     linalg::hoistRedundantVectorTransfers(getOperation());
     // Panels of packed projections: a loop on one core for small weights
-    // and within a chunk, else parallel (OpenMP threads, in the pipeline).
+    // and within a chunk, else parallel (OpenMP threads, in the pipeline);
+    // the split-k blocks that run on the cores are parallel too.
     SmallVector<scf::ForallOp> foralls;
     getOperation()->walk([&](scf::ForallOp op) { foralls.push_back(op); });
     for (scf::ForallOp op : foralls) {

@@ -11,6 +11,7 @@
 #include "flashnorm/Analysis/Projection.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Async/IR/Async.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/Transforms/TileUsingInterface.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
@@ -65,9 +66,11 @@ flashnorm::matchSplitK(linalg::LinalgOp op, ArrayRef<AffineMap> inputMaps,
   return roles;
 }
 
-FailureOr<DotPlan> flashnorm::planDotProduct(linalg::LinalgOp op, int64_t lanes,
-                                             ArrayRef<int64_t> tiles,
+FailureOr<DotPlan> flashnorm::planDotProduct(linalg::LinalgOp op,
+                                             const DotOptions &options,
                                              std::string &why) {
+  int64_t lanes = options.lanes;
+  ArrayRef<int64_t> tiles = options.tiles;
   if (op.getNumDpsInputs() != 2 || op.getNumDpsInits() != 1) {
     why = "not two inputs and one output";
     return failure();
@@ -159,6 +162,16 @@ FailureOr<DotPlan> flashnorm::planDotProduct(linalg::LinalgOp op, int64_t lanes,
   llvm::append_range(plan.blockInterchange, roles->dims.n);
   llvm::append_range(plan.blockInterchange, roles->dims.m);
   plan.blockInterchange.push_back(k);
+  // The cores, where a large weight is split into more than one block.
+  auto weight = cast<MemRefType>(op.getDpsInputOperand(1)->get().getType());
+  int64_t weightBytes =
+      weight.getNumElements() * weight.getElementTypeBitWidth() / 8;
+  int64_t numBlocks = 1;
+  for (auto [range, block] : llvm::zip(ranges, plan.blockSizes))
+    numBlocks *= block ? range / block : 1;
+  plan.parallel = options.threads > 1 &&
+                  weightBytes >= options.parallelMinBytes && numBlocks > 1 &&
+                  !op->getParentOfType<async::ExecuteOp>();
   return plan;
 }
 
@@ -172,6 +185,8 @@ FailureOr<DotOps> flashnorm::buildDotProduct(RewriterBase &rewriter,
   scf::SCFTilingOptions options;
   options.setTileSizes(getAsIndexOpFoldResult(ctx, plan.blockSizes));
   options.setInterchange(plan.blockInterchange);
+  if (plan.parallel)
+    options.setLoopType(scf::SCFTilingOptions::LoopType::ForallOp);
   FailureOr<scf::SCFTilingResult> blocks =
       scf::tileUsingSCF(rewriter, cast<TilingInterface>(contraction), options);
   if (failed(blocks))
@@ -181,17 +196,18 @@ FailureOr<DotOps> flashnorm::buildDotProduct(RewriterBase &rewriter,
   Operation *outermost =
       blocks->loops.empty() ? op.getOperation() : blocks->loops.front();
 
-  // One buffer of partial sums for all blocks: a block's output with a
-  // dimension of lanes.
+  // A buffer of partial sums, a block's output with a dimension of lanes:
+  // one for all blocks, or one per block where they run on the cores.
   OpOperand *init = op.getDpsInitOperand(0);
   auto outType = cast<MemRefType>(init->get().getType());
   Type element = outType.getElementType();
   SmallVector<int64_t> partialShape(outType.getShape());
   partialShape.push_back(plan.lanes);
-  rewriter.setInsertionPoint(outermost);
+  Operation *scope = plan.parallel ? op.getOperation() : outermost;
+  rewriter.setInsertionPoint(scope);
   Value partial = memref::AllocOp::create(
       rewriter, loc, MemRefType::get(partialShape, element));
-  rewriter.setInsertionPointAfter(outermost);
+  rewriter.setInsertionPointAfter(scope);
   memref::DeallocOp::create(rewriter, loc, partial);
 
   unsigned numLoops = op.getNumLoops();

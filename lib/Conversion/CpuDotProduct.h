@@ -55,13 +55,30 @@ struct DotPlan {
   /// The blocks of the op's loops (0: whole) the split runs on, in order.
   SmallVector<int64_t> blockSizes;
   SmallVector<int64_t> blockInterchange;
+  /// The blocks run on the cores (an scf.forall, a buffer of partial sums
+  /// each) rather than one after another.
+  bool parallel = false;
+};
+
+/// What planDotProduct may choose from.
+struct DotOptions {
+  /// The lanes each k step is split into (one vector of the accumulator).
+  int64_t lanes = 16;
+  /// The register tile (m, n); empty: by shape.
+  SmallVector<int64_t> tiles;
+  /// Cores the blocks may run on, and the weight size from which they do.
+  int64_t threads = 1;
+  int64_t parallelMinBytes = 1 << 20;
 };
 
 /// Decides whether `op` (on buffers, static sizes) is read along k by both
-/// inputs, with k a multiple of `lanes`; `tiles` (m, n; empty for the
-/// default) sizes the register tile. The plan, or why not.
-FailureOr<DotPlan> planDotProduct(linalg::LinalgOp op, int64_t lanes,
-                                  ArrayRef<int64_t> tiles, std::string &why);
+/// inputs, with k a multiple of `options.lanes`, and how it is split: the
+/// register tile, the blocks, and whether the blocks run on the cores (a
+/// weight, the second input, of at least `parallelMinBytes`, more than one
+/// thread and one block, and `op` not in an async task, which runs beside
+/// a statistic). The plan, or why not.
+FailureOr<DotPlan> planDotProduct(linalg::LinalgOp op,
+                                  const DotOptions &options, std::string &why);
 
 /// The split of an accepted plan: the partial sums, to be tiled with the
 /// plan's register tile and vectorized, and the ops around them (zeroing the
@@ -73,8 +90,9 @@ struct DotOps {
 };
 
 /// Replaces `plan.op` by loops over its blocks, each the split along k into
-/// one buffer of partial sums (allocated before the loops, freed after);
-/// failure (and `plan.op` unchanged) where the blocks cannot be tiled.
+/// a buffer of partial sums (one allocated before the loops and freed after
+/// them, or one per block where the blocks run on the cores); failure (and
+/// `plan.op` unchanged) where the blocks cannot be tiled.
 FailureOr<DotOps> buildDotProduct(RewriterBase &rewriter, const DotPlan &plan);
 
 /// In the vectorized partial sums under `root`: a product reduced over unit

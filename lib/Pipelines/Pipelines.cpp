@@ -3,6 +3,7 @@
 #include "flashnorm/Conversion/Passes.h"
 #include "flashnorm/Transforms/Passes.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Math/Transforms/Passes.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Transforms/Passes.h"
@@ -84,17 +85,17 @@ static LogicalResult buildCpuCodegen(OpPassManager &pm,
            << options.tileSizes.size() << "\n";
     return failure();
   }
-  std::string sizes;
-  for (int64_t s : options.tileSizes)
-    sizes += (sizes.empty() ? "" : ",") + std::to_string(s);
+  OpPassManager &fpm = pm.nest<func::FuncOp>();
   // fpowi by a constant becomes multiplies first: LLVM's powi intrinsic takes
   // no vector exponent.
-  std::string text = "func.func(math-expand-ops{ops=fpowi},"
-                     "flashnorm-cpu-codegen{vector-width=" +
-                     std::to_string(options.vectorWidth) +
-                     (sizes.empty() ? "" : " tile-sizes=" + sizes) +
-                     "},canonicalize)";
-  return parsePassPipeline(text, pm, errors);
+  fpm.addPass(math::createMathExpandOpsPass({{"fpowi"}}));
+  CpuCodegenOptions codegen;
+  codegen.tileSizes.assign(options.tileSizes.begin(), options.tileSizes.end());
+  codegen.vectorWidth = options.vectorWidth;
+  codegen.threads = options.threads;
+  fpm.addPass(createCpuCodegen(codegen));
+  fpm.addPass(createCanonicalizerPass());
+  return success();
 }
 
 /// The first half of flashnorm-cpu-pipeline: down to buffers, with the

@@ -5,8 +5,12 @@
 // RUN: flashnorm-opt %s --pass-pipeline='builtin.module(func.func(flashnorm-cpu-codegen))' | FileCheck %s
 // RUN: not flashnorm-opt %s --pass-pipeline='builtin.module(func.func(flashnorm-cpu-codegen{tile-sizes=8,32}))' 2>&1 | FileCheck %s --check-prefix=BADTILES
 // RUN: not flashnorm-opt %s --pass-pipeline='builtin.module(func.func(flashnorm-cpu-codegen{vector-width=0}))' 2>&1 | FileCheck %s --check-prefix=BADWIDTH
+// RUN: flashnorm-opt %s --pass-pipeline='builtin.module(func.func(flashnorm-cpu-codegen{parallel-min-bytes=0 threads=2}))' | FileCheck %s --check-prefix=PAR
+// RUN: flashnorm-opt %s --pass-pipeline='builtin.module(func.func(flashnorm-cpu-codegen{parallel-min-bytes=0 threads=1}))' | FileCheck %s --check-prefix=ONE
+// RUN: not flashnorm-opt %s --pass-pipeline='builtin.module(func.func(flashnorm-cpu-codegen{threads=-1}))' 2>&1 | FileCheck %s --check-prefix=BADTHREADS
 // BADTILES: tile-sizes needs 3 values (m, n, k), got 2
 // BADWIDTH: tile-sizes and vector-width must be positive
+// BADTHREADS: threads and parallel-min-bytes must not be negative
 
 // Prefill: 8 x 32 tiles. The K x N weight in its stored layout: output
 // tiles outside row blocks, so that a K x 32 strip of it is read from cache
@@ -22,6 +26,9 @@
 // CHECK-NOT: vector.transfer_write
 // CHECK: scf.yield
 // CHECK: vector.transfer_write %[[ACC]], %arg2[%[[M]], %[[N]]]
+// PAR-LABEL: func.func @prefill
+// PAR: scf.parallel (%{{.*}}) = (%{{.*}}) to (%{{.*}}) step (%c32)
+// PAR: vector.contract
 func.func @prefill(%x: memref<16x64xf32>, %w: memref<64x64xf32>, %y: memref<16x64xf32>) {
   linalg.matmul ins(%x, %w : memref<16x64xf32>, memref<64x64xf32>) outs(%y : memref<16x64xf32>)
   return
@@ -39,6 +46,15 @@ func.func @prefill(%x: memref<16x64xf32>, %w: memref<64x64xf32>, %y: memref<16x6
 // CHECK: %[[WIDE:.*]] = arith.extf %[[W]] : vector<8x256xbf16> to vector<8x256xf32>
 // CHECK: %[[R:.*]] = vector.contract {{.*}} %[[WIDE]], %[[A]]
 // CHECK: vector.transfer_write %[[R]], %arg2[%c0, %[[N]]]
+// From parallel-min-bytes with more than one thread, the outputs in one
+// chunk per core first.
+// PAR-LABEL: func.func @decode_bf16
+// PAR: scf.parallel (%[[C:.*]]) = (%{{.*}}) to (%c512) step (%c256)
+// PAR: scf.for %{{.*}} = %c0 to %c64 step %c8
+// PAR: vector.transfer_read %arg1[%{{.*}}, %[[C]]]{{.*}} vector<8x256xbf16>
+// ONE-LABEL: func.func @decode_bf16
+// ONE-NOT: scf.parallel
+// ONE: return
 func.func @decode_bf16(%x: memref<1x64xf32>, %w: memref<64x512xbf16>, %y: memref<1x512xf32>) {
   linalg.matmul ins(%x, %w : memref<1x64xf32>, memref<64x512xbf16>) outs(%y : memref<1x512xf32>)
   return
@@ -52,6 +68,9 @@ func.func @decode_bf16(%x: memref<1x64xf32>, %w: memref<64x512xbf16>, %y: memref
 // CHECK: scf.for %{{.*}} = %c0 to %c64 step %c1 iter_args(%{{.*}} = %{{.*}}) -> (vector<1x1x16xf32>)
 // CHECK: vector.transfer_read %arg1[%[[P]], %{{.*}}, %c0]{{.*}} vector<1x1x16xf32>
 // CHECK: vector.contract
+// PAR-LABEL: func.func @decode_panels
+// PAR-NOT: scf.parallel
+// PAR: return
 func.func @decode_panels(%x: memref<1x64xf32>, %w: memref<4x64x16xf32>, %y: memref<1x4x16xf32>) {
   linalg.contract indexing_maps = [affine_map<(m, p, q, k) -> (m, k)>, affine_map<(m, p, q, k) -> (p, k, q)>, affine_map<(m, p, q, k) -> (m, p, q)>]
     ins(%x, %w : memref<1x64xf32>, memref<4x64x16xf32>) outs(%y : memref<1x4x16xf32>)
@@ -106,9 +125,38 @@ func.func @prefill_nk(%x: memref<8x64xf32>, %w: memref<32x64xf32>, %y: memref<8x
 // CHECK: vector.fma {{.*}} : vector<4x4x16xf32>
 // CHECK: vector.multi_reduction <add>
 // CHECK: memref.dealloc %[[P]]
+// From parallel-min-bytes with more than one thread: the blocks run on the
+// cores, each with its own buffer of partial sums. Not with one thread, one
+// block (@decode_nk), or inside an async task (beside a statistic).
+// PAR-LABEL: func.func @decode_nk
+// PAR-NOT: scf.parallel
+// PAR-LABEL: func.func @blocks
+// PAR: scf.parallel (%[[N:.*]], %[[M:.*]]) = {{.*}} step (%{{.*}}, %{{.*}}) {
+// PAR: %[[P:.*]] = memref.alloc() : memref<16x32x16xf32>
+// PAR: vector.fma {{.*}} : vector<4x4x16xf32>
+// PAR: memref.dealloc %[[P]]
+// PAR-NEXT: scf.reduce
+// PAR-LABEL: func.func @in_task
+// PAR-NOT: scf.parallel
+// PAR: vector.fma
+// PAR-NOT: scf.parallel
+// PAR: return
+// ONE-LABEL: func.func @blocks
+// ONE-NOT: scf.parallel
+// ONE: return
 func.func @blocks(%x: memref<32x64xf32>, %w: memref<64x64xf32>, %y: memref<32x64xf32>) {
   linalg.matmul indexing_maps = [affine_map<(m, n, k) -> (m, k)>, affine_map<(m, n, k) -> (n, k)>, affine_map<(m, n, k) -> (m, n)>]
     ins(%x, %w : memref<32x64xf32>, memref<64x64xf32>) outs(%y : memref<32x64xf32>)
+  return
+}
+
+func.func @in_task(%x: memref<32x64xf32>, %w: memref<64x64xf32>, %y: memref<32x64xf32>) {
+  %t = async.execute {
+    linalg.matmul indexing_maps = [affine_map<(m, n, k) -> (m, k)>, affine_map<(m, n, k) -> (n, k)>, affine_map<(m, n, k) -> (m, n)>]
+      ins(%x, %w : memref<32x64xf32>, memref<64x64xf32>) outs(%y : memref<32x64xf32>)
+    async.yield
+  }
+  async.await %t : !async.token
   return
 }
 

@@ -8,10 +8,21 @@
 // [S, H, D] too); k = 24 (not a multiple of two vectors) stays on the
 // micro-kernel. Decode on a K x N weight streams whole rows of it, k outside
 // the output tiles (8 rows at a time; 6 where k = 12, bf16).
-// Numbers unchanged against the sequential reference lowering.
+// Numbers unchanged against the sequential reference lowering, with the
+// split-k blocks in a loop and on the cores.
 // RUN: flashnorm-opt %s %lower-to-llvm | %run > %t.ref
 // RUN: flashnorm-opt %s --flashnorm-cpu-pipeline | %async-run > %t.out
 // RUN: %compare %t.ref %t.out --rtol 1e-4 --atol 1e-5 | FileCheck %s --check-prefix=CMP
+// The split-k blocks and the K x N outputs on the cores (OpenMP threads;
+// here from any size).
+// RUN: flashnorm-opt %s --flashnorm-cpu-to-buffers | flashnorm-opt --pass-pipeline='builtin.module(func.func(flashnorm-cpu-codegen{parallel-min-bytes=0 threads=2}))' > %t.par.mlir
+// RUN: FileCheck %s --check-prefix=PAR < %t.par.mlir
+// RUN: flashnorm-opt %t.par.mlir --flashnorm-cpu-buffers-to-llvm | %async-run > %t.par
+// RUN: %compare %t.ref %t.par --rtol 1e-4 --atol 1e-5 | FileCheck %s --check-prefix=CMP
+// PAR-LABEL: func.func @prefill_blocks
+// PAR: scf.parallel
+// PAR-LABEL: func.func @decode_kn
+// PAR: scf.parallel
 // RUN: flashnorm-opt %s --flashnorm-cpu-to-buffers | FileCheck %s --check-prefix=BUF
 // RUN: flashnorm-opt %s --flashnorm-cpu-to-buffers | flashnorm-opt --pass-pipeline='builtin.module(func.func(flashnorm-cpu-codegen))' | FileCheck %s --check-prefix=KERNEL
 // CMP: MATCH

@@ -97,14 +97,20 @@ def CpuCodegen : Pass<"flashnorm-cpu-codegen", "func::FuncOp"> {
     takes k outside the output tiles instead, 8 rows at a time, so that
     whole rows of the weight stream (the accumulator read from L1), and
     prefill takes output tiles outside row blocks (each tile's strip of
-    the weight read from cache by every row block).
+    the weight read from cache by every row block); from
+    `parallel-min-bytes` its outputs are first split into one chunk per
+    core (an `scf.forall`).
     A contraction whose inputs are both contiguous along k (an N x K
     weight that nothing packed, q k^T) is split along k into `vector-width`
     lanes of partial sums instead, in blocks of up to 16 rows by the
     outputs whose partial sums fit 32 KiB: per block an element-wise
     multiply-add of contiguous vectors (register tiles of 4 x 4, or 1 x 8
     for decode, lanes wide; `tile-sizes` m and n set them), then one
-    horizontal sum per output.
+    horizontal sum per output. The blocks are split over the cores (an
+    `scf.forall`, each block its own buffer of partial sums) where the
+    weight has at least `parallel-min-bytes` and more than one thread is
+    asked for, except inside an async task (which runs beside a
+    statistic).
     Every other linalg op is tiled over its innermost loop with
     `vector-width` and vectorized. Tile sizes shrink to the largest divisor
     of the static loop size; ops with dynamic sizes are left to
@@ -124,6 +130,15 @@ def CpuCodegen : Pass<"flashnorm-cpu-codegen", "func::FuncOp"> {
     Option<"vectorWidth", "vector-width", "int64_t", /*default=*/"16",
            "Innermost tile of other ops (default 16: one AVX-512 vector of "
            "f32)">,
+    Option<"threads", "threads", "int64_t", /*default=*/"0",
+           "Cores a large weight in its stored layout may be split over "
+           "(default 0: this machine's hardware threads; 1: none)">,
+    Option<"parallelMinBytes", "parallel-min-bytes", "int64_t",
+           /*default=*/"1048576",
+           "Contractions on a weight in its stored layout of at least this "
+           "many bytes run on the cores: split-k blocks, or chunks of a "
+           "K x N weight's outputs (default 1 MiB, as "
+           "flashnorm-pack-weights)">,
   ];
 }
 

@@ -93,9 +93,11 @@ struct CpuPipelineOptions : public PassPipelineOptions<CpuPipelineOptions> {
       llvm::cl::init(true)};
   PassOptions::Option<int64_t> threads{
       *this, "threads",
-      llvm::cl::desc("Cores a packed projection of at least 1 MiB is split "
-                     "over (default 0: this machine's hardware threads; 1: "
-                     "every projection on one core)"),
+      llvm::cl::desc("Cores a projection whose weight has at least 1 MiB "
+                     "is split over (packed panels, or split-k blocks of a "
+                     "weight in its stored layout; default 0: this "
+                     "machine's hardware threads; 1: every projection on "
+                     "one core)"),
       llvm::cl::init(0)};
   PassOptions::Option<int64_t> concurrentMinBytes{
       *this, "concurrent-min-bytes",
