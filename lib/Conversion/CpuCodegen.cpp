@@ -36,7 +36,6 @@
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
-#include "mlir/Dialect/Async/IR/Async.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Linalg/IR/LinalgInterfaces.h"
 #include "mlir/Dialect/Linalg/Transforms/Hoisting.h"
@@ -140,14 +139,11 @@ struct CpuCodegenPass : flashnorm::impl::CpuCodegenBase<CpuCodegenPass> {
     plan.sizes[m] = fitTile(rows, want[0]);
     // A stored K x N weight of at least parallel-min-bytes: its outputs in
     // one chunk per core (as the packed panels are), each tiled alike.
-    if (storedKN && numThreads > 1 &&
-        !op->getParentOfType<async::ExecuteOp>()) {
-      auto type = cast<MemRefType>(weight->get().getType());
+    if (storedKN && mayUseCores(op, cast<MemRefType>(weight->get().getType()),
+                                numThreads, parallelMinBytes)) {
       int64_t chunk =
           fitTile(ranges[n], llvm::divideCeil(ranges[n], numThreads));
-      if (type.getNumElements() * type.getElementTypeBitWidth() / 8 >=
-              parallelMinBytes &&
-          chunk < ranges[n]) {
+      if (chunk < ranges[n]) {
         plan.chunkDim = n;
         plan.chunkSize = chunk;
       }

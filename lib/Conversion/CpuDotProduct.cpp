@@ -163,16 +163,23 @@ FailureOr<DotPlan> flashnorm::planDotProduct(linalg::LinalgOp op,
   llvm::append_range(plan.blockInterchange, roles->dims.m);
   plan.blockInterchange.push_back(k);
   // The cores, where a large weight is split into more than one block.
-  auto weight = cast<MemRefType>(op.getDpsInputOperand(1)->get().getType());
-  int64_t weightBytes =
-      weight.getNumElements() * weight.getElementTypeBitWidth() / 8;
   int64_t numBlocks = 1;
   for (auto [range, block] : llvm::zip(ranges, plan.blockSizes))
     numBlocks *= block ? range / block : 1;
-  plan.parallel = options.threads > 1 &&
-                  weightBytes >= options.parallelMinBytes && numBlocks > 1 &&
-                  !op->getParentOfType<async::ExecuteOp>();
+  plan.parallel =
+      numBlocks > 1 &&
+      mayUseCores(op,
+                  cast<MemRefType>(op.getDpsInputOperand(1)->get().getType()),
+                  options.threads, options.parallelMinBytes);
   return plan;
+}
+
+bool flashnorm::mayUseCores(Operation *op, MemRefType weight, int64_t threads,
+                            int64_t minBytes) {
+  return threads > 1 &&
+         weight.getNumElements() * weight.getElementTypeBitWidth() / 8 >=
+             minBytes &&
+         !op->getParentOfType<async::ExecuteOp>();
 }
 
 FailureOr<DotOps> flashnorm::buildDotProduct(RewriterBase &rewriter,

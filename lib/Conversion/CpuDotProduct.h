@@ -42,6 +42,13 @@ FailureOr<ContractionRoles> matchSplitK(linalg::LinalgOp op,
                                         ArrayRef<AffineMap> inputMaps,
                                         int64_t lanes, std::string &why);
 
+/// Whether a contraction `op` on a weight of type `weight` in its stored
+/// layout runs on the cores: more than one of `threads`, a weight of at
+/// least `minBytes`, and `op` not in an async task (which runs beside a
+/// statistic).
+bool mayUseCores(Operation *op, MemRefType weight, int64_t threads,
+                 int64_t minBytes);
+
 /// A contraction both of whose inputs are contiguous along k.
 struct DotPlan {
   linalg::LinalgOp op;
