@@ -9,6 +9,8 @@
 #        async runtime. Reference: the original, unrewritten program.
 #   gpu: the whole pipeline on a GPU with the project's CUDA runtime.
 #        Reference: the rewritten program on the CPU pipeline.
+# GPU_KERNEL_OPTIONS (cpu only) adds options to flashnorm-gpu-to-kernels
+# (e.g. tensor-cores=false: the same model through the SIMT kernels).
 #   check-gpu-modes.sh cpu|gpu OUT_PREFIX RTOL ATOL MODEL.mlir
 #   check-gpu-modes.sh cpu|gpu OUT_PREFIX RTOL ATOL -- [flashnorm-gen options]
 set -euo pipefail
@@ -39,7 +41,7 @@ esac > "$out.ref"
 for mode in streams fused serial; do
   if [ "$target" = cpu ]; then
     flashnorm-opt "$out.rewritten.mlir" \
-      --flashnorm-gpu-to-kernels="defer-mode=$mode gemm=codegen" |
+      --flashnorm-gpu-to-kernels="defer-mode=$mode gemm=codegen ${GPU_KERNEL_OPTIONS:-}" |
       flashnorm-opt --pass-pipeline='builtin.module(func.func(flashnorm-test-gpu-launch-to-loops))' |
       flashnorm-opt --flashnorm-cpu-buffers-to-llvm=vectorize=false |
       run "$async" > "$out.$mode"

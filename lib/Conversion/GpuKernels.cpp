@@ -8,7 +8,7 @@
 //    post-scale (FusedNormProjection.cpp);
 // 2. post-scales into their element-wise consumer (PostScaleFusion.cpp);
 // 3. projections through cuBLASLt where `gemm` says so (GemmLt.cpp);
-// 4. f16 projections on tensor cores (TensorCoreTile.cpp);
+// 4. f16 and bf16 projections on tensor cores (TensorCoreTile.cpp);
 // 5. row reductions, projections whose weight is contiguous in k among
 //    them (RowReduction.cpp);
 // 6. everything else as parallel loops (ParallelLoops.cpp).
@@ -149,8 +149,9 @@ struct GpuKernelsPass : flashnorm::impl::GpuKernelsBase<GpuKernelsPass> {
           buildTensorCoreTile(builder, *plan, "proj_mma");
           continue;
         }
-        if (getElementTypeOrSelf(op.getDpsInputOperand(0)->get().getType())
-                .isF16())
+        if (Type t =
+                getElementTypeOrSelf(op.getDpsInputOperand(0)->get().getType());
+            t.isF16() || t.isBF16())
           reporter.refused(op, "projection not on tensor cores: " + why);
       }
     // Row reductions. Each is planned again where the ones before it left

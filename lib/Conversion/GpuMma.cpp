@@ -1,20 +1,38 @@
 //===- GpuMma.cpp - Tensor-core MMA for the kernels' fragments ------------===//
 //
 // flashnorm-gpu-kernels writes each tensor-core projection as one warp's
-// vector.contract of 16 x 16 by 8 x 16 fragments; upstream's
-// vector-to-nvgpu conversion turns that into nvgpu.mma.sync with per-lane
-// loads. Its pass form walks whole functions and fails on the other
-// kernels' scalar code, so this runs the conversion one kernel at a time.
+// vector.contract of 16 x 16 by 8 x 16 fragments (TensorCoreTile.cpp). This
+// pass gives each lane its registers of every fragment and the m16n8k16
+// `nvvm.mma.sync`, one kernel at a time. TensorKernel writes the lanes'
+// loads and stores from upstream's fragment maps
+// (nvgpu::getLaneIdAndValueIdToOperandCoord, the PTX ISA's layouts), not
+// through upstream's vector-to-nvgpu conversion, which
+// - loads global memory 16 bits at a time (a memref.load per element),
+//   where each lane's pairs along k are one aligned 32-bit load;
+// - converts no bf16 fragment (its register types are f16's), and
+//   nvgpu.mma.sync has no bf16 lowering to NVVM;
+// - in its pass form walks whole functions and fails on the other kernels'
+//   scalar code.
+// The m16n8k16 layouts of f16 and bf16 are the same (PTX ISA, "Matrix
+// Fragments for mma.m16n8k16 with floating point type": two 16-bit
+// elements per 32-bit register, same positions), so a bf16 fragment is
+// placed by the map of the f16 fragment of its shape: the lane mapping is
+// upstream's, not restated here.
 //
 //===----------------------------------------------------------------------===//
 
 #include "flashnorm/Conversion/Passes.h"
 
-#include "mlir/Conversion/VectorToGPU/VectorToGPU.h"
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/NVGPU/Utils/MMAUtils.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
-#include "mlir/IR/PatternMatch.h"
-#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+#include "mlir/IR/IRMapping.h"
 
 namespace mlir::flashnorm {
 #define GEN_PASS_DEF_GPUMMA
@@ -25,6 +43,380 @@ using namespace mlir;
 using namespace mlir::flashnorm;
 
 namespace {
+using nvgpu::MatMulOperandRole;
+
+/// The m16n8k16 fragments of a warp, as TensorCoreTile writes them.
+bool isFragment(Type type) {
+  auto vector = dyn_cast<VectorType>(type);
+  if (!vector || vector.getRank() != 2)
+    return false;
+  ArrayRef<int64_t> shape = vector.getShape();
+  Type element = vector.getElementType();
+  return ((element.isF16() || element.isBF16()) &&
+          (shape == ArrayRef<int64_t>{16, 16} ||
+           shape == ArrayRef<int64_t>{8, 16})) ||
+         (element.isF32() && shape == ArrayRef<int64_t>{16, 8});
+}
+
+/// The static alignment in bytes of `buffer`'s elements at even offsets
+/// along its last dimension: pairs of 16-bit values or of f32 load as one
+/// register only when the pair is aligned to its size (a GPU's allocations
+/// are 256-byte aligned; the offset and the row stride must keep that).
+/// A lane's pairs start at even columns of its fragment, and fragments at
+/// multiples of the tile (TensorCoreTile's m, n and k offsets: 16, 8, 16).
+std::optional<int64_t> pairAlignment(Value buffer) {
+  auto type = cast<MemRefType>(buffer.getType());
+  auto [strides, offset] = type.getStridesAndOffset();
+  if (strides.empty() || strides.back() != 1 || ShapedType::isDynamic(offset) ||
+      offset % 2)
+    return std::nullopt;
+  for (int64_t stride : ArrayRef(strides).drop_back())
+    if (ShapedType::isDynamic(stride) || stride % 2)
+      return std::nullopt;
+  return 2 * type.getElementTypeBitWidth() / 8;
+}
+
+/// A or B by the fragment's shape (16 x 16 or 8 x 16).
+MatMulOperandRole roleOf(VectorType type) {
+  if (type.getElementType().isF32())
+    return MatMulOperandRole::C;
+  return type.getDimSize(0) == 16 ? MatMulOperandRole::A : MatMulOperandRole::B;
+}
+
+/// Converts one tensor-core kernel. `check` decides, touching nothing;
+/// `convert` then rebuilds the fragment ops with each lane's part: an A or
+/// B fragment becomes a vector<4x2xT> or vector<2x2xT> (a row per 32-bit
+/// register), an accumulator a vector<4xf32>. Fragments may be carried by
+/// loops (TensorCoreTile's prefetched steps).
+class TensorKernel {
+public:
+  explicit TensorKernel(gpu::LaunchOp launch) : launch(launch) {}
+
+  /// Whether every op that makes or takes a fragment is one this converts,
+  /// and every read and write one whose lanes can be placed.
+  LogicalResult check(std::string &why) {
+    WalkResult result = launch.getBody().walk([&](Operation *op) {
+      if (!isConverted(op))
+        return WalkResult::advance();
+      // What is rebuilt is erased: only its fragments may be used after it.
+      for (Value result : op->getResults())
+        if (!isFragment(result.getType()) && !result.use_empty()) {
+          why = "a value besides fragments defined with them";
+          return WalkResult::interrupt();
+        }
+      // A zero accumulator from outside (the canonicalizer hoists constants
+      // out of launches) starts at zero in every lane.
+      for (Value operand : op->getOperands())
+        if (isFragment(operand.getType()) && isOutside(operand) &&
+            !isZero(operand.getDefiningOp<arith::ConstantOp>())) {
+          why = "a fragment from outside the kernel that is not a zero "
+                "accumulator";
+          return WalkResult::interrupt();
+        }
+      if (auto read = dyn_cast<vector::TransferReadOp>(op)) {
+        if (!placeable(read.getBase(), read.getPermutationMap(), why))
+          return WalkResult::interrupt();
+        if (roleOf(read.getVectorType()) != MatMulOperandRole::C)
+          return WalkResult::advance();
+        why = "an accumulator read from memory";
+        return WalkResult::interrupt();
+      }
+      if (auto write = dyn_cast<vector::TransferWriteOp>(op))
+        return placeable(write.getBase(), write.getPermutationMap(), why)
+                   ? WalkResult::advance()
+                   : WalkResult::interrupt();
+      if (auto constant = dyn_cast<arith::ConstantOp>(op)) {
+        if (isZero(constant))
+          return WalkResult::advance();
+        why = "an accumulator that does not start at zero";
+        return WalkResult::interrupt();
+      }
+      if (auto contract = dyn_cast<vector::ContractionOp>(op)) {
+        // acc[m, n] += a[m, k] * b[n, k], as TensorCoreTile writes it.
+        MLIRContext *ctx = op->getContext();
+        AffineExpr m, n, k;
+        bindDims(ctx, m, n, k);
+        using Exprs = ArrayRef<AffineExpr>;
+        if (contract.getKind() == vector::CombiningKind::ADD &&
+            isFragment(contract.getLhsType()) &&
+            roleOf(contract.getLhsType()) == MatMulOperandRole::A &&
+            isFragment(contract.getRhsType()) &&
+            roleOf(contract.getRhsType()) == MatMulOperandRole::B &&
+            contract.getIndexingMapsArray() ==
+                AffineMap::inferFromExprList(
+                    ArrayRef<Exprs>{Exprs{m, k}, Exprs{n, k}, Exprs{m, n}},
+                    ctx))
+          return WalkResult::advance();
+        why = "a contraction that is not a[m, k] * b[n, k]";
+        return WalkResult::interrupt();
+      }
+      if (isa<scf::ForOp, scf::YieldOp>(op))
+        return WalkResult::advance();
+      why = "'" + op->getName().getStringRef().str() + "' on a fragment";
+      return WalkResult::interrupt();
+    });
+    return failure(result.wasInterrupted());
+  }
+
+  void convert() {
+    OpBuilder b(launch.getContext());
+    b.setInsertionPointToStart(&launch.getBody().front());
+    lane = gpu::LaneIdOp::create(b, launch.getLoc(), /*upper_bound=*/nullptr);
+    launch.getBody().walk([&](Operation *op) {
+      for (Value operand : op->getOperands())
+        if (isFragment(operand.getType()) && isOutside(operand) &&
+            !mapping.contains(operand))
+          mapping.map(operand, zeros(b, launch.getLoc()));
+    });
+    SmallVector<Operation *> converted;
+    for (Operation &op : launch.getBody().front()) {
+      if (!isConverted(&op))
+        continue;
+      b.setInsertionPoint(&op);
+      convertOp(b, &op, /*cloneOthers=*/false);
+      converted.push_back(&op);
+    }
+    for (Operation *op : llvm::reverse(converted))
+      op->erase();
+  }
+
+private:
+  bool isOutside(Value value) {
+    return !launch.getBody().isAncestor(value.getParentRegion());
+  }
+
+  /// A zero accumulator.
+  static bool isZero(arith::ConstantOp constant) {
+    auto splat = constant ? dyn_cast<SplatElementsAttr>(constant.getValue())
+                          : SplatElementsAttr();
+    return splat && isFragment(splat.getType()) &&
+           splat.getElementType().isF32() &&
+           splat.getSplatValue<APFloat>().isZero();
+  }
+
+  static bool isConverted(Operation *op) {
+    return llvm::any_of(op->getResultTypes(), isFragment) ||
+           llvm::any_of(op->getOperandTypes(), isFragment);
+  }
+
+  static bool placeable(Value buffer, AffineMap map, std::string &why) {
+    if (cast<MemRefType>(buffer.getType()).getRank() != 2 ||
+        !map.isPermutation()) {
+      why = "a fragment that is not a 2-D block of a 2-D buffer";
+      return false;
+    }
+    return true;
+  }
+
+  /// The lane map (lane, value) -> (row, column) of a fragment of `type`.
+  AffineMap laneMap(OpBuilder &b, VectorType type, MatMulOperandRole role) {
+    Type element = type.getElementType();
+    if (element.isBF16())
+      element = b.getF16Type(); // the same layout, see the file header
+    FailureOr<AffineMap> map = nvgpu::getLaneIdAndValueIdToOperandCoord(
+        b, launch.getLoc(), {VectorType::get(type.getShape(), element), role});
+    assert(succeeded(map) && "m16n8k16 fragments have lane maps");
+    return *map;
+  }
+
+  /// The indices into `buffer` of value `v` of this lane's part of the
+  /// fragment at `origin` read or written through `permutation`.
+  SmallVector<Value> indicesOf(OpBuilder &b, Location loc, AffineMap lanes,
+                               int64_t v, ValueRange origin,
+                               AffineMap permutation) {
+    SmallVector<Value> indices(origin);
+    for (unsigned dim = 0; dim < 2; ++dim) {
+      AffineMap at = lanes.getSubMap({dim}).replace(
+          getAffineDimExpr(1, b.getContext()),
+          getAffineConstantExpr(v, b.getContext()), 2, 0);
+      unsigned memoryDim = permutation.getDimPosition(dim);
+      AffineExpr d0, d1;
+      bindDims(b.getContext(), d0, d1);
+      // origin + the lane's offset, in one apply.
+      AffineMap plus = AffineMap::get(
+          2, 0, d0 + at.getResult(0).replaceDims({d1, d1}), b.getContext());
+      indices[memoryDim] = affine::AffineApplyOp::create(
+          b, loc, plus, ValueRange{indices[memoryDim], lane});
+    }
+    return indices;
+  }
+
+  /// This lane's part of an A or B fragment, a row per register: pairs
+  /// along the fragment's rows, one 4-byte load each where the pair is
+  /// contiguous.
+  Value loadLanePart(OpBuilder &b, vector::TransferReadOp read,
+                     ValueRange origin) {
+    Location loc = read.getLoc();
+    VectorType type = read.getVectorType();
+    AffineMap lanes = laneMap(b, type, roleOf(type));
+    AffineMap permutation = read.getPermutationMap();
+    Value buffer = read.getBase();
+    std::optional<int64_t> aligned = pairAlignment(buffer);
+    bool contiguous = permutation.isIdentity() && aligned;
+    auto pairType = VectorType::get({2}, type.getElementType());
+    VectorType partType = lanePart(type);
+    Value part =
+        arith::ConstantOp::create(b, loc, partType, b.getZeroAttr(partType));
+    for (int64_t v = 0; v < type.getNumElements() / 32; v += 2) {
+      Value pair;
+      if (contiguous) {
+        pair = vector::LoadOp::create(
+            b, loc, pairType, buffer,
+            indicesOf(b, loc, lanes, v, origin, permutation),
+            /*nontemporal=*/false, llvm::MaybeAlign(*aligned));
+      } else {
+        SmallVector<Value> elements;
+        for (int64_t e = 0; e < 2; ++e)
+          elements.push_back(memref::LoadOp::create(
+              b, loc, buffer,
+              indicesOf(b, loc, lanes, v + e, origin, permutation)));
+        pair = vector::FromElementsOp::create(b, loc, pairType, elements);
+      }
+      part = vector::InsertOp::create(b, loc, pair, part, v / 2);
+    }
+    return part;
+  }
+
+  /// The registers NVVM's mma.sync takes for a lane's part of an A or B
+  /// fragment: vector<2xf16> for f16, i32 for bf16.
+  SmallVector<Value> registersOf(OpBuilder &b, Location loc, Value part) {
+    auto type = cast<VectorType>(part.getType());
+    SmallVector<Value> registers;
+    for (int64_t r = 0; r < type.getDimSize(0); ++r) {
+      Value pair = vector::ExtractOp::create(b, loc, part, r);
+      if (type.getElementType().isBF16())
+        pair = vector::ExtractOp::create(
+            b, loc,
+            vector::BitCastOp::create(
+                b, loc, VectorType::get({1}, b.getI32Type()), pair),
+            0);
+      registers.push_back(pair);
+    }
+    return registers;
+  }
+
+  /// acc + a * b on this lane's registers.
+  Value mma(OpBuilder &b, Location loc, vector::ContractionOp contract) {
+    Value acc = mapping.lookup(contract.getAcc());
+    SmallVector<Value> c;
+    for (int64_t i = 0; i < 4; ++i)
+      c.push_back(vector::ExtractOp::create(b, loc, acc, i));
+    Type f32 = b.getF32Type();
+    NVVM::MMATypes type = contract.getLhsType().getElementType().isBF16()
+                              ? NVVM::MMATypes::bf16
+                              : NVVM::MMATypes::f16;
+    auto result =
+        LLVM::LLVMStructType::getLiteral(b.getContext(), {f32, f32, f32, f32});
+    Value d = NVVM::MmaOp::create(
+        b, loc, result, registersOf(b, loc, mapping.lookup(contract.getLhs())),
+        registersOf(b, loc, mapping.lookup(contract.getRhs())), c, {16, 8, 16},
+        std::nullopt, std::nullopt, std::array<NVVM::MMATypes, 2>{type, type},
+        std::array<NVVM::MMALayout, 2>{NVVM::MMALayout::row,
+                                       NVVM::MMALayout::col});
+    SmallVector<Value> sums;
+    for (int64_t i = 0; i < 4; ++i)
+      sums.push_back(LLVM::ExtractValueOp::create(b, loc, d, i));
+    return vector::FromElementsOp::create(b, loc, accType(b), sums);
+  }
+
+  /// This lane's four sums stored where the fragment map puts them.
+  void store(OpBuilder &b, vector::TransferWriteOp write, ValueRange origin) {
+    Location loc = write.getLoc();
+    auto type = cast<VectorType>(write.getVector().getType());
+    AffineMap lanes = laneMap(b, type, MatMulOperandRole::C);
+    Value buffer = write.getBase(), acc = mapping.lookup(write.getVector());
+    std::optional<int64_t> aligned = pairAlignment(buffer);
+    AffineMap permutation = write.getPermutationMap();
+    for (int64_t v = 0; v < 4; v += 2) {
+      if (permutation.isIdentity() && aligned) {
+        Value pair = vector::ExtractStridedSliceOp::create(
+            b, loc, acc, ArrayRef<int64_t>{v}, ArrayRef<int64_t>{2},
+            ArrayRef<int64_t>{1});
+        vector::StoreOp::create(
+            b, loc, pair, buffer,
+            indicesOf(b, loc, lanes, v, origin, permutation),
+            /*nontemporal=*/false, llvm::MaybeAlign(*aligned));
+        continue;
+      }
+      for (int64_t e = v; e < v + 2; ++e)
+        memref::StoreOp::create(
+            b, loc, vector::ExtractOp::create(b, loc, acc, e), buffer,
+            indicesOf(b, loc, lanes, e, origin, permutation));
+    }
+  }
+
+  static VectorType accType(OpBuilder &b) {
+    return VectorType::get({4}, b.getF32Type());
+  }
+
+  /// A lane's part of an A or B fragment: a row of two values per 32-bit
+  /// register (32 lanes share the fragment).
+  static VectorType lanePart(VectorType fragment) {
+    return VectorType::get({fragment.getNumElements() / 64, 2},
+                           fragment.getElementType());
+  }
+
+  static Value zeros(OpBuilder &b, Location loc) {
+    return arith::ConstantOp::create(
+        b, loc, accType(b),
+        DenseElementsAttr::get(accType(b), b.getF32FloatAttr(0)));
+  }
+
+  /// Builds `op`'s lane form at `b`; with `cloneOthers` (inside a loop
+  /// being rebuilt) ops without fragments are cloned too.
+  void convertOp(OpBuilder &b, Operation *op, bool cloneOthers) {
+    Location loc = op->getLoc();
+    auto mapped = [&](ValueRange values) {
+      return llvm::map_to_vector(
+          values, [&](Value v) { return mapping.lookupOrDefault(v); });
+    };
+    if (auto read = dyn_cast<vector::TransferReadOp>(op);
+        read && isFragment(read.getVectorType())) {
+      mapping.map(read.getResult(),
+                  loadLanePart(b, read, mapped(read.getIndices())));
+      return;
+    }
+    if (auto contract = dyn_cast<vector::ContractionOp>(op)) {
+      mapping.map(contract.getResult(), mma(b, loc, contract));
+      return;
+    }
+    if (auto constant = dyn_cast<arith::ConstantOp>(op);
+        constant && isFragment(constant.getType())) {
+      mapping.map(constant.getResult(), zeros(b, loc));
+      return;
+    }
+    if (auto write = dyn_cast<vector::TransferWriteOp>(op);
+        write && isFragment(write.getVector().getType())) {
+      store(b, write, mapped(write.getIndices()));
+      return;
+    }
+    if (auto loop = dyn_cast<scf::ForOp>(op)) {
+      auto rebuilt = scf::ForOp::create(
+          b, loc, mapping.lookupOrDefault(loop.getLowerBound()),
+          mapping.lookupOrDefault(loop.getUpperBound()),
+          mapping.lookupOrDefault(loop.getStep()), mapped(loop.getInitArgs()),
+          [&](OpBuilder &lb, Location, Value iv, ValueRange args) {
+            mapping.map(loop.getInductionVar(), iv);
+            mapping.map(loop.getRegionIterArgs(), args);
+            for (Operation &inner : loop.getBody()->without_terminator())
+              convertOp(lb, &inner, /*cloneOthers=*/true);
+            scf::YieldOp::create(
+                lb, loc,
+                mapped(loop.getBody()->getTerminator()->getOperands()));
+          });
+      mapping.map(loop.getResults(), rebuilt.getResults());
+      return;
+    }
+    assert(cloneOthers && "check() admits no other op with fragments");
+    b.clone(*op, mapping);
+  }
+
+  gpu::LaunchOp launch;
+  Value lane;
+  /// Old values to new: fragments to this lane's parts, the rest as cloned.
+  IRMapping mapping;
+};
+
 struct GpuMmaPass : flashnorm::impl::GpuMmaBase<GpuMmaPass> {
   void runOnOperation() override {
     SmallVector<gpu::LaunchOp> launches;
@@ -35,17 +427,19 @@ struct GpuMmaPass : flashnorm::impl::GpuMmaBase<GpuMmaPass> {
               .wasInterrupted())
         launches.push_back(launch);
     });
-    // One kernel at a time: the conversion follows use-def chains and must
-    // not wander into other kernels.
+    // Every kernel checked before any changes.
+    SmallVector<TensorKernel> kernels;
     for (gpu::LaunchOp launch : launches) {
-      RewritePatternSet patterns(launch.getContext());
-      populatePrepareVectorToMMAPatterns(patterns, /*useNvGpu=*/true);
-      if (failed(applyPatternsGreedily(launch, std::move(patterns))))
+      std::string why;
+      if (failed(kernels.emplace_back(launch).check(why))) {
+        launch.emitError() << "flashnorm-gpu-mma: a tensor-core kernel it "
+                              "cannot convert: "
+                           << why;
         return signalPassFailure();
-      IRRewriter rewriter(launch.getContext());
-      if (failed(convertVectorToNVVMCompatibleMMASync(rewriter, launch)))
-        return signalPassFailure();
+      }
     }
+    for (TensorKernel &kernel : kernels)
+      kernel.convert();
   }
 };
 } // namespace

@@ -1,12 +1,18 @@
-// f16 projections whose sizes are multiples of the 16 x 8 x 16 tile run on
-// tensor cores: one warp per 16 x 8 output tile, mma.sync in the PTX; for
-// K x N and N x K weights. Their numbers are checked on the CPU in
-// test/Integration/gpu-kernels-on-cpu.test (same input).
+// f16 and bf16 projections whose sizes are multiples of the 16 x 8 x 16
+// tile run on tensor cores: one warp per 16 x 8 output tile, mma.sync in the
+// PTX; for K x N and N x K weights. Their numbers are checked on the CPU in
+// test/Integration/gpu-kernels-on-cpu.test (same inputs).
 // REQUIRES: cuda-toolkit
 // RUN: flashnorm-opt %S/../Integration/Inputs/f16-projection.mlir --flashnorm | flashnorm-opt --flashnorm-gpu-pipeline="format=isa gemm=codegen" | FileCheck %s
 // RUN: flashnorm-opt %S/../Integration/Inputs/f16-projection.mlir --flashnorm | flashnorm-opt --flashnorm-gpu-pipeline="format=isa tensor-cores=false gemm=codegen" | FileCheck %s --check-prefix=OFF
 // The kernels before the binary: nvgpu.mma.sync became nvvm.mma.sync.
 // RUN: flashnorm-opt %S/../Integration/Inputs/f16-projection.mlir --flashnorm | flashnorm-opt --flashnorm-gpu-pipeline="format=isa gemm=codegen" --mlir-print-ir-before=gpu-module-to-binary -o /dev/null 2>&1 | FileCheck %s --check-prefix=NVVM
+// bf16: each lane's registers written from upstream's f16 fragment maps
+// (the same layout), nvvm.mma.sync with bf16 multiplicands. The N x K
+// weight's pairs along k are one 32-bit load each, the K x N weight's two
+// 16-bit loads. Eight mma.sync in the k loop and eight after it.
+// RUN: flashnorm-opt %S/../Integration/Inputs/bf16-projection.mlir --flashnorm | flashnorm-opt --flashnorm-gpu-pipeline="format=isa gemm=codegen" | FileCheck %s --check-prefix=BF16
+// RUN: flashnorm-opt %S/../Integration/Inputs/bf16-projection.mlir --flashnorm | flashnorm-opt --flashnorm-gpu-pipeline="format=isa gemm=codegen" --mlir-print-ir-before=gpu-module-to-binary -o /dev/null 2>&1 | FileCheck %s --check-prefix=BF16-NVVM
 // An f16 accumulator with an N x K weight: not a row reduction (the
 // all-reduce shuffles 32-bit values), not tensor cores (f32 accumulators
 // only); it compiles in every mode.
@@ -29,6 +35,13 @@
 // NVVM: nvvm.read.ptx.sreg.laneid
 // NVVM: nvvm.mma.sync
 // NVVM: llvm.return
+// BF16: gpu.launch_func <%{{.*}} : !llvm.ptr> @f_kernels::@f_proj_mma_0
+// BF16: gpu.launch_func <%{{.*}} : !llvm.ptr> @f_kernels::@f_proj_mma_1
+// BF16-COUNT-16: mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32
+// BF16-NVVM: llvm.func @f_proj_mma_0(
+// BF16-NVVM: nvvm.read.ptx.sreg.laneid
+// BF16-NVVM: nvvm.mma.sync A[{{.*}}] B[{{.*}}] C[{{.*}}] {layoutA = #nvvm.mma_layout<row>, layoutB = #nvvm.mma_layout<col>, multiplicandAPtxType = #nvvm.mma_type<bf16>, multiplicandBPtxType = #nvvm.mma_type<bf16>, shape = #nvvm.shape<m = 16, n = 8, k = 16>} : (i32, i32, f32) -> !llvm.struct<(f32, f32, f32, f32)>
+// BF16-NVVM: llvm.return
 // SIZES: remark: [Missed] flashnorm-gpu-kernels {{.*}}projection not on tensor cores: sizes are not static multiples of the 16 x 8 x 16 tile
 func.func @g(%x: tensor<130x64xf16>, %w: tensor<64x96xf16>) -> tensor<130x96xf16> {
   %n = flashnorm.rms_norm %x eps(1.0e-5) : tensor<130x64xf16>
@@ -46,4 +59,31 @@ func.func @h(%x: tensor<32x64xf16>, %w: tensor<48x64xf16>) -> tensor<32x48xf16> 
   %c0 = linalg.fill ins(%z : f16) outs(%e : tensor<32x48xf16>) -> tensor<32x48xf16>
   %c1 = linalg.matmul indexing_maps = #nk ins(%x, %w : tensor<32x64xf16>, tensor<48x64xf16>) outs(%c0 : tensor<32x48xf16>) -> tensor<32x48xf16>
   return %c1 : tensor<32x48xf16>
+}
+
+// K = 512 is 32 k steps, 8 per iteration, prefetched: the first group's
+// fragments are read before the loop; each iteration reads the next group
+// (carried, a vector<4x2xbf16> or vector<2x2xbf16> per lane and fragment)
+// and then multiplies the group it was given; the last group after it.
+// RUN: flashnorm-opt %s --flashnorm-gpu-to-kernels=gemm=codegen | flashnorm-opt --pass-pipeline='builtin.module(func.func(flashnorm-gpu-mma))' | FileCheck %s --check-prefix=LOOP
+// LOOP-LABEL: func.func @loop
+// LOOP: gpu.lane_id
+// LOOP-COUNT-32: vector.load {{.*}} {alignment = 4 : i64} : memref<16x512xbf16>, vector<2xbf16>
+// LOOP-COUNT-16: vector.load {{.*}} {alignment = 4 : i64} : memref<64x512xbf16>, vector<2xbf16>
+// LOOP-NOT: nvvm.mma.sync
+// LOOP: scf.for %{{.*}} = %c128 to %c512 step %c128 iter_args({{.*}}) -> (vector<4xf32>, vector<4x2xbf16>, {{.*}}, vector<2x2xbf16>)
+// LOOP-COUNT-16: vector.load {{.*}} : memref<64x512xbf16>, vector<2xbf16>
+// LOOP-NOT: vector.load
+// LOOP-COUNT-8: nvvm.mma.sync
+// LOOP-NOT: vector.load
+// LOOP: scf.yield
+// LOOP-NOT: vector.load
+// LOOP-COUNT-8: nvvm.mma.sync
+// LOOP-COUNT-2: vector.store {{.*}} {alignment = 8 : i64} : memref<16x64xf32>, vector<2xf32>
+#nk16 = [affine_map<(m, n, k) -> (m, k)>, affine_map<(m, n, k) -> (n, k)>, affine_map<(m, n, k) -> (m, n)>]
+func.func @loop(%x: memref<16x512xbf16>, %w: memref<64x512xbf16>, %y: memref<16x64xf32>) {
+  %z = arith.constant 0.0 : f32
+  linalg.fill ins(%z : f32) outs(%y : memref<16x64xf32>)
+  linalg.matmul indexing_maps = #nk16 ins(%x, %w : memref<16x512xbf16>, memref<64x512xbf16>) outs(%y : memref<16x64xf32>)
+  return
 }

@@ -201,7 +201,7 @@ def GpuKernels : Pass<"flashnorm-gpu-kernels", "func::FuncOp"> {
            "Threads per block (one block per row) of the row reductions "
            "(default 256)">,
     Option<"tensorCores", "tensor-cores", "bool", /*default=*/"true",
-           "Generated f16 projections with sizes that are multiples of "
+           "Generated f16 and bf16 projections with sizes that are multiples of "
            "16 x 8 x 16 use tensor-core MMA, as vector.contract fragments "
            "for flashnorm-gpu-mma (default true)">,
     Option<"gemm", "gemm", "::mlir::flashnorm::GemmPath",
@@ -223,15 +223,22 @@ def GpuMma : Pass<"flashnorm-gpu-mma", "func::FuncOp"> {
   let summary = "Tensor-core MMA for the kernels' vector.contract fragments";
   let description = [{
     For each `gpu.launch` holding a `vector.contract` (the tensor-core
-    projections of flashnorm-gpu-kernels), runs upstream's
-    vector-to-nvgpu conversion on that kernel alone: fragments become
-    `nvgpu.mma.sync` (m16n8k16) with per-lane loads. Upstream's
-    convert-vector-to-gpu pass works on whole functions and fails on the
-    other kernels' scalar code.
+    projections of flashnorm-gpu-kernels), gives each lane its registers of
+    the warp's fragments and an m16n8k16 `nvvm.mma.sync`, f16 and bf16.
+    The lanes' loads and stores are placed by upstream's fragment maps
+    (`nvgpu::getLaneIdAndValueIdToOperandCoord`; bf16 by f16's, the same
+    layout); a lane's two values along k are one aligned 32-bit load.
+    Upstream's vector-to-nvgpu conversion loads global memory 16 bits at a
+    time, converts no bf16 and, as a pass, fails on the other kernels'
+    scalar code.
   }];
   let dependentDialects = [
-    "::mlir::nvgpu::NVGPUDialect",
-    "::mlir::gpu::GPUDialect"
+    "::mlir::affine::AffineDialect",
+    "::mlir::LLVM::LLVMDialect",
+    "::mlir::memref::MemRefDialect",
+    "::mlir::NVVM::NVVMDialect",
+    "::mlir::gpu::GPUDialect",
+    "::mlir::vector::VectorDialect"
   ];
   let options = [];
 }

@@ -235,15 +235,22 @@ struct GemmLtPlan {
 FailureOr<GemmLtPlan> planGemmLt(linalg::LinalgOp op, std::string &why);
 void buildGemmLt(const GemmLtPlan &plan);
 
-/// TensorCoreTile.cpp: an f16 projection on tensor cores, one warp per
-/// 16 x 8 output tile, as vector.contract fragments for flashnorm-gpu-mma.
+/// TensorCoreTile.cpp: an f16 or bf16 projection on tensor cores, one warp
+/// per 16 x 8 output tile, as vector.contract fragments for
+/// flashnorm-gpu-mma.
 struct TensorCorePlan {
   linalg::LinalgOp op;
   RowMajorProjection projection;
   linalg::FillOp deadFill;
   /// Warps per block, side by side along n.
   int64_t warps = 1;
+  /// k steps of 16 per loop iteration, loaded one iteration ahead.
+  int64_t unroll = 1;
 };
+/// The most k steps a tensor-core warp loads ahead: 8 x 256 bytes of weight
+/// fragments in flight per warp; the group being multiplied and the next
+/// take 2 x 8 x 6 registers (16 steps would spill).
+constexpr int64_t kMaxUnroll = 8;
 FailureOr<TensorCorePlan> planTensorCoreTile(linalg::LinalgOp op,
                                              std::string &why);
 void buildTensorCoreTile(KernelBuilder &builder, const TensorCorePlan &plan,
