@@ -42,10 +42,16 @@ static std::optional<std::pair<StringRef, bool>> namedGlobal(Value root) {
 }
 
 bool flashnorm::isKnownRoot(Value root) {
-  // Function arguments only: a loop's memref iter_arg is any of its values.
-  if (auto arg = dyn_cast<BlockArgument>(root))
-    return arg.getOwner()->isEntryBlock() &&
-           isa<FunctionOpInterface>(arg.getOwner()->getParentOp());
+  // Function arguments, and a kernel's own workgroup and private buffers
+  // (they alias nothing outside it); a loop's memref iter_arg is any of its
+  // values.
+  if (auto arg = dyn_cast<BlockArgument>(root)) {
+    Operation *owner = arg.getOwner()->getParentOp();
+    if (auto launch = dyn_cast<gpu::LaunchOp>(owner))
+      return llvm::is_contained(launch.getWorkgroupAttributions(), arg) ||
+             llvm::is_contained(launch.getPrivateAttributions(), arg);
+    return arg.getOwner()->isEntryBlock() && isa<FunctionOpInterface>(owner);
+  }
   return isa_and_nonnull<gpu::AllocOp, memref::AllocOp, memref::AllocaOp>(
              root.getDefiningOp()) ||
          namedGlobal(root);

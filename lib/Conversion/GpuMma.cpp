@@ -64,8 +64,12 @@ bool isFragment(Type type) {
 /// are 256-byte aligned; the offset and the row stride must keep that).
 /// A lane's pairs start at even columns of its fragment, and fragments at
 /// multiples of the tile (TensorCoreTile's m, n and k offsets: 16, 8, 16).
+/// Shared memory is not known to be: a workgroup buffer's alignment is the
+/// NVVM lowering's choice.
 std::optional<int64_t> pairAlignment(Value buffer) {
   auto type = cast<MemRefType>(buffer.getType());
+  if (gpu::GPUDialect::hasWorkgroupMemoryAddressSpace(type))
+    return std::nullopt;
   auto [strides, offset] = type.getStridesAndOffset();
   if (strides.empty() || strides.back() != 1 || ShapedType::isDynamic(offset) ||
       offset % 2)

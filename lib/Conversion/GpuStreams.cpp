@@ -197,9 +197,10 @@ private:
           b, loc, launch.getGridSizeX(), launch.getGridSizeY(),
           launch.getGridSizeZ(), launch.getBlockSizeX(), launch.getBlockSizeY(),
           launch.getBlockSizeZ(), launch.getDynamicSharedMemorySize(),
-          tokenType, ValueRange{tails[stream]}, TypeRange{}, TypeRange{},
-          nullptr, nullptr, nullptr, launch.getModuleAttr(),
-          launch.getFunctionAttr());
+          tokenType, ValueRange{tails[stream]},
+          ValueRange(launch.getWorkgroupAttributions()).getTypes(),
+          ValueRange(launch.getPrivateAttributions()).getTypes(), nullptr,
+          nullptr, nullptr, launch.getModuleAttr(), launch.getFunctionAttr());
       async.getBody().takeBody(launch.getBody());
       tails[stream] = async.getAsyncToken();
       ++numLaunches;

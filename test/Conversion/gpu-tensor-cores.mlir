@@ -87,3 +87,61 @@ func.func @loop(%x: memref<16x512xbf16>, %w: memref<64x512xbf16>, %y: memref<16x
   linalg.matmul indexing_maps = #nk16 ins(%x, %w : memref<16x512xbf16>, memref<64x512xbf16>) outs(%y : memref<16x64xf32>)
   return
 }
+
+// 16 tokens, N = 16: two tiles, too few warps for the weight's stream. K =
+// 2560 (160 steps) is split into 4 slices of 40 steps (threads z), each a
+// prefetched k loop from its own start; the partial tiles meet in shared
+// memory and, after the barrier, each thread sums an element's 4 slices in
+// slice order and writes it once.
+// RUN: flashnorm-opt %s --flashnorm-gpu-to-kernels=gemm=codegen | FileCheck %s --check-prefix=SPLIT
+// SPLIT-LABEL: func.func @split
+// SPLIT: gpu.launch blocks({{.*}}) in ({{.*}} = %c1, {{.*}} = %c1, {{.*}} = %c1) threads(%[[TX:.*]], %[[TY:.*]], %[[TZ:.*]]) in ({{.*}} = %c32, {{.*}} = %c2, {{.*}} = %c4) {{.*}} workgroup(%[[P:.*]] : memref<64x16xf32, #gpu.address_space<workgroup>>)
+// SPLIT: %[[K0:.*]] = affine.apply #{{.*}}()[%[[TZ]]]
+// SPLIT: vector.transfer_read %arg1[%{{.*}}, %[[K0]]]
+// SPLIT: scf.for %[[S:.*]] = %c128 to %c640 step %c128 iter_args
+// SPLIT: affine.apply #{{.*}}(%[[S]])[%[[TZ]]]
+// SPLIT: scf.yield
+// SPLIT: vector.transfer_write %{{.*}}, %[[P]][%{{.*}}, %{{.*}}] {in_bounds = [true, true]} : vector<16x8xf32>, memref<64x16xf32, #gpu.address_space<workgroup>>
+// SPLIT-NEXT: gpu.barrier
+// SPLIT: scf.for %{{.*}} = %{{.*}} to %c256 step %c256 {
+// SPLIT-NEXT: affine.apply
+// SPLIT-NEXT: affine.apply
+// SPLIT-NEXT: %[[S0:.*]] = memref.load %[[P]]
+// SPLIT: %[[S1:.*]] = memref.load %[[P]]
+// SPLIT-NEXT: %[[A1:.*]] = arith.addf %[[S0]], %[[S1]]
+// SPLIT: %[[S2:.*]] = memref.load %[[P]]
+// SPLIT-NEXT: %[[A2:.*]] = arith.addf %[[A1]], %[[S2]]
+// SPLIT: %[[S3:.*]] = memref.load %[[P]]
+// SPLIT-NEXT: %[[A3:.*]] = arith.addf %[[A2]], %[[S3]]
+// SPLIT-NEXT: memref.store %[[A3]], %arg2
+// SPLIT-NEXT: }
+// SPLIT-NEXT: gpu.terminator
+// The partial tile goes to shared memory a value at a time (a workgroup
+// buffer is aligned to its element only); in PTX, one barrier.
+// RUN: flashnorm-opt %s --flashnorm-gpu-to-kernels=gemm=codegen | flashnorm-opt --pass-pipeline='builtin.module(func.func(flashnorm-gpu-mma))' | FileCheck %s --check-prefix=SPLIT-MMA
+// SPLIT-MMA-LABEL: func.func @split
+// SPLIT-MMA-NOT: vector.store {{.*}}#gpu.address_space<workgroup>
+// SPLIT-MMA-COUNT-4: memref.store {{.*}} : memref<64x16xf32, #gpu.address_space<workgroup>>
+// SPLIT-MMA-NOT: vector.store {{.*}}#gpu.address_space<workgroup>
+// SPLIT-MMA: gpu.barrier
+// Both layouts of test/Integration/Inputs/bf16-split-k.mlir (whose numbers
+// gpu-kernels-on-cpu.test checks) in PTX: 32 x 2 x 4 threads, the prologue
+// and the loop's 8 mma.sync each, one barrier per kernel.
+// RUN: flashnorm-opt %S/../Integration/Inputs/bf16-split-k.mlir --flashnorm | flashnorm-opt --flashnorm-gpu-pipeline="format=isa gemm=codegen" | FileCheck %s --check-prefix=SPLIT-PTX
+// SPLIT-PTX: gpu.launch_func {{.*}} @f_kernels::@f_proj_mma_0
+// SPLIT-PTX: gpu.launch_func {{.*}} @f_kernels::@f_proj_mma_1
+// SPLIT-PTX: .entry f_proj_mma_0
+// SPLIT-PTX: .maxntid 32, 2, 4
+// SPLIT-PTX-COUNT-16: mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32
+// SPLIT-PTX: bar.sync
+// SPLIT-PTX: .entry f_proj_mma_1
+// SPLIT-PTX: .maxntid 32, 2, 4
+// SPLIT-PTX-COUNT-16: mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32
+// SPLIT-PTX: bar.sync
+#nks = [affine_map<(m, n, k) -> (m, k)>, affine_map<(m, n, k) -> (n, k)>, affine_map<(m, n, k) -> (m, n)>]
+func.func @split(%x: memref<16x2560xbf16>, %w: memref<16x2560xbf16>, %y: memref<16x16xf32>) {
+  %z = arith.constant 0.0 : f32
+  linalg.fill ins(%z : f32) outs(%y : memref<16x16xf32>)
+  linalg.matmul indexing_maps = #nks ins(%x, %w : memref<16x2560xbf16>, memref<16x2560xbf16>) outs(%y : memref<16x16xf32>)
+  return
+}

@@ -7,15 +7,21 @@
 // thread contributes to each, then again with the sums in place of the
 // reductions. That needs the code before the last reduction to have no side
 // effects but reads and no use of a reduction's result, which holds for the
-// row-reduction kernels (the pass fails otherwise). Vector loads lose their
-// alignment: what a GPU's allocations guarantee (256 bytes) host memory and
-// globals need not.
+// row-reduction kernels (the pass fails otherwise). Top-level
+// `gpu.barrier`s split the body into phases, each run by every thread of the
+// block before the next starts; a later phase recomputes the side-effect
+// free values it takes from earlier ones and may take no other (the
+// tensor-core kernels' slices meet in shared memory that way). Workgroup
+// buffers are host buffers, one per launch, reused by each block in turn.
+// Vector loads lose their alignment: what a GPU's allocations guarantee (256
+// bytes) host memory and globals need not.
 //
 //===----------------------------------------------------------------------===//
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/IRMapping.h"
@@ -52,7 +58,8 @@ struct TestLaunchToLoopsPass
     return "Test only: run gpu.launch bodies as sequential CPU loops";
   }
   void getDependentDialects(DialectRegistry &registry) const override {
-    registry.insert<scf::SCFDialect, arith::ArithDialect>();
+    registry
+        .insert<scf::SCFDialect, arith::ArithDialect, memref::MemRefDialect>();
   }
 
   void runOnOperation() override {
@@ -103,8 +110,72 @@ struct TestLaunchToLoopsPass
         if (op == last)
           break;
       }
+    // The phases between top-level barriers.
+    SmallVector<SmallVector<Operation *>> phases(1);
+    for (Operation &op : body.without_terminator()) {
+      if (isa<gpu::BarrierOp>(op)) {
+        phases.emplace_back();
+        continue;
+      }
+      if (op.walk([](gpu::BarrierOp) {
+              return WalkResult::interrupt();
+            }).wasInterrupted())
+        return op.emitError("only top-level barriers are supported");
+      phases.back().push_back(&op);
+    }
+    if (phases.size() > 1 && last)
+      return launch.emitError("all_reduce and barriers in one kernel are not "
+                              "supported");
+    // A later phase recomputes the values of earlier phases it takes: those
+    // of ops free of side effects that take only such values.
+    DenseMap<Operation *, size_t> phaseOf;
+    for (auto [i, phase] : llvm::enumerate(phases))
+      for (Operation *op : phase)
+        phaseOf[op] = i;
+    // The top-level ops of the body whose values `op` takes (null: a block
+    // argument of the body).
+    auto takesFrom = [&](Operation *op) {
+      SmallVector<Operation *> tops;
+      op->walk([&](Operation *inner) {
+        for (Value v : inner->getOperands()) {
+          Operation *owner = v.getParentRegion()->getParentOp();
+          if (launch->isAncestor(owner) && !op->isAncestor(owner))
+            tops.push_back(v.getDefiningOp()
+                               ? body.findAncestorOpInBlock(*v.getDefiningOp())
+                               : nullptr);
+        }
+      });
+      return tops;
+    };
+    DenseSet<Operation *> recomputable;
+    for (auto [i, phase] : llvm::enumerate(phases))
+      for (Operation *op : phase) {
+        bool pure = isMemoryEffectFree(op);
+        for (Operation *top : takesFrom(op)) {
+          if (!top || phaseOf.lookup(top) == i)
+            continue;
+          if (!recomputable.contains(top))
+            return op->emitError("takes a value from before a barrier that "
+                                 "cannot be recomputed");
+        }
+        if (pure && llvm::all_of(takesFrom(op), [&](Operation *top) {
+              return !top || recomputable.contains(top);
+            }))
+          recomputable.insert(op);
+      }
     OpBuilder b(launch);
     Location loc = launch.getLoc();
+    // Workgroup memory: a host buffer each block uses in turn.
+    IRMapping shared;
+    SmallVector<Value> buffers;
+    for (BlockArgument arg : launch.getWorkgroupAttributions()) {
+      auto type = cast<MemRefType>(arg.getType());
+      buffers.push_back(memref::AllocOp::create(
+          b, loc,
+          MemRefType::get(type.getShape(), type.getElementType(),
+                          type.getLayout())));
+      shared.map(arg, buffers.back());
+    }
     gpu::KernelDim3 grid = launch.getGridSizeOperandValues();
     gpu::KernelDim3 block = launch.getBlockSizeOperandValues();
     auto bind = [&](IRMapping &map, ArrayRef<Value> bids,
@@ -151,18 +222,26 @@ struct TestLaunchToLoopsPass
                       });
                   sums = loop.getResults();
                 }
-                // Pass 2 (or the only one): the whole body per thread.
-                buildNest(nb, loc, {block.z, block.y, block.x},
-                          [&](OpBuilder &tb, ArrayRef<Value> tids) {
-                            IRMapping map;
-                            bind(map, bids, tids);
-                            for (auto [r, sum] : llvm::zip(reduces, sums))
-                              map.map(r.getResult(), sum);
-                            for (Operation &op : body.without_terminator())
-                              if (!isa<gpu::AllReduceOp>(op))
-                                tb.clone(op, map);
-                          });
+                // Pass 2 (or the only one): each phase of the body per
+                // thread, the pure ops of earlier phases recomputed.
+                for (size_t phase = 0; phase < phases.size(); ++phase)
+                  buildNest(nb, loc, {block.z, block.y, block.x},
+                            [&](OpBuilder &tb, ArrayRef<Value> tids) {
+                              IRMapping map = shared;
+                              bind(map, bids, tids);
+                              for (auto [r, sum] : llvm::zip(reduces, sums))
+                                map.map(r.getResult(), sum);
+                              for (size_t before = 0; before < phase; ++before)
+                                for (Operation *op : phases[before])
+                                  if (recomputable.contains(op))
+                                    tb.clone(*op, map);
+                              for (Operation *op : phases[phase])
+                                if (!isa<gpu::AllReduceOp>(op))
+                                  tb.clone(*op, map);
+                            });
               });
+    for (Value buffer : buffers)
+      memref::DeallocOp::create(b, loc, buffer);
     launch.erase();
     return success();
   }

@@ -166,6 +166,13 @@ def GpuKernels : Pass<"flashnorm-gpu-kernels", "func::FuncOp"> {
       `gemm=auto` (the default) only those with more than 16 rows or a
       dynamic row count (prefill), where cuBLASLt's tiled tensor-core GEMMs
       win, while decode steps keep the generated bandwidth kernel;
+    - with `tensor-cores`, f16 and bf16 projections with sizes that are
+      multiples of 16 x 8 x 16 (and an f32 accumulator that starts at
+      zero): one warp per 16 x 8 output tile and slice of k, the k loop
+      `vector.contract`s of fragments for flashnorm-gpu-mma; while the
+      kernel has fewer than 2112 warps (decode) k is split into slices of
+      at least 40 steps, whose partial tiles are summed through shared
+      memory in slice order;
     - every other op: parallel loops, tiled by `threads` on the innermost
       dimension (threads x, coalesced), the outer dimensions on blocks; the
       reduction loops of projections run inside each thread;

@@ -235,15 +235,18 @@ struct GemmLtPlan {
 FailureOr<GemmLtPlan> planGemmLt(linalg::LinalgOp op, std::string &why);
 void buildGemmLt(const GemmLtPlan &plan);
 
-/// TensorCoreTile.cpp: an f16 or bf16 projection on tensor cores, one warp
-/// per 16 x 8 output tile, as vector.contract fragments for
-/// flashnorm-gpu-mma.
+/// TensorCoreTile.cpp: an f16 or bf16 projection on tensor cores, each
+/// 16 x 8 output tile computed by `slices` warps (one per slice of k) as
+/// vector.contract fragments for flashnorm-gpu-mma, their partial tiles
+/// summed through shared memory.
 struct TensorCorePlan {
   linalg::LinalgOp op;
   RowMajorProjection projection;
   linalg::FillOp deadFill;
-  /// Warps per block, side by side along n.
+  /// Tiles per block, side by side along n (threads y).
   int64_t warps = 1;
+  /// Warps per tile, each on K / slices of the k loop (threads z).
+  int64_t slices = 1;
   /// k steps of 16 per loop iteration, loaded one iteration ahead.
   int64_t unroll = 1;
 };
@@ -251,6 +254,21 @@ struct TensorCorePlan {
 /// fragments in flight per warp; the group being multiplied and the next
 /// take 2 x 8 x 6 registers (16 steps would spill).
 constexpr int64_t kMaxUnroll = 8;
+/// The warps a tensor-core projection is split into (along k) until it has
+/// that many: streaming a weight at an H200's 4.8 TB/s with ~0.8 us of
+/// memory latency needs ~3.8 MB in flight, 29 KB on each of 132 SMs, 14.5
+/// warps' 2 KB of weight fragments (Little's law; 16 per SM rounded up).
+constexpr int64_t kTargetWarps = 132 * 16;
+/// The fewest k steps a slice takes: five groups, a k loop of four
+/// iterations. ptxas (CUDA 13, sm_90) issues a group's 48 loads ahead of its
+/// multiplies only in loops of four or more iterations (64 registers); at
+/// three it interleaves each load with its multiply (30), and a warp has a
+/// few loads in flight instead of a group's.
+constexpr int64_t kMinSliceSteps = 5 * kMaxUnroll;
+/// The most warps per tensor-core block: at 66 registers a thread (ptxas;
+/// 72 allocated) three blocks of 8 warps fit an SM's 64K registers, where
+/// one of 16 would leave 12 warps' worth unused.
+constexpr int64_t kMaxBlockWarps = 8;
 FailureOr<TensorCorePlan> planTensorCoreTile(linalg::LinalgOp op,
                                              std::string &why);
 void buildTensorCoreTile(KernelBuilder &builder, const TensorCorePlan &plan,

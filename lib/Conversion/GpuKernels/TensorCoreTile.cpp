@@ -1,16 +1,27 @@
 //===- TensorCoreTile.cpp - f16 and bf16 projections on tensor cores ------===//
 //
 // f16 and bf16 projections whose sizes are multiples of the m16n8k16 MMA
-// tile: one warp per 16 x 8 output tile (up to four warps per block, side by
-// side along n), the k loop a vector.contract of 16 x 16 by 8 x 16
-// fragments, which flashnorm-gpu-mma turns into mma.sync. No shared memory:
-// each warp loads its fragments from global memory, so what keeps the
-// tensor cores fed is how many of those loads are in flight. The k loop
-// takes up to kMaxUnroll steps per iteration and prefetches: an iteration
-// reads the next group of steps into registers, then multiplies the group
-// read before, so a warp has that many 256-byte weight fragments in flight
-// behind its multiplies instead of one load waiting for each. Each warp
-// writes its tile once, from zero.
+// tile. Each 16 x 8 output tile is computed by one warp per slice of k
+// (up to four tiles per block, side by side along n), its k loop a
+// vector.contract of 16 x 16 by 8 x 16 fragments, which flashnorm-gpu-mma
+// turns into mma.sync. No shared memory for the operands: each warp loads
+// its fragments from global memory, so what keeps the tensor cores fed is
+// how many of those loads are in flight:
+// - The k loop takes up to kMaxUnroll steps per iteration, so that a warp
+//   has that many 256-byte weight fragments in flight instead of one load
+//   waiting for each. It is written as a register prefetch (an iteration
+//   reads the next group, carried by the loop, and multiplies the one read
+//   before); LLVM folds that back into a loop that reads a group and then
+//   multiplies it, and what keeps a group's loads in flight together is
+//   ptxas issuing all of them ahead of the multiplies, which it does in
+//   loops of static trip count four or more (kMinSliceSteps).
+// - Decode has few tiles (16 tokens x 4096 outputs: 512 warps, 4 per SM of
+//   an H200, a quarter of the loads in flight the weight stream needs), so
+//   k is split into slices, one warp each, until the kernel has
+//   kTargetWarps (sliced-k, as CUTLASS calls it). The slices' partial
+//   tiles meet in shared memory and the block sums them in a fixed order:
+//   deterministic, no atomics, no second kernel, no workspace.
+// Each tile is written once, from zero.
 //
 //===----------------------------------------------------------------------===//
 
@@ -18,6 +29,7 @@
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 
 using namespace mlir;
@@ -45,12 +57,24 @@ FailureOr<TensorCorePlan> kernels::planTensorCoreTile(linalg::LinalgOp op,
       ShapedType::isDynamic(p->k) || p->m % 16 || p->n % 8 || p->k % 16)
     return fail("sizes are not static multiples of the 16 x 8 x 16 tile");
   TensorCorePlan plan{op, *p, deadZeroFill(p->c, op)};
-  int64_t tiles = p->n / 8;
-  plan.warps = tiles % 4 == 0 ? 4 : tiles % 2 == 0 ? 2 : 1;
-  // The most steps up to kMaxUnroll that divide the k loop (no remainder
-  // loop): 4096 / 16 = 256 steps take 8, 576 / 16 = 36 take 6.
-  int64_t steps = p->k / 16;
-  for (plan.unroll = std::min(steps, kMaxUnroll); steps % plan.unroll;)
+  // Slices of k, doubled while the kernel has fewer than kTargetWarps and
+  // each slice keeps kMinSliceSteps: 16 x 4096 x 4096 (512 tiles) takes 4,
+  // 16 x 4096 x 14336 (1792 tiles) 2, 16 x 14336 x 4096 8.
+  int64_t tiles = p->m / 16 * (p->n / 8), steps = p->k / 16;
+  while (plan.slices < kMaxBlockWarps && tiles * plan.slices < kTargetWarps &&
+         steps % (2 * plan.slices) == 0 &&
+         steps / (2 * plan.slices) >= kMinSliceSteps)
+    plan.slices *= 2;
+  // Tiles side by side in a block, as many as divide the row and fit.
+  int64_t rowTiles = p->n / 8;
+  for (plan.warps = 4;
+       rowTiles % plan.warps || plan.warps * plan.slices > kMaxBlockWarps;)
+    plan.warps /= 2;
+  // The most steps up to kMaxUnroll that divide a slice's k loop (no
+  // remainder loop): 4096 / 16 = 256 steps take 8, 576 / 16 = 36 take 6.
+  int64_t sliceSteps = steps / plan.slices;
+  for (plan.unroll = std::min(sliceSteps, kMaxUnroll);
+       sliceSteps % plan.unroll;)
     --plan.unroll;
   return plan;
 }
@@ -59,30 +83,43 @@ void kernels::buildTensorCoreTile(KernelBuilder &builder,
                                   const TensorCorePlan &plan, StringRef role) {
   linalg::LinalgOp op = plan.op;
   const RowMajorProjection &p = plan.projection;
-  int64_t m = p.m, n = p.n, k = p.k, warps = plan.warps;
+  int64_t m = p.m, n = p.n, k = p.k, warps = plan.warps, slices = plan.slices;
   OpBuilder b(op);
   Location loc = op.getLoc();
+  MLIRContext *ctx = b.getContext();
   Value a = to2d(b, loc, p.a), w = to2d(b, loc, p.b), c = to2d(b, loc, p.c);
   auto index = [&](int64_t v) -> Value {
     return arith::ConstantIndexOp::create(b, loc, v);
   };
   Value one = index(1);
-  // Warps are threads y.
-  auto launch =
-      gpu::LaunchOp::create(b, loc, index(m / 16), index(n / 8 / warps), one,
-                            index(32), index(warps), one);
+  Type f32 = b.getF32Type();
+  // The slices' partial tiles, slice-major: rows 16s.. of slice s, the
+  // block's tiles side by side.
+  SmallVector<Type> shared;
+  if (slices > 1)
+    shared.push_back(MemRefType::get(
+        {16 * slices, 8 * warps}, f32, MemRefLayoutAttrInterface(),
+        gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup)));
+  // Tiles are threads y, slices threads z.
+  auto launch = gpu::LaunchOp::create(
+      b, loc, index(m / 16), index(n / 8 / warps), one, index(32), index(warps),
+      index(slices), /*dynamicSharedMemorySize=*/nullptr,
+      /*asyncTokenType=*/nullptr, /*asyncDependencies=*/{}, shared);
   b.setInsertionPointToStart(&launch.getBody().front());
-  MLIRContext *ctx = b.getContext();
   AffineExpr d0, d1;
   bindDims(ctx, d0, d1);
-  Value m0 =
-      affine::AffineApplyOp::create(b, loc, AffineMap::get(1, 0, d0 * 16),
-                                    ValueRange{launch.getBlockIds().x});
-  Value n0 = affine::AffineApplyOp::create(
-      b, loc, AffineMap::get(2, 0, (d0 * warps + d1) * 8),
-      ValueRange{launch.getBlockIds().y, launch.getThreadIds().y});
+  auto apply = [&](OpBuilder &ab, Location l, AffineExpr e, ValueRange v) {
+    return affine::AffineApplyOp::create(ab, l, AffineMap::get(v.size(), 0, e),
+                                         v)
+        .getResult();
+  };
+  gpu::KernelDim3 blockId = launch.getBlockIds(), tid = launch.getThreadIds();
+  Value m0 = apply(b, loc, d0 * 16, {blockId.x});
+  Value n0 = apply(b, loc, (d0 * warps + d1) * 8, {blockId.y, tid.y});
+  // This warp's slice of k: [kBegin, kBegin + k / slices).
+  int64_t sliceK = k / slices;
+  Value kBegin = apply(b, loc, d0 * sliceK, {tid.z});
   Type type = cast<MemRefType>(p.a.getType()).getElementType();
-  Type f32 = b.getF32Type();
   Value pad = arith::ConstantOp::create(b, loc, b.getZeroAttr(type));
   SmallVector<bool> inBounds{true, true};
   auto fragment = [&](OpBuilder &fb, Value buffer, ValueRange at,
@@ -105,26 +142,24 @@ void kernels::buildTensorCoreTile(KernelBuilder &builder,
        vector::IteratorTypeAttr::get(ctx, vector::IteratorType::reduction)});
   int64_t unroll = plan.unroll;
   AffineMap id2 = AffineMap::getMultiDimIdentityMap(2, ctx);
+  AffineMap transposed =
+      AffineMap::getPermutationMap(ArrayRef<unsigned>{1, 0}, ctx);
   // The A and B fragments of the `unroll` steps from k0, A's first.
   auto readGroup = [&](OpBuilder &rb, Location l, Value k0) {
+    SmallVector<Value> ks;
+    for (int64_t step = 0; step < unroll; ++step)
+      ks.push_back(apply(rb, l, d0 + 16 * step, {k0}));
     SmallVector<Value> fragments;
-    for (int64_t step = 0; step < unroll; ++step) {
-      Value kk = affine::AffineApplyOp::create(
-          rb, l, AffineMap::get(1, 0, d0 + 16 * step), ValueRange{k0});
+    for (Value kk : ks)
       fragments.push_back(
           fragment(rb, a, {m0, kk}, VectorType::get({16, 16}, type), id2));
-    }
-    for (int64_t step = 0; step < unroll; ++step) {
-      Value kk = affine::AffineApplyOp::create(
-          rb, l, AffineMap::get(1, 0, d0 + 16 * step), ValueRange{k0});
-      // B as n x k: read directly (N x K) or transposed (K x N).
+    // B as n x k: read directly (N x K) or transposed (K x N).
+    for (Value kk : ks)
       fragments.push_back(
           p.transposeB
               ? fragment(rb, w, {n0, kk}, VectorType::get({8, 16}, type), id2)
               : fragment(rb, w, {kk, n0}, VectorType::get({8, 16}, type),
-                         AffineMap::getPermutationMap(ArrayRef<unsigned>{1, 0},
-                                                      ctx)));
-    }
+                         transposed));
     return fragments;
   };
   auto multiplyGroup = [&](OpBuilder &mb, Location l, Value acc,
@@ -136,24 +171,63 @@ void kernels::buildTensorCoreTile(KernelBuilder &builder,
     return acc;
   };
   // Register prefetch: each iteration reads the next group's fragments,
-  // then multiplies the group the one before read. The next group is
-  // carried by the loop, so it is in registers (its loads in flight) while
-  // the tensor cores work on this one: code generation cannot sink a load
-  // to its multiply, as it may within one iteration.
+  // then multiplies the group the one before read (see the file header for
+  // what LLVM and ptxas make of it).
   SmallVector<Value> inits{acc0};
-  llvm::append_range(inits, readGroup(b, loc, index(0)));
+  llvm::append_range(inits, readGroup(b, loc, kBegin));
+  // The loop counts within the slice, from static bounds: ptxas issues a
+  // group's loads together only in loops whose trip count it knows (with
+  // bounds offset by the slice's start it sinks each load to its multiply:
+  // 30 registers instead of 64).
   auto loop = scf::ForOp::create(
-      b, loc, index(16 * unroll), index(k), index(16 * unroll), inits,
-      [&](OpBuilder &lb, Location l, Value k0, ValueRange carried) {
+      b, loc, index(16 * unroll), index(sliceK), index(16 * unroll), inits,
+      [&](OpBuilder &lb, Location l, Value step, ValueRange carried) {
         SmallVector<Value> next{Value()};
-        llvm::append_range(next, readGroup(lb, l, k0));
+        llvm::append_range(
+            next, readGroup(lb, l, apply(lb, l, d0 + d1, {kBegin, step})));
         next[0] = multiplyGroup(lb, l, carried[0], carried.drop_front());
         scf::YieldOp::create(lb, l, next);
       });
   Value sums =
       multiplyGroup(b, loc, loop.getResult(0), loop.getResults().drop_front());
-  vector::TransferWriteOp::create(b, loc, sums, c, ValueRange{m0, n0},
-                                  inBounds);
+  if (slices == 1) {
+    vector::TransferWriteOp::create(b, loc, sums, c, ValueRange{m0, n0},
+                                    inBounds);
+  } else {
+    // Each slice's partial tile into shared memory; after the barrier the
+    // block's threads sum the slices of each element in slice order and
+    // write the block's tiles, consecutive threads along a row.
+    Value partials = launch.getWorkgroupAttributions()[0];
+    vector::TransferWriteOp::create(b, loc, sums, partials,
+                                    ValueRange{apply(b, loc, d0 * 16, {tid.z}),
+                                               apply(b, loc, d0 * 8, {tid.y})},
+                                    inBounds);
+    gpu::BarrierOp::create(b, loc);
+    int64_t rowLength = 8 * warps, threads = 32 * warps * slices;
+    AffineExpr d2 = getAffineDimExpr(2, ctx);
+    Value flat =
+        apply(b, loc, d0 + 32 * (d1 + warps * d2), {tid.x, tid.y, tid.z});
+    Value blockN = apply(b, loc, d0 * rowLength, {blockId.y});
+    scf::ForOp::create(
+        b, loc, flat, index(16 * rowLength), index(threads), ValueRange{},
+        [&](OpBuilder &rb, Location l, Value e, ValueRange) {
+          Value row = apply(rb, l, d0.floorDiv(rowLength), {e});
+          Value column = apply(rb, l, d0 % rowLength, {e});
+          Value sum;
+          for (int64_t slice = 0; slice < slices; ++slice) {
+            Value part = memref::LoadOp::create(
+                rb, l, partials,
+                ValueRange{apply(rb, l, d0 + 16 * slice, {row}), column});
+            sum = sum ? arith::AddFOp::create(rb, l, sum, part).getResult()
+                      : part;
+          }
+          memref::StoreOp::create(
+              rb, l, sum, c,
+              ValueRange{apply(rb, l, d0 + d1, {m0, row}),
+                         apply(rb, l, d0 + d1, {blockN, column})});
+          scf::YieldOp::create(rb, l);
+        });
+  }
   gpu::TerminatorOp::create(b, loc);
   builder.name(launch, role);
   if (plan.deadFill)

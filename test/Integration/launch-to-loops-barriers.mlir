@@ -1,0 +1,42 @@
+// The test lowering that runs GPU kernels on the CPU
+// (flashnorm-test-gpu-launch-to-loops) keeps a barrier's meaning: every
+// thread of a block finishes the phase before it, then every thread runs
+// the next, in a workgroup buffer each block reuses. Thread t of a block of
+// 4 writes 10 * block + t, then reads its neighbour's (t + 1) mod 4: run as
+// one pass per thread, thread t would read a slot not yet written.
+// RUN: flashnorm-opt %s --pass-pipeline='builtin.module(func.func(flashnorm-test-gpu-launch-to-loops))' | flashnorm-opt --flashnorm-cpu-buffers-to-llvm=vectorize=false | %run | FileCheck %s
+// CHECK: [1,  2,  3,  0,  11,  12,  13,  10]
+// A value loaded before the barrier cannot be recomputed after it.
+// RUN: not flashnorm-opt %S/Inputs/barrier-crossing-load.mlir --pass-pipeline='builtin.module(func.func(flashnorm-test-gpu-launch-to-loops))' 2>&1 | FileCheck %s --check-prefix=CROSS
+// CROSS: error: takes a value from before a barrier that cannot be recomputed
+func.func @neighbours(%out: memref<8xf32>) {
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %c4 = arith.constant 4 : index
+  gpu.launch blocks(%bx, %by, %bz) in (%gx = %c2, %gy = %c1, %gz = %c1)
+             threads(%tx, %ty, %tz) in (%sx = %c4, %sy = %c1, %sz = %c1)
+             workgroup(%slots : memref<4xf32, #gpu.address_space<workgroup>>) {
+    %c10 = arith.constant 10 : index
+    %v = affine.apply affine_map<(b, t) -> (b * 10 + t)>(%bx, %tx)
+    %vi = arith.index_cast %v : index to i32
+    %vf = arith.sitofp %vi : i32 to f32
+    memref.store %vf, %slots[%tx] : memref<4xf32, #gpu.address_space<workgroup>>
+    gpu.barrier
+    %next = affine.apply affine_map<(t) -> ((t + 1) mod 4)>(%tx)
+    %n = memref.load %slots[%next] : memref<4xf32, #gpu.address_space<workgroup>>
+    %at = affine.apply affine_map<(b, t) -> (b * 4 + t)>(%bx, %tx)
+    memref.store %n, %out[%at] : memref<8xf32>
+    gpu.terminator
+  }
+  return
+}
+
+func.func @main() {
+  %out = memref.alloc() : memref<8xf32>
+  call @neighbours(%out) : (memref<8xf32>) -> ()
+  %u = memref.cast %out : memref<8xf32> to memref<*xf32>
+  call @printMemrefF32(%u) : (memref<*xf32>) -> ()
+  memref.dealloc %out : memref<8xf32>
+  return
+}
+func.func private @printMemrefF32(memref<*xf32>)
