@@ -11,8 +11,9 @@
 // blocks of outputs) are the outer loops, then row blocks, then output
 // tiles: a packed projection is one contraction per panel
 // (flashnorm-pack-weights), whose weights every row block then reads from
-// cache. Decode shapes (a few rows) take wide blocks, prefill shapes 8 x 32
-// (16 accumulators of 16 f32 lanes). On a K x N weight that nothing packed,
+// cache. Decode shapes (a few rows) take wide blocks, prefill shapes rows by
+// two vectors, the accumulators half of the register file (RegisterTile.h:
+// 8 x 32 on AVX-512, 4 x 16 on AVX2). On a K x N weight that nothing packed,
 // decode streams whole rows instead (k outside the output tiles) and
 // prefill takes output tiles outside row blocks (a strip of the weight
 // stays in cache).
@@ -94,11 +95,14 @@ struct CpuCodegenPass : flashnorm::impl::CpuCodegenBase<CpuCodegenPass> {
 
   /// The cores a large projection may be split over (`threads`, resolved).
   int64_t numThreads = 1;
+  /// The micro-kernel's register tile (`vector-bits`, resolved).
+  RegisterTile tile;
 
   /// The micro-kernel's tile of a contraction: for (m, n, k) = the
   /// innermost m and n dimensions and k, `tile-sizes` if given, else
-  /// (M, 256, 1) for decode (M < 4 rows: wide rows of W stream) and
-  /// (8, 32, 1) otherwise; every other dimension one at a time. An n
+  /// (M, W, 1) for decode (M < 4 rows: wide rows of W stream; W = 256 on
+  /// AVX-512) and the register tile's prefill rows and outputs otherwise;
+  /// every other dimension one at a time. An n
   /// dimension that indexes whole panels (flashnorm-pack-weights) is taken
   /// one panel at a time with the panel's width as the tile.
   ///
@@ -130,9 +134,10 @@ struct CpuCodegenPass : flashnorm::impl::CpuCodegenBase<CpuCodegenPass> {
     SmallVector<int64_t> want =
         !tileSizes.empty()
             ? SmallVector<int64_t>(tileSizes.begin(), tileSizes.end())
-        : streamRows ? SmallVector<int64_t>{rows, 256, 8}
-        : rows < 4   ? SmallVector<int64_t>{rows, 256, 1}
-                     : SmallVector<int64_t>{8, 32, 1};
+        : streamRows ? SmallVector<int64_t>{rows, tile.wideOutputs(), 8}
+        : rows < 4   ? SmallVector<int64_t>{rows, tile.wideOutputs(), 1}
+                     : SmallVector<int64_t>{tile.prefillRows(),
+                                            tile.prefillOutputs(), 1};
     TilePlan plan;
     plan.contraction = true;
     plan.sizes.assign(ranges.size(), 1);
@@ -266,6 +271,15 @@ struct CpuCodegenPass : flashnorm::impl::CpuCodegenBase<CpuCodegenPass> {
                                      "parallel-min-bytes must not be negative";
       return signalPassFailure();
     }
+    FailureOr<RegisterTile> resolved = registerTileFor(vectorBits);
+    if (failed(resolved)) {
+      getOperation()->emitError()
+          << "flashnorm-cpu-codegen: vector-bits must be 0 (this machine's), "
+             "128, 256 or 512, not "
+          << vectorBits.getValue();
+      return signalPassFailure();
+    }
+    tile = *resolved;
     numThreads = panelThreads(threads);
     DotOptions dotOptions;
     dotOptions.lanes = vectorWidth;

@@ -30,6 +30,7 @@ using namespace mlir;
 using namespace mlir::flashnorm;
 
 FailureOr<PanelPlan> flashnorm::planPanels(linalg::LinalgOp op, int64_t panel,
+                                           const RegisterTile &tile,
                                            std::string &why) {
   auto fail = [&](const Twine &msg) {
     why = msg.str();
@@ -46,11 +47,14 @@ FailureOr<PanelPlan> flashnorm::planPanels(linalg::LinalgOp op, int64_t panel,
   if (llvm::is_contained(ranges, 0))
     return fail("a dimension is empty");
   // Panels as wide as the micro-kernel's tile (flashnorm-cpu-codegen):
-  // decode (a few rows) keeps 128 outputs (8 vectors, 8 independent FMA
-  // chains, 512 contiguous bytes per k) in registers, prefill 8 rows by 32.
+  // decode (a few rows) keeps 8 vectors of outputs (8 independent FMA
+  // chains; 128 f32 on AVX-512, 512 contiguous bytes per k) in registers,
+  // prefill two vectors by a few rows.
   if (panel == 0) {
     bool decode = !ShapedType::isDynamic(roles->rows) && roles->rows < 4;
-    panel = decode && ranges[n] % 128 == 0 ? 128 : 32;
+    panel = decode && ranges[n] % tile.decodeOutputs() == 0
+                ? tile.decodeOutputs()
+                : tile.prefillOutputs();
   }
   MLIRContext *ctx = op.getContext();
   AffineMap outMap = op.getMatchingIndexingMap(op.getDpsInitOperand(0));

@@ -11,8 +11,10 @@
 
 #include "flashnorm/Dialect/FlashNorm/IR/FlashNormOps.h"
 
+#include "flashnorm/Utils/RegisterTile.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
+
 #include "mlir/IR/PatternMatch.h"
 #include "llvm/ADT/DenseSet.h"
 
@@ -36,11 +38,11 @@ struct PanelPlan {
 };
 
 /// Decides whether `op` can read its weight in panels of `panel` outputs (0:
-/// by shape, 128 for a decode step's few rows, else 32); the plan or why
-/// not. Where the weight comes from, and whether its N is a multiple of the
-/// panel, are the caller's questions.
+/// by shape, `tile`'s decode width for a decode step's few rows, else its
+/// prefill width); the plan or why not. Where the weight comes from, and
+/// whether its N is a multiple of the panel, are the caller's questions.
 FailureOr<PanelPlan> planPanels(linalg::LinalgOp op, int64_t panel,
-                                std::string &why);
+                                const RegisterTile &tile, std::string &why);
 
 /// Whether a stored matrix of `shape`, contracted along `axis` and read
 /// through the layout ops `chain`, is the projection's k x n itself,

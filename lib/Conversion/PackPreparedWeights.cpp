@@ -95,6 +95,7 @@ bool passedFromPrepare(ModuleOp module, func::FuncOp fn, func::FuncOp prepare,
 FailureOr<ArgumentPlan> planArgument(ModuleOp module, func::FuncOp fn,
                                      func::FuncOp prepare, unsigned arg,
                                      unsigned result, int64_t panel,
+                                     const RegisterTile &tile,
                                      std::string &why) {
   auto fail = [&](const Twine &msg) {
     why = msg.str();
@@ -111,7 +112,7 @@ FailureOr<ArgumentPlan> planArgument(ModuleOp module, func::FuncOp fn,
   fn.walk([&](linalg::LinalgOp op) { candidates.push_back(op); });
   for (linalg::LinalgOp op : candidates) {
     std::string panelWhy;
-    FailureOr<PanelPlan> p = planPanels(op, panel, panelWhy);
+    FailureOr<PanelPlan> p = planPanels(op, panel, tile, panelWhy);
     if (failed(p))
       continue;
     FailureOr<WeightSource> source =
@@ -180,6 +181,8 @@ Value packAtRuntime(OpBuilder &b, Location loc, Value weight,
 struct PackPreparedWeightsPass
     : flashnorm::impl::PackPreparedWeightsBase<PackPreparedWeightsPass> {
   using PackPreparedWeightsBase::PackPreparedWeightsBase;
+  /// The micro-kernel's register tile (vector-bits, resolved).
+  RegisterTile tile;
 
   void runOnOperation() override {
     if (panel < 0 || threads < 0 || parallelMinBytes < 0) {
@@ -188,6 +191,14 @@ struct PackPreparedWeightsPass
           << "negative";
       return signalPassFailure();
     }
+    FailureOr<RegisterTile> resolved = registerTileFor(vectorBits);
+    if (failed(resolved)) {
+      emitError(getOperation().getLoc())
+          << kPass << ": vector-bits must be 0 (this machine's), 128, 256 "
+          << "or 512, not " << vectorBits.getValue();
+      return signalPassFailure();
+    }
+    tile = *resolved;
     ModuleOp module = getOperation();
     SmallVector<func::FuncOp> functions(module.getOps<func::FuncOp>());
     for (func::FuncOp fn : functions) {
@@ -214,7 +225,7 @@ struct PackPreparedWeightsPass
     for (auto [result, arg] : llvm::enumerate(folded)) {
       std::string why;
       FailureOr<ArgumentPlan> plan =
-          planArgument(module, fn, prepare, arg, result, panel, why);
+          planArgument(module, fn, prepare, arg, result, panel, tile, why);
       if (failed(plan)) {
         reporter.refused(fn, "argument #" + Twine(arg) +
                                  " left in its layout: " + why);

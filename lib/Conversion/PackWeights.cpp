@@ -43,8 +43,9 @@ struct PackPlan {
 /// Decides whether `op` is packed; the plan or why not (for -debug-only,
 /// and as a remark once the weight is known to be in the IR: `constant`).
 FailureOr<PackPlan> planPacking(linalg::LinalgOp op, int64_t panel,
-                                std::string &why, bool &constant) {
-  FailureOr<PanelPlan> plan = planPanels(op, panel, why);
+                                const RegisterTile &tile, std::string &why,
+                                bool &constant) {
+  FailureOr<PanelPlan> plan = planPanels(op, panel, tile, why);
   if (failed(plan))
     return failure();
   std::string traceWhy;
@@ -90,12 +91,20 @@ struct PackWeightsPass : flashnorm::impl::PackWeightsBase<PackWeightsPass> {
           << (threads < 0 ? threads.getValue() : parallelMinBytes.getValue());
       return signalPassFailure();
     }
+    FailureOr<RegisterTile> tile = registerTileFor(vectorBits);
+    if (failed(tile)) {
+      emitError(getOperation().getLoc())
+          << "flashnorm-pack-weights: vector-bits must be 0 (this "
+             "machine's), 128, 256 or 512, not "
+          << vectorBits.getValue();
+      return signalPassFailure();
+    }
     PassReporter reporter(getOperation(), "flashnorm-pack-weights");
     SmallVector<PackPlan> plans;
     getOperation().walk([&](linalg::LinalgOp op) {
       std::string why;
       bool constant = false;
-      FailureOr<PackPlan> plan = planPacking(op, panel, why, constant);
+      FailureOr<PackPlan> plan = planPacking(op, panel, *tile, why, constant);
       LLVM_DEBUG(llvm::dbgs()
                  << "[pack-weights] " << op->getName() << " at " << op.getLoc()
                  << ": " << (succeeded(plan) ? "packed" : why) << "\n");

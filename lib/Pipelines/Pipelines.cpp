@@ -2,6 +2,7 @@
 
 #include "flashnorm/Conversion/Passes.h"
 #include "flashnorm/Transforms/Passes.h"
+#include "flashnorm/Utils/RegisterTile.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Math/Transforms/Passes.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -92,6 +93,7 @@ static LogicalResult buildCpuCodegen(OpPassManager &pm,
   CpuCodegenOptions codegen;
   codegen.tileSizes.assign(options.tileSizes.begin(), options.tileSizes.end());
   codegen.vectorWidth = options.vectorWidth;
+  codegen.vectorBits = options.vectorBits;
   codegen.threads = options.threads;
   fpm.addPass(createCpuCodegen(codegen));
   fpm.addPass(createCanonicalizerPass());
@@ -106,13 +108,15 @@ static LogicalResult buildCpuToBuffers(OpPassManager &pm,
   // Options are checked once, here, rather than by each pass in each
   // function.
   if (options.threads < 0 || options.concurrentMinBytes < 0 ||
-      options.vectorWidth <= 0) {
+      options.vectorWidth <= 0 || failed(registerTileFor(options.vectorBits))) {
     errors << "flashnorm-cpu-pipeline: "
            << (options.threads < 0 ? "threads must be 0 (all cores) or "
                                      "positive"
                : options.concurrentMinBytes < 0
                    ? "concurrent-min-bytes must not be negative"
-                   : "vector-width must be positive")
+               : options.vectorWidth <= 0
+                   ? "vector-width must be positive"
+                   : "vector-bits must be 0 (this machine's), 128, 256 or 512")
            << "\n";
     return failure();
   }
@@ -126,9 +130,11 @@ static LogicalResult buildCpuToBuffers(OpPassManager &pm,
     // Argument weights, in the prepare function's results; then constants.
     PackPreparedWeightsOptions prepared;
     prepared.threads = options.threads;
+    prepared.vectorBits = options.vectorBits;
     pm.addPass(createPackPreparedWeights(prepared));
     PackWeightsOptions pack;
     pack.threads = options.threads;
+    pack.vectorBits = options.vectorBits;
     pm.addNestedPass<func::FuncOp>(createPackWeights(pack));
   }
   // Vectorized statistics sum a row in one vector of partial sums.

@@ -2,11 +2,17 @@
 // accumulator a vector carried across the k loop, read and written once per
 // tile), split along k where both inputs are contiguous along k, other
 // linalg ops vectorized, dynamic sizes left alone.
-// RUN: flashnorm-opt %s --pass-pipeline='builtin.module(func.func(flashnorm-cpu-codegen))' | FileCheck %s
+// Tiles are sized for the vector registers (vector-bits; by default this
+// machine's): the checks below are for 512-bit registers, AVX2's after them.
+// RUN: flashnorm-opt %s --pass-pipeline='builtin.module(func.func(flashnorm-cpu-codegen{vector-bits=512}))' | FileCheck %s
+// RUN: flashnorm-opt %s --pass-pipeline='builtin.module(func.func(flashnorm-cpu-codegen{vector-bits=256}))' | FileCheck %s --check-prefix=AVX2
+// RUN: flashnorm-opt %s --pass-pipeline='builtin.module(func.func(flashnorm-cpu-codegen))' -o /dev/null
+// RUN: not flashnorm-opt %s --pass-pipeline='builtin.module(func.func(flashnorm-cpu-codegen{vector-bits=384}))' 2>&1 | FileCheck %s --check-prefix=BADBITS
+// BADBITS: vector-bits must be 0 (this machine's), 128, 256 or 512, not 384
 // RUN: not flashnorm-opt %s --pass-pipeline='builtin.module(func.func(flashnorm-cpu-codegen{tile-sizes=8,32}))' 2>&1 | FileCheck %s --check-prefix=BADTILES
 // RUN: not flashnorm-opt %s --pass-pipeline='builtin.module(func.func(flashnorm-cpu-codegen{vector-width=0}))' 2>&1 | FileCheck %s --check-prefix=BADWIDTH
-// RUN: flashnorm-opt %s --pass-pipeline='builtin.module(func.func(flashnorm-cpu-codegen{parallel-min-bytes=0 threads=2}))' | FileCheck %s --check-prefix=PAR
-// RUN: flashnorm-opt %s --pass-pipeline='builtin.module(func.func(flashnorm-cpu-codegen{parallel-min-bytes=0 threads=1}))' | FileCheck %s --check-prefix=ONE
+// RUN: flashnorm-opt %s --pass-pipeline='builtin.module(func.func(flashnorm-cpu-codegen{vector-bits=512 parallel-min-bytes=0 threads=2}))' | FileCheck %s --check-prefix=PAR
+// RUN: flashnorm-opt %s --pass-pipeline='builtin.module(func.func(flashnorm-cpu-codegen{vector-bits=512 parallel-min-bytes=0 threads=1}))' | FileCheck %s --check-prefix=ONE
 // RUN: not flashnorm-opt %s --pass-pipeline='builtin.module(func.func(flashnorm-cpu-codegen{threads=-1}))' 2>&1 | FileCheck %s --check-prefix=BADTHREADS
 // BADTILES: tile-sizes needs 3 values (m, n, k), got 2
 // BADWIDTH: tile-sizes and vector-width must be positive
@@ -26,6 +32,12 @@
 // CHECK-NOT: vector.transfer_write
 // CHECK: scf.yield
 // CHECK: vector.transfer_write %[[ACC]], %arg2[%[[M]], %[[N]]]
+// AVX2 (16 registers of 8 lanes): 4 x 16 tiles, 8 accumulators.
+// AVX2-LABEL: func.func @prefill
+// AVX2: scf.for %{{.*}} = %c0 to %c64 step %c16
+// AVX2: scf.for %{{.*}} = %c0 to %c16 step %c4
+// AVX2: scf.for {{.*}} -> (vector<4x16xf32>)
+// AVX2: vector.contract {{.*}} : vector<4x1xf32>, vector<1x16xf32> into vector<4x16xf32>
 // PAR-LABEL: func.func @prefill
 // PAR: scf.parallel (%{{.*}}) = (%{{.*}}) to (%{{.*}}) step (%c32)
 // PAR: vector.contract
@@ -46,6 +58,10 @@ func.func @prefill(%x: memref<16x64xf32>, %w: memref<64x64xf32>, %y: memref<16x6
 // CHECK: %[[WIDE:.*]] = arith.extf %[[W]] : vector<8x256xbf16> to vector<8x256xf32>
 // CHECK: %[[R:.*]] = vector.contract {{.*}} %[[WIDE]], %[[A]]
 // CHECK: vector.transfer_write %[[R]], %arg2[%c0, %[[N]]]
+// On AVX2, one row by 64 outputs.
+// AVX2-LABEL: func.func @decode_bf16
+// AVX2: scf.for %{{.*}} = %c0 to %c512 step %c64
+// AVX2: vector.transfer_read %arg1{{.*}} vector<8x64xbf16>
 // From parallel-min-bytes with more than one thread, the outputs in one
 // chunk per core first.
 // PAR-LABEL: func.func @decode_bf16

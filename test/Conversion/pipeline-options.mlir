@@ -11,6 +11,12 @@
 // CPU-THREADS-NOT: error
 // CPU-MIN: flashnorm-cpu-pipeline: concurrent-min-bytes must not be negative
 // CPU-WIDTH: flashnorm-cpu-pipeline: vector-width must be positive
+// RUN: not flashnorm-opt %s --flashnorm-cpu-pipeline=vector-bits=1024 2>&1 | FileCheck %s --check-prefix=CPU-BITS
+// RUN: not flashnorm-opt %s --flashnorm-pack-weights=vector-bits=-1 2>&1 | FileCheck %s --check-prefix=PACK-BITS
+// RUN: not flashnorm-opt %s --flashnorm-pack-prepared-weights=vector-bits=64 2>&1 | FileCheck %s --check-prefix=PREPARED-BITS
+// CPU-BITS: flashnorm-cpu-pipeline: vector-bits must be 0 (this machine's), 128, 256 or 512
+// PACK-BITS: flashnorm-pack-weights: vector-bits must be 0 (this machine's), 128, 256 or 512, not -1
+// PREPARED-BITS: vector-bits must be 0 (this machine's), 128, 256 or 512, not 64
 // RUN: not flashnorm-opt %s --flashnorm-gpu-pipeline=threads=0 2>&1 | FileCheck %s --check-prefix=THREADS
 // RUN: not flashnorm-opt %s --flashnorm-gpu-pipeline=threads=100000 2>&1 | FileCheck %s --check-prefix=THREADS
 // RUN: not flashnorm-opt %s --flashnorm-gpu-pipeline=reduce-threads=-4 2>&1 | FileCheck %s --check-prefix=REDUCE

@@ -86,8 +86,11 @@ def CpuCodegen : Pass<"flashnorm-cpu-codegen", "func::FuncOp"> {
   let description = [{
     Projections (contractions, roles from `inferContractionDims`) become
     register-blocked micro-kernels: tiled to a row block by an output
-    block, one k at a time (decode, fewer than 4 rows: M x 256; otherwise
-    8 x 32; a packed weight's panel is one output block), row blocks
+    block, one k at a time, sized for the vector registers (`vector-bits`,
+    by default this machine's: decode, fewer than 4 rows, M x 256 on
+    AVX-512 and M x 64 on AVX2; otherwise 8 x 32 and 4 x 16, accumulators
+    in half of the registers; a packed weight's panel is one output
+    block), row blocks
     outside output tiles (a packed projection is one contraction per
     panel, whose weights every row block reads from cache); each tile is
     vectorized into a `vector.contract` (broadcasts and FMAs after the
@@ -124,9 +127,13 @@ def CpuCodegen : Pass<"flashnorm-cpu-codegen", "func::FuncOp"> {
     "::mlir::arith::ArithDialect"
   ];
   let options = [
+    Option<"vectorBits", "vector-bits", "int64_t", /*default=*/"0",
+           "Width of the vector registers the kernels are sized for: 512 "
+           "(AVX-512), 256 (AVX2), 128 (default 0: this machine's)">,
     ListOption<"tileSizes", "tile-sizes", "int64_t",
-               "Projection tile sizes (m, n, k); default by shape: M,256,1 "
-               "below 4 rows, 8,32,1 from 4">,
+               "Projection tile sizes (m, n, k); default by shape and "
+               "vector-bits: M,256,1 below 4 rows, 8,32,1 from 4 for 512 "
+               "bits, M,64,1 and 4,16,1 for 256">,
     Option<"vectorWidth", "vector-width", "int64_t", /*default=*/"16",
            "Innermost tile of other ops (default 16: one AVX-512 vector of "
            "f32)">,
@@ -428,7 +435,11 @@ def PackWeights : Pass<"flashnorm-pack-weights", "func::FuncOp"> {
   let options = [
     Option<"panel", "panel", "int64_t", /*default=*/"0",
            "Outputs per panel, the micro-kernel's register tile width "
-           "(default 0, by shape: 128 for fewer than 4 rows, else 32)">,
+           "(default 0, by shape and vector-bits: 8 vectors of f32 for "
+           "fewer than 4 rows, else 2)">,
+    Option<"vectorBits", "vector-bits", "int64_t", /*default=*/"0",
+           "Width of the vector registers the kernels are sized for: 512 "
+           "(AVX-512), 256 (AVX2), 128 (default 0: this machine's)">,
     Option<"parallelMinBytes", "parallel-min-bytes", "int64_t",
            /*default=*/"1048576",
            "Weights of at least this many bytes are split over the cores "
@@ -472,6 +483,9 @@ def PackPreparedWeights : Pass<"flashnorm-pack-prepared-weights", "ModuleOp"> {
   let options = [
     Option<"panel", "panel", "int64_t", /*default=*/"0",
            "Outputs per panel (default 0, by shape, as flashnorm-pack-weights)">,
+    Option<"vectorBits", "vector-bits", "int64_t", /*default=*/"0",
+           "Width of the vector registers the kernels are sized for: 512 "
+           "(AVX-512), 256 (AVX2), 128 (default 0: this machine's)">,
     Option<"parallelMinBytes", "parallel-min-bytes", "int64_t",
            /*default=*/"1048576",
            "Weights of at least this many bytes are split over the cores "

@@ -81,6 +81,13 @@ struct CpuPipelineOptions : public PassPipelineOptions<CpuPipelineOptions> {
       *this, "tile-sizes",
       llvm::cl::desc("Projection tiles (m, n, k); default by shape: M,256,1 "
                      "below 4 rows, 8,32,1 from 4")};
+  PassOptions::Option<int64_t> vectorBits{
+      *this, "vector-bits",
+      llvm::cl::desc("Width of the vector registers the projection kernels "
+                     "and panels are sized for: 512 (AVX-512), 256 (AVX2), "
+                     "128 (default 0: this machine's, which the code is "
+                     "compiled for)"),
+      llvm::cl::init(0)};
   PassOptions::Option<int64_t> vectorWidth{
       *this, "vector-width",
       llvm::cl::desc("Innermost tile of other linalg ops (default 16)"),

@@ -1,0 +1,31 @@
+//===- RegisterTile.cpp - The CPU micro-kernels' register tiles -----------===//
+
+#include "flashnorm/Utils/RegisterTile.h"
+
+#include "llvm/ADT/StringMap.h"
+#include "llvm/TargetParser/Host.h"
+
+using namespace mlir;
+using namespace mlir::flashnorm;
+
+int64_t flashnorm::hostVectorBits() {
+  llvm::StringMap<bool> features = llvm::sys::getHostCPUFeatures();
+  if (features.lookup("avx512f"))
+    return 512;
+  if (features.lookup("avx"))
+    return 256;
+  return 128;
+}
+
+FailureOr<RegisterTile> flashnorm::registerTileFor(int64_t bits) {
+  switch (bits == 0 ? hostVectorBits() : bits) {
+  case 512:
+    return RegisterTile{16, 32};
+  case 256:
+    return RegisterTile{8, 16};
+  case 128:
+    return RegisterTile{4, 16};
+  default:
+    return failure();
+  }
+}
