@@ -26,6 +26,7 @@
 
 #include "flashnorm/InitAll.h"
 #include "flashnorm/Pipelines/Pipelines.h"
+#include "flashnorm/Utils/RegisterTile.h"
 #include "flashnorm/Utils/WeightFolder.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -54,6 +55,7 @@
 #include <functional>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <random>
 #include <string>
 #include <thread>
@@ -187,15 +189,16 @@ double median(std::vector<double> v) {
 }
 
 /// Median seconds per call of each of `fns`, timed in interleaved rounds
-/// (calls of each in turn for ~0.1 s, five rounds): a shared machine's slow
+/// (calls of each in turn for ~0.1 s, `rounds` rounds): a shared machine's slow
 /// and fast moments fall on all of them alike, so their ratios hold within
 /// one run. A pause before each lets the previous one's idle threads (OpenMP
 /// and OpenBLAS workers spin for a while after a parallel call) go to sleep
 /// instead of competing for the cores.
-std::vector<double> timeInterleaved(std::vector<std::function<void()>> fns) {
+std::vector<double> timeInterleaved(std::vector<std::function<void()>> fns,
+                                    int rounds = 5) {
   using clock = std::chrono::steady_clock;
   std::vector<std::vector<double>> times(fns.size());
-  for (int round = 0; round < 5; ++round)
+  for (int round = 0; round < rounds; ++round)
     for (size_t i = 0; i < fns.size(); ++i) {
       std::this_thread::sleep_for(std::chrono::milliseconds(250));
       fns[i](); // Warm: caches, pages, the workers' wake-up.
@@ -267,14 +270,63 @@ std::vector<float> decode(const std::vector<char> &bytes, bool bf16) {
   }
   return v;
 }
+
+/// One row of the first table.
+struct Shape {
+  bool bf16;
+  int64_t m, k, n;
+};
+
+/// `f32:M:K:N` or `bf16:M:K:N`.
+std::optional<Shape> parseShape(const char *text) {
+  char dtype[8];
+  long long m, k, n;
+  char end;
+  if (std::sscanf(text, "%7[a-z0-9]:%lld:%lld:%lld%c", dtype, &m, &k, &n,
+                  &end) != 4 ||
+      m < 1 || k < 1 || n < 1)
+    return std::nullopt;
+  if (std::strcmp(dtype, "f32") && std::strcmp(dtype, "bf16"))
+    return std::nullopt;
+  return Shape{std::strcmp(dtype, "bf16") == 0, m, k, n};
+}
 } // namespace
 
 int main(int argc, char **argv) {
-  // --quick: fewer shapes; --stored: only the stored-layout table.
+  // --quick: fewer shapes; --stored: only the stored-layout table;
+  // --shape=DTYPE:M:K:N (repeatable): only these rows of the first table, to
+  // re-time a shape alone; --rounds=R: R interleaved rounds instead of 5.
   bool quick = false, storedOnly = false;
+  int rounds = 5;
+  std::vector<Shape> only;
   for (int i = 1; i < argc; ++i) {
-    quick |= std::strcmp(argv[i], "--quick") == 0;
-    storedOnly |= std::strcmp(argv[i], "--stored") == 0;
+    if (!std::strcmp(argv[i], "--quick")) {
+      quick = true;
+    } else if (!std::strcmp(argv[i], "--stored")) {
+      storedOnly = true;
+    } else if (!std::strncmp(argv[i], "--shape=", 8)) {
+      std::optional<Shape> shape = parseShape(argv[i] + 8);
+      if (!shape) {
+        std::fprintf(stderr, "bad %s: expected --shape=f32|bf16:M:K:N\n",
+                     argv[i]);
+        return 2;
+      }
+      only.push_back(*shape);
+    } else if (!std::strncmp(argv[i], "--rounds=", 9)) {
+      char *end;
+      long r = std::strtol(argv[i] + 9, &end, 10);
+      if (*end || r < 1 || r > 1000) {
+        std::fprintf(stderr, "bad %s: expected --rounds=1..1000\n", argv[i]);
+        return 2;
+      }
+      rounds = int(r);
+    } else {
+      std::fprintf(stderr,
+                   "usage: %s [--quick] [--stored] [--shape=f32|bf16:M:K:N]... "
+                   "[--rounds=R]\n",
+                   argv[0]);
+      return 2;
+    }
   }
   llvm::InitializeNativeTarget();
   llvm::InitializeNativeTargetAsmPrinter();
@@ -289,7 +341,9 @@ int main(int argc, char **argv) {
   ctx.disableMultithreading(); // The JIT-compiled code owns the cores.
 
   std::printf("flashnorm-cpu-bench: medians in ms; weights constant, "
-              "packed at compile time; 1t = one core\n");
+              "packed at compile time; 1t = one core; kernels sized for "
+              "%lld-bit vector registers\n",
+              (long long)flashnorm::hostVectorBits());
   if (!storedOnly)
     std::printf("%-5s %-4s %5s %6s %9s %9s %9s %9s %9s %9s %7s %7s %7s %7s\n",
                 "dtype", "M", "K", "N", "limit-1t", "blas-1t", "limit",
@@ -306,63 +360,86 @@ int main(int argc, char **argv) {
       quick ? std::vector<int64_t>{2048} : std::vector<int64_t>{2048, 4096};
   std::vector<int64_t> ms =
       quick ? std::vector<int64_t>{1, 128} : std::vector<int64_t>{1, 16, 128};
-  for (bool bf16 : {false, true})
-    for (int64_t k : storedOnly ? std::vector<int64_t>{} : ks)
-      for (int64_t n : {k, k * 11 / 4}) {
-        std::vector<float> wf(k * n);
-        for (float &v : wf)
-          v = dist(rng) / 64;
-        std::vector<char> w = encode(wf, bf16);
-        wf = decode(w, bf16); // OpenBLAS multiplies the same numbers.
-        for (int64_t m : ms) {
-          std::vector<float> xf(m * k), gf(k), y(m * n);
-          for (float &v : xf)
-            v = dist(rng);
-          for (float &v : gf)
-            v = 1 + dist(rng) / 2;
-          std::vector<char> x = encode(xf, bf16), g = encode(gf, bf16);
-          xf = decode(x, bf16);
-          std::vector<std::function<void()>> calls;
-          for (Mode mode : kModes) {
-            std::unique_ptr<ExecutionEngine> engine =
-                compile(ctx, mode, m, k, n, bf16, w);
-            if (!engine) {
-              std::fprintf(stderr, "cannot compile mode %d\n", int(mode));
-              return 1;
-            }
-            calls.push_back(jitCall(*engine, x.data(), g.data(), m, k));
-            // Destroying an engine that loaded the async runtime tears the
-            // runtime down for the next one: keep them all until exit.
-            engines.push_back(std::move(engine));
-          }
-          for (int threads : {1, 2})
-            calls.push_back([&, threads] {
-              openblas_set_num_threads(threads);
-              if (m == 1)
-                cblas_sgemv(CblasRowMajor, CblasTrans, k, n, 1.0f, wf.data(), n,
-                            xf.data(), 1, 0.0f, y.data(), 1);
-              else
-                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k,
-                            1.0f, xf.data(), k, wf.data(), n, 0.0f, y.data(),
-                            n);
-            });
-          std::vector<double> t = timeInterleaved(std::move(calls));
-          double blas[2] = {t[4], t[5]};
-          double vs1 = t[0] / blas[0], vs2 = t[1] / blas[1], fn = t[2] / t[1],
-                 ser = t[3] / t[1];
-          (m == 1 ? worstDecode : worstPrefill) =
-              std::max(m == 1 ? worstDecode : worstPrefill, vs1);
-          worstMt = std::max(worstMt, vs2);
-          worstFn = std::max(worstFn, fn);
-          worstSerial = std::max(worstSerial, ser);
-          std::printf("%-5s %-4lld %5lld %6lld %9.3f %9.3f %9.3f %9.3f %9.3f "
-                      "%9.3f %7.2f %7.2f %7.2f %7.2f\n",
-                      bf16 ? "bf16" : "f32", (long long)m, (long long)k,
-                      (long long)n, t[0] * 1e3, blas[0] * 1e3, t[1] * 1e3,
-                      blas[1] * 1e3, t[2] * 1e3, t[3] * 1e3, vs1, vs2, fn, ser);
-          std::fflush(stdout);
-        }
+  std::vector<Shape> shapes = only;
+  if (only.empty() && !storedOnly)
+    for (bool bf16 : {false, true})
+      for (int64_t k : ks)
+        for (int64_t n : {k, k * 11 / 4})
+          for (int64_t m : ms)
+            shapes.push_back({bf16, m, k, n});
+  std::vector<float> wf;
+  std::vector<char> w;
+  for (size_t s = 0; s < shapes.size(); ++s) {
+    auto [bf16, m, k, n] = shapes[s];
+    // One weight per (dtype, K, N), shared by its rows.
+    if (s == 0 || shapes[s - 1].bf16 != bf16 || shapes[s - 1].k != k ||
+        shapes[s - 1].n != n) {
+      wf.assign(k * n, 0);
+      for (float &v : wf)
+        v = dist(rng) / 64;
+      w = encode(wf, bf16);
+      wf = decode(w, bf16); // OpenBLAS multiplies the same numbers.
+    }
+    std::vector<float> xf(m * k), gf(k), y(m * n);
+    for (float &v : xf)
+      v = dist(rng);
+    for (float &v : gf)
+      v = 1 + dist(rng) / 2;
+    std::vector<char> x = encode(xf, bf16), g = encode(gf, bf16);
+    xf = decode(x, bf16);
+    std::vector<std::function<void()>> calls;
+    for (Mode mode : kModes) {
+      std::unique_ptr<ExecutionEngine> engine =
+          compile(ctx, mode, m, k, n, bf16, w);
+      if (!engine) {
+        std::fprintf(stderr, "cannot compile mode %d\n", int(mode));
+        return 1;
       }
+      calls.push_back(jitCall(*engine, x.data(), g.data(), m, k));
+      // Destroying an engine that loaded the async runtime tears the
+      // runtime down for the next one: keep them all until exit.
+      engines.push_back(std::move(engine));
+    }
+    for (int threads : {1, 2})
+      calls.push_back([&, threads] {
+        openblas_set_num_threads(threads);
+        if (m == 1)
+          cblas_sgemv(CblasRowMajor, CblasTrans, k, n, 1.0f, wf.data(), n,
+                      xf.data(), 1, 0.0f, y.data(), 1);
+        else
+          cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, 1.0f,
+                      xf.data(), k, wf.data(), n, 0.0f, y.data(), n);
+      });
+    std::vector<double> t = timeInterleaved(std::move(calls), rounds);
+    double blas[2] = {t[4], t[5]};
+    double vs1 = t[0] / blas[0], vs2 = t[1] / blas[1], fn = t[2] / t[1],
+           ser = t[3] / t[1];
+    (m == 1 ? worstDecode : worstPrefill) =
+        std::max(m == 1 ? worstDecode : worstPrefill, vs1);
+    worstMt = std::max(worstMt, vs2);
+    worstFn = std::max(worstFn, fn);
+    worstSerial = std::max(worstSerial, ser);
+    std::printf("%-5s %-4lld %5lld %6lld %9.3f %9.3f %9.3f %9.3f %9.3f "
+                "%9.3f %7.2f %7.2f %7.2f %7.2f\n",
+                bf16 ? "bf16" : "f32", (long long)m, (long long)k, (long long)n,
+                t[0] * 1e3, blas[0] * 1e3, t[1] * 1e3, blas[1] * 1e3,
+                t[2] * 1e3, t[3] * 1e3, vs1, vs2, fn, ser);
+    std::fflush(stdout);
+  }
+  auto printSummary = [&] {
+    std::printf("targets: limit-1t <= 1.3x blas-1t at M = 1, <= 1.6x at "
+                "M = 128; limit <= 1.3x blas-2t; flashnorm <= 1.03x limit\n");
+    std::printf(
+        "flashnorm_vs_limit=%.2f serial_vs_limit=%.2f "
+        "limit_vs_openblas=%.2f (decode %.2f) limit_vs_openblas_mt=%.2f\n",
+        worstFn, worstSerial, std::max(worstDecode, worstPrefill), worstDecode,
+        worstMt);
+    std::fflush(stdout);
+    std::_Exit(0); // Skip the engines' teardown (see `engines`).
+  };
+  if (!only.empty())
+    printSummary(); // Only the rows asked for.
+
   // The cost rule of the concurrent statistic (flashnorm-async-mark's
   // min-stat-bytes): the rewritten program on projections small enough to
   // run on one core, its statistic as a task beside them or serial.
@@ -486,13 +563,5 @@ int main(int argc, char **argv) {
   if (storedOnly)
     std::_Exit(0); // Skip the engines' teardown (see `engines`).
 
-  std::printf("targets: limit-1t <= 1.3x blas-1t at M = 1, <= 1.6x at "
-              "M = 128; limit <= 1.3x blas-2t; flashnorm <= 1.03x limit\n");
-  std::printf(
-      "flashnorm_vs_limit=%.2f serial_vs_limit=%.2f "
-      "limit_vs_openblas=%.2f (decode %.2f) limit_vs_openblas_mt=%.2f\n",
-      worstFn, worstSerial, std::max(worstDecode, worstPrefill), worstDecode,
-      worstMt);
-  std::fflush(stdout);
-  std::_Exit(0); // Skip the engines' teardown (see `engines`).
+  printSummary();
 }
