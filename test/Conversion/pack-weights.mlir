@@ -52,10 +52,14 @@ func.func @two_layouts(%x: tensor<3x2xf32>) -> (tensor<3x4xf32>, tensor<3x4xf32>
   return %a, %b : tensor<3x4xf32>, tensor<3x4xf32>
 }
 
-// bf16 weights with an f32 accumulator: bf16 panels, the same contraction.
+// bf16 weights with an f32 accumulator: bf16 panels; the bf16 activations
+// widened to f32 once, before the panels, not at every k of each.
 // CHECK-LABEL: func.func @bf16_weights
 // CHECK: arith.constant dense<{{.*}}> : tensor<2x2x2xbf16>
-// CHECK: linalg.contract {{.*}} ins(%{{.*}}, %{{.*}} : tensor<3x2xbf16>, tensor<2x2xbf16>) outs(%{{.*}} : tensor<3x2xf32>)
+// CHECK: %[[WIDE:.*]] = linalg.generic {{.*}} ins(%arg0 : tensor<3x2xbf16>) outs(%{{.*}} : tensor<3x2xf32>)
+// CHECK: arith.extf %{{.*}} : bf16 to f32
+// CHECK: scf.forall
+// CHECK: linalg.contract {{.*}} ins(%[[WIDE]], %{{.*}} : tensor<3x2xf32>, tensor<2x2xbf16>) outs(%{{.*}} : tensor<3x2xf32>)
 func.func @bf16_weights(%x: tensor<3x2xbf16>) -> tensor<3x4xf32> {
   %w = arith.constant dense<[[0.5, 1.0, 2.0, 3.0], [4.0, 5.0, 6.0, 7.0]]> : tensor<2x4xbf16>
   %z = arith.constant 0.0 : f32

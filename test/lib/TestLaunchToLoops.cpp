@@ -150,15 +150,12 @@ struct TestLaunchToLoopsPass
     DenseSet<Operation *> recomputable;
     for (auto [i, phase] : llvm::enumerate(phases))
       for (Operation *op : phase) {
-        bool pure = isMemoryEffectFree(op);
-        for (Operation *top : takesFrom(op)) {
-          if (!top || phaseOf.lookup(top) == i)
-            continue;
-          if (!recomputable.contains(top))
+        SmallVector<Operation *> tops = takesFrom(op);
+        for (Operation *top : tops)
+          if (top && phaseOf.lookup(top) != i && !recomputable.contains(top))
             return op->emitError("takes a value from before a barrier that "
                                  "cannot be recomputed");
-        }
-        if (pure && llvm::all_of(takesFrom(op), [&](Operation *top) {
+        if (isMemoryEffectFree(op) && llvm::all_of(tops, [&](Operation *top) {
               return !top || recomputable.contains(top);
             }))
           recomputable.insert(op);
