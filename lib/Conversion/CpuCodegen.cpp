@@ -274,8 +274,7 @@ struct CpuCodegenPass : flashnorm::impl::CpuCodegenBase<CpuCodegenPass> {
     FailureOr<RegisterTile> resolved = registerTileFor(vectorBits);
     if (failed(resolved)) {
       getOperation()->emitError()
-          << "flashnorm-cpu-codegen: vector-bits must be 0 (this machine's), "
-             "128, 256 or 512, not "
+          << "flashnorm-cpu-codegen: " << kVectorBitsValues << ", not "
           << vectorBits.getValue();
       return signalPassFailure();
     }

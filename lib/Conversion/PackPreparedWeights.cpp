@@ -193,9 +193,8 @@ struct PackPreparedWeightsPass
     }
     FailureOr<RegisterTile> resolved = registerTileFor(vectorBits);
     if (failed(resolved)) {
-      emitError(getOperation().getLoc())
-          << kPass << ": vector-bits must be 0 (this machine's), 128, 256 "
-          << "or 512, not " << vectorBits.getValue();
+      emitError(getOperation().getLoc()) << kPass << ": " << kVectorBitsValues
+                                         << ", not " << vectorBits.getValue();
       return signalPassFailure();
     }
     tile = *resolved;

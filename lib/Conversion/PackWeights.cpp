@@ -94,8 +94,7 @@ struct PackWeightsPass : flashnorm::impl::PackWeightsBase<PackWeightsPass> {
     FailureOr<RegisterTile> tile = registerTileFor(vectorBits);
     if (failed(tile)) {
       emitError(getOperation().getLoc())
-          << "flashnorm-pack-weights: vector-bits must be 0 (this "
-             "machine's), 128, 256 or 512, not "
+          << "flashnorm-pack-weights: " << kVectorBitsValues << ", not "
           << vectorBits.getValue();
       return signalPassFailure();
     }

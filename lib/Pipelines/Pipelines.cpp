@@ -114,9 +114,8 @@ static LogicalResult buildCpuToBuffers(OpPassManager &pm,
                                      "positive"
                : options.concurrentMinBytes < 0
                    ? "concurrent-min-bytes must not be negative"
-               : options.vectorWidth <= 0
-                   ? "vector-width must be positive"
-                   : "vector-bits must be 0 (this machine's), 128, 256 or 512")
+               : options.vectorWidth <= 0 ? "vector-width must be positive"
+                                          : kVectorBitsValues)
            << "\n";
     return failure();
   }

@@ -9,12 +9,13 @@ using namespace mlir;
 using namespace mlir::flashnorm;
 
 int64_t flashnorm::hostVectorBits() {
-  llvm::StringMap<bool> features = llvm::sys::getHostCPUFeatures();
-  if (features.lookup("avx512f"))
-    return 512;
-  if (features.lookup("avx"))
-    return 256;
-  return 128;
+  static const int64_t bits = [] {
+    llvm::StringMap<bool> features = llvm::sys::getHostCPUFeatures();
+    return features.lookup("avx512f") ? 512
+           : features.lookup("avx")   ? 256
+                                      : 128;
+  }();
+  return bits;
 }
 
 FailureOr<RegisterTile> flashnorm::registerTileFor(int64_t bits) {

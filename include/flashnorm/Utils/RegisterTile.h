@@ -35,11 +35,16 @@ struct RegisterTile {
   int64_t prefillOutputs() const { return 2 * lanes; }
 };
 
+/// What a pass says of a `vector-bits` that registerTileFor refuses.
+inline constexpr const char *kVectorBitsValues =
+    "vector-bits must be 0 (this machine's), 128, 256 or 512";
+
 /// The tile for `bits`-wide vector registers: 512 (32 registers, as
 /// AVX-512), 256 (16, as AVX2), 128 (16, as SSE); 0: the host's.
 FailureOr<RegisterTile> registerTileFor(int64_t bits);
 
-/// The width in bits of the host's vector registers (512, 256 or 128).
+/// The width in bits of the host's vector registers (512, 256 or 128),
+/// read once per process.
 int64_t hostVectorBits();
 
 } // namespace mlir::flashnorm
