@@ -15,8 +15,8 @@
 // two vectors, the accumulators half of the register file (RegisterTile.h:
 // 8 x 32 on AVX-512, 4 x 16 on AVX2). On a K x N weight that nothing packed,
 // decode streams whole rows instead (k outside the output tiles) and
-// prefill takes output tiles outside row blocks (a strip of the weight
-// stays in cache).
+// prefill copies blocks of the weight (256 rows by 128 KiB) into a
+// contiguous buffer on the stack that every row block then reads.
 //
 // A contraction both of whose inputs are contiguous along k (an N x K
 // weight nothing packed) would gather one element per cache line in that
@@ -24,10 +24,10 @@
 // (CpuDotProduct.h).
 //
 // Every other linalg op is tiled over its innermost loop by `vector-width`
-// and vectorized. Sizes are static here (tiles divide them); ops with
-// dynamic sizes are left to convert-linalg-to-loops. Runs after
-// flashnorm-async-schedule: it works inside the async tasks as anywhere
-// else.
+// (one vector register of f32 by default) and vectorized. Sizes are static here
+// (tiles divide them); ops with dynamic sizes are left to
+// convert-linalg-to-loops. Runs after flashnorm-async-schedule: it works inside
+// the async tasks as anywhere else.
 //
 //===----------------------------------------------------------------------===//
 
@@ -37,6 +37,7 @@
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Async/IR/Async.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Linalg/IR/LinalgInterfaces.h"
 #include "mlir/Dialect/Linalg/Transforms/Hoisting.h"
@@ -71,8 +72,21 @@ struct TilePlan {
   /// Where the op is first split over the cores (an scf.forall over chunks
   /// of loop `chunkDim`, `chunkSize` each; 0: not split), then tiled.
   unsigned chunkDim = 0;
-  int64_t chunkSize = 0;
+  int64_t chunkSize = 0, chunkRange = 0;
+  /// Cache blocks (0: whole) and their loop order, taken within a chunk
+  /// before the tiles; empty: none.
+  SmallVector<int64_t> blockSizes;
+  SmallVector<int64_t> blockInterchange;
+  /// The operand whose block is copied into a contiguous buffer before the
+  /// block's tiles read it (a stored K x N weight's strip); none: -1.
+  int64_t copyOperand = -1;
 };
+
+/// A stored K x N weight's block in prefill: this many rows (of k), by the
+/// outputs that fill this many bytes (half of a core's L2 on the machines
+/// measured).
+static constexpr int64_t kStripRows = 256;
+static constexpr int64_t kStripBytes = 128 << 10;
 
 /// The input of `op` that does not read dimension `m` and is a weight
 /// stored K x N: dimension `n` its innermost, contiguous, index; or null.
@@ -95,8 +109,10 @@ struct CpuCodegenPass : flashnorm::impl::CpuCodegenBase<CpuCodegenPass> {
 
   /// The cores a large projection may be split over (`threads`, resolved).
   int64_t numThreads = 1;
-  /// The micro-kernel's register tile (`vector-bits`, resolved).
+  /// The micro-kernel's register tile (`vector-bits`, resolved), and the
+  /// vector width of everything else (`vector-width`, resolved).
   RegisterTile tile;
+  int64_t width = 16;
 
   /// The micro-kernel's tile of a contraction: for (m, n, k) = the
   /// innermost m and n dimensions and k, `tile-sizes` if given, else
@@ -111,9 +127,12 @@ struct CpuCodegenPass : flashnorm::impl::CpuCodegenBase<CpuCodegenPass> {
   /// rows, which the prefetcher does not follow; there k goes outside the
   /// output tiles instead, 8 rows at a time, so that each pass streams 8
   /// whole rows and the accumulator (M x N, from L1) is read and written
-  /// once per 8 rows. In prefill on such a weight the output tiles go
-  /// outside the row blocks, so that every row block reads the tile's K x 32
-  /// strip from cache (rather than the whole weight from memory). Such a
+  /// once per 8 rows. In prefill on such a weight, blocks of 256 rows of k
+  /// by 128 KiB of outputs go outside the row blocks, each copied into a
+  /// contiguous buffer first (GotoBLAS's packing of B, of one block, in
+  /// cache): every row block then reads the block from L2, where in place
+  /// its rows, a power of two apart, would share L1 sets and TLB entries
+  /// (the whole weight is still read from memory once). Such a
   /// weight of at least `parallel-min-bytes` has its outputs split into one
   /// chunk per core first (outside an async task, which runs beside a
   /// statistic), each chunk tiled alike.
@@ -151,6 +170,7 @@ struct CpuCodegenPass : flashnorm::impl::CpuCodegenBase<CpuCodegenPass> {
       if (chunk < ranges[n]) {
         plan.chunkDim = n;
         plan.chunkSize = chunk;
+        plan.chunkRange = ranges[n];
       }
     }
     int64_t outputs = plan.chunkSize ? plan.chunkSize : ranges[n];
@@ -164,13 +184,43 @@ struct CpuCodegenPass : flashnorm::impl::CpuCodegenBase<CpuCodegenPass> {
       plan.interchange.append(ds.begin(), ds.end());
     };
     ArrayRef<unsigned> innerN(n);
+    // Prefill on a stored K x N weight: blocks of kStripRows rows by the
+    // outputs whose block fits kStripBytes, each copied into a contiguous
+    // buffer that the row blocks then read (rows of a power-of-two
+    // stride share L1 sets and each sits in its own page: read in place,
+    // a strip falls out of cache and the TLB).
+    // Only where more than one row block reads each block.
+    bool strips =
+        storedKN && !streamRows && tileSizes.empty() && rows > plan.sizes[m];
+    if (strips) {
+      unsigned k = dims->k.front();
+      auto weightType = cast<MemRefType>(weight->get().getType());
+      int64_t rowsPerBlock = fitTile(ranges[k], kStripRows);
+      int64_t bytes = weightType.getElementTypeBitWidth() / 8;
+      int64_t outputsPerBlock =
+          std::max<int64_t>(1, kStripBytes / (rowsPerBlock * bytes) /
+                                   plan.sizes[n]) *
+          plan.sizes[n];
+      plan.blockSizes.assign(ranges.size(), 0);
+      for (unsigned d : dims->batch)
+        plan.blockSizes[d] = 1;
+      for (unsigned d : ArrayRef<unsigned>(dims->n).drop_back())
+        plan.blockSizes[d] = 1;
+      plan.blockSizes[n] = fitTile(outputs, outputsPerBlock);
+      plan.blockSizes[k] = rowsPerBlock;
+      llvm::append_range(plan.blockInterchange, dims->batch);
+      llvm::append_range(plan.blockInterchange, dims->n);
+      plan.blockInterchange.push_back(k);
+      llvm::append_range(plan.blockInterchange, dims->m);
+      plan.copyOperand = weight->getOperandNumber();
+    }
     append(dims->batch);
     append(ArrayRef<unsigned>(dims->n).drop_back());
     if (streamRows) {
       append(dims->m);
       append(dims->k);
       append(innerN);
-    } else if (storedKN) {
+    } else if (storedKN && !strips) {
       append(innerN);
       append(dims->m);
       append(dims->k);
@@ -197,8 +247,85 @@ struct CpuCodegenPass : flashnorm::impl::CpuCodegenBase<CpuCodegenPass> {
     // Element-wise ops and row reductions: one row, a vector of the last dim.
     TilePlan plan;
     plan.sizes.assign(ranges.size(), 1);
-    plan.sizes.back() = fitTile(ranges.back(), vectorWidth);
+    plan.sizes.back() = fitTile(ranges.back(), width);
     return plan;
+  }
+
+  /// The bytes on the stack of `home` (a function's body or an async task's)
+  /// that the buffers of copyBlock share (they are used one after another),
+  /// grown to hold `type`; the insertion point is left where it was.
+  DenseMap<Region *, memref::AllocaOp> stack;
+  Value stackBytes(IRRewriter &rewriter, Region *home, MemRefType type) {
+    int64_t bytes = type.getNumElements() * type.getElementTypeBitWidth() / 8;
+    memref::AllocaOp &alloca = stack[home];
+    if (alloca && alloca.getType().getNumElements() >= bytes)
+      return alloca;
+    OpBuilder::InsertionGuard guard(rewriter);
+    rewriter.setInsertionPointToStart(&home->front());
+    auto grown =
+        memref::AllocaOp::create(rewriter, home->getParentOp()->getLoc(),
+                                 MemRefType::get({bytes}, rewriter.getI8Type()),
+                                 rewriter.getI64IntegerAttr(64));
+    if (alloca)
+      rewriter.replaceOp(alloca, grown);
+    alloca = grown;
+    return grown;
+  }
+
+  /// Copies the block `operand` of `op` reads into a contiguous buffer
+  /// before `op`, which then reads the buffer: one buffer on the stack for
+  /// every block of the loops `blocks`, allocated once at the start of the
+  /// function or async task that runs them (never in a loop, where each
+  /// iteration would take more stack, nor in a parallel loop) and shared
+  /// with the function's other copies (stackBytes), with one slice per
+  /// chunk where `chunks` (chunks of `chunkSize` from 0, `count`
+  /// of them) splits the blocks over the cores.
+  void copyBlock(IRRewriter &rewriter, linalg::LinalgOp op, OpOperand &operand,
+                 Operation *blocks, scf::ForallOp chunks, int64_t chunkSize,
+                 int64_t count) {
+    auto type = dyn_cast<MemRefType>(operand.get().getType());
+    if (!type || !type.hasStaticShape())
+      return;
+    Region *home = blocks->getParentRegion();
+    while (!isa<async::ExecuteOp>(home->getParentOp()) &&
+           !home->getParentOp()->hasTrait<OpTrait::IsIsolatedFromAbove>())
+      home = home->getParentOp()->getParentRegion();
+    Location loc = op.getLoc();
+    SmallVector<int64_t> shape;
+    if (chunks)
+      shape.push_back(count);
+    llvm::append_range(shape, type.getShape());
+    auto bufferType = MemRefType::get(shape, type.getElementType());
+    Value bytes = stackBytes(rewriter, home, bufferType);
+    rewriter.setInsertionPointAfterValue(bytes);
+    Value buffer = memref::ViewOp::create(
+        rewriter, loc, bufferType, bytes,
+        arith::ConstantIndexOp::create(rewriter, loc, 0), ValueRange{});
+    if (chunks) {
+      // This chunk's slice: the chunk's index, the buffer's first dimension.
+      rewriter.setInsertionPointToStart(chunks.getBody());
+      AffineExpr iv = rewriter.getAffineDimExpr(0);
+      Value index = affine::AffineApplyOp::create(
+          rewriter, loc, AffineMap::get(1, 0, iv.floorDiv(chunkSize)),
+          ValueRange{chunks.getInductionVars().front()});
+      SmallVector<OpFoldResult> offsets(shape.size(), rewriter.getIndexAttr(0));
+      offsets.front() = index;
+      SmallVector<OpFoldResult> sizes =
+          getAsIndexOpFoldResult(rewriter.getContext(), shape);
+      sizes.front() = rewriter.getIndexAttr(1);
+      SmallVector<OpFoldResult> strides(shape.size(), rewriter.getIndexAttr(1));
+      auto sliceType = memref::SubViewOp::inferRankReducedResultType(
+          type.getShape(), cast<MemRefType>(buffer.getType()), offsets, sizes,
+          strides);
+      buffer =
+          memref::SubViewOp::create(rewriter, loc, cast<MemRefType>(sliceType),
+                                    buffer, offsets, sizes, strides);
+    }
+    rewriter.setInsertionPoint(op);
+    auto copy = linalg::CopyOp::create(rewriter, loc, operand.get(), buffer);
+    rewriter.modifyOpInPlace(op, [&] { operand.set(buffer); });
+    if (std::optional<TilePlan> plan = planTiles(copy))
+      tileAndVectorize(rewriter, copy, *plan);
   }
 
   /// Tiles `op` by `plan` (its chunks on the cores first, where the plan
@@ -222,6 +349,26 @@ struct CpuCodegenPass : flashnorm::impl::CpuCodegenBase<CpuCodegenPass> {
       rewriter.eraseOp(op);
       op = cast<linalg::LinalgOp>(split->tiledOps.front());
       chunks = split->loops.front().getOperation();
+    }
+    Operation *blocks = nullptr;
+    if (!plan.blockSizes.empty()) {
+      rewriter.setInsertionPoint(op);
+      scf::SCFTilingOptions options;
+      options.setTileSizes(
+          getAsIndexOpFoldResult(&getContext(), plan.blockSizes));
+      options.setInterchange(plan.blockInterchange);
+      FailureOr<scf::SCFTilingResult> blocked = scf::tileUsingSCF(
+          rewriter, cast<TilingInterface>(op.getOperation()), options);
+      if (succeeded(blocked)) {
+        rewriter.eraseOp(op);
+        op = cast<linalg::LinalgOp>(blocked->tiledOps.front());
+        if (!blocked->loops.empty())
+          blocks = blocked->loops.front().getOperation();
+        if (blocks && plan.copyOperand >= 0)
+          copyBlock(rewriter, op, op->getOpOperand(plan.copyOperand), blocks,
+                    cast_or_null<scf::ForallOp>(chunks), plan.chunkSize,
+                    plan.chunkSize ? plan.chunkRange / plan.chunkSize : 1);
+      }
     }
     rewriter.setInsertionPoint(op);
     scf::SCFTilingOptions options;
@@ -250,6 +397,8 @@ struct CpuCodegenPass : flashnorm::impl::CpuCodegenBase<CpuCodegenPass> {
     }
     if (chunks)
       return chunks;
+    if (blocks)
+      return blocks;
     return tiled->loops.empty() ? nullptr : tiled->loops.front().getOperation();
   }
 
@@ -261,9 +410,10 @@ struct CpuCodegenPass : flashnorm::impl::CpuCodegenBase<CpuCodegenPass> {
       return signalPassFailure();
     }
     if (llvm::any_of(tileSizes, [](int64_t t) { return t <= 0; }) ||
-        vectorWidth <= 0) {
-      getOperation()->emitError() << "flashnorm-cpu-codegen: tile-sizes and "
-                                     "vector-width must be positive";
+        vectorWidth < 0) {
+      getOperation()->emitError()
+          << "flashnorm-cpu-codegen: tile-sizes must be positive and "
+             "vector-width must not be negative";
       return signalPassFailure();
     }
     if (threads < 0 || parallelMinBytes < 0) {
@@ -279,14 +429,16 @@ struct CpuCodegenPass : flashnorm::impl::CpuCodegenBase<CpuCodegenPass> {
       return signalPassFailure();
     }
     tile = *resolved;
+    width = vectorWidth ? vectorWidth.getValue() : tile.lanes;
     numThreads = panelThreads(threads);
     DotOptions dotOptions;
-    dotOptions.lanes = vectorWidth;
+    dotOptions.lanes = width;
+    dotOptions.registers = tile;
     dotOptions.tiles.assign(tileSizes.begin(), tileSizes.end());
     dotOptions.threads = numThreads;
     dotOptions.parallelMinBytes = parallelMinBytes;
     // Every plan is made before anything is rewritten.
-    SmallVector<std::pair<linalg::LinalgOp, TilePlan>> work;
+    SmallVector<std::pair<linalg::LinalgOp, TilePlan>, 8> work;
     SmallVector<DotPlan, 4> dots;
     getOperation()->walk([&](linalg::LinalgOp op) {
       if (!op.hasPureBufferSemantics())

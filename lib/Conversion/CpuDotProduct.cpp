@@ -117,14 +117,21 @@ FailureOr<DotPlan> flashnorm::planDotProduct(linalg::LinalgOp op,
     }
   }
 
-  // The register tile: mt rows by nt outputs of `lanes` partial sums each
-  // (at most 16 accumulators, beside mt + nt loads per step).
+  // The register tile: mt rows by nt outputs of `lanes` partial sums each,
+  // the accumulators half of the registers (beside mt + nt loads per step;
+  // at most 8 outputs, a single row's FMA chains). Lanes wider than a
+  // register take as many registers each.
   unsigned numLoops = op.getNumLoops();
   unsigned n = roles->dims.n.back();
   int64_t rows = roles->dims.m.empty() ? 1 : ranges[roles->dims.m.back()];
-  int64_t mt = fitTile(rows, tiles.empty() ? 4 : tiles[0]);
-  int64_t nt = fitTile(ranges[n], tiles.empty() ? std::min<int64_t>(8, 16 / mt)
-                                                : tiles[1]);
+  const RegisterTile &regs = options.registers;
+  int64_t perLane = std::max<int64_t>(1, lanes / regs.lanes);
+  int64_t accumulators = std::max<int64_t>(1, regs.dotAccumulators() / perLane);
+  int64_t mt = fitTile(
+      rows, tiles.empty() ? std::min(regs.dotRows(), accumulators) : tiles[0]);
+  int64_t nt =
+      fitTile(ranges[n], tiles.empty() ? std::min<int64_t>(8, accumulators / mt)
+                                       : tiles[1]);
   DotPlan plan;
   plan.op = op;
   plan.k = k;

@@ -22,6 +22,7 @@
 #define FLASHNORM_LIB_CONVERSION_CPUDOTPRODUCT_H
 
 #include "flashnorm/Analysis/Projection.h"
+#include "flashnorm/Utils/RegisterTile.h"
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/IR/PatternMatch.h"
@@ -71,8 +72,9 @@ struct DotPlan {
 struct DotOptions {
   /// The lanes each k step is split into (one vector of the accumulator).
   int64_t lanes = 16;
-  /// The register tile (m, n); empty: by shape.
+  /// The register tile (m, n); empty: by shape, from `registers`.
   SmallVector<int64_t> tiles;
+  RegisterTile registers;
   /// Cores the blocks may run on, and the weight size from which they do.
   int64_t threads = 1;
   int64_t parallelMinBytes = 1 << 20;

@@ -102,15 +102,20 @@ struct CpuFoldTransposesPass
   using CpuFoldTransposesBase::CpuFoldTransposesBase;
 
   void runOnOperation() override {
-    if (vectorWidth <= 0) {
+    if (vectorWidth < 0) {
       getOperation()->emitError()
-          << "flashnorm-cpu-fold-transposes: vector-width must be positive";
+          << "flashnorm-cpu-fold-transposes: vector-width must not be "
+             "negative";
       return signalPassFailure();
     }
+    // The split-k kernel's lanes: by default one register of f32 of the
+    // machine the code is compiled for (flashnorm-cpu-codegen's default).
+    int64_t lanes =
+        vectorWidth ? vectorWidth.getValue() : registerTileFor(0)->lanes;
     SmallVector<FoldPlan> plans;
     getOperation()->walk([&](linalg::LinalgOp op) {
       std::string why;
-      FailureOr<FoldPlan> plan = planFold(op, vectorWidth, why);
+      FailureOr<FoldPlan> plan = planFold(op, lanes, why);
       if (linalg::isaContractionOpInterface(op))
         LLVM_DEBUG(llvm::dbgs()
                    << op->getName() << " at " << op.getLoc() << ": "

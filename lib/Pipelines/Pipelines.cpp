@@ -74,6 +74,30 @@ static constexpr llvm::StringLiteral kBuffersToLLVM =
     "convert-vector-to-llvm{vector-contract-lowering=outerproduct},"
     "convert-openmp-to-llvm,convert-to-llvm,reconcile-unrealized-casts";
 
+/// Options are checked by each half of the pipeline, rather than by each
+/// pass in each function.
+static LogicalResult checkCpuOptions(const CpuPipelineOptions &options,
+                                     raw_ostream &errors) {
+  const char *why =
+      options.threads < 0 ? "threads must be 0 (all cores) or positive"
+      : options.concurrentMinBytes < 0
+          ? "concurrent-min-bytes must not be negative"
+      : options.vectorWidth < 0 ? "vector-width must not be negative"
+      : failed(registerTileFor(options.vectorBits)) ? kVectorBitsValues
+                                                    : nullptr;
+  if (!why)
+    return success();
+  errors << "flashnorm-cpu-pipeline: " << why << "\n";
+  return failure();
+}
+
+/// The vector width of the CPU pipeline's passes: `vector-width`, or one
+/// register of f32 for `vector-bits` (validated before it is asked).
+static int64_t vectorWidthOf(const CpuPipelineOptions &options) {
+  return options.vectorWidth ? options.vectorWidth.getValue()
+                             : registerTileFor(options.vectorBits)->lanes;
+}
+
 /// The tile-and-vectorize step of the CPU pipeline, with its options.
 static LogicalResult buildCpuCodegen(OpPassManager &pm,
                                      const CpuPipelineOptions &options,
@@ -92,7 +116,7 @@ static LogicalResult buildCpuCodegen(OpPassManager &pm,
   fpm.addPass(math::createMathExpandOpsPass({{"fpowi"}}));
   CpuCodegenOptions codegen;
   codegen.tileSizes.assign(options.tileSizes.begin(), options.tileSizes.end());
-  codegen.vectorWidth = options.vectorWidth;
+  codegen.vectorWidth = vectorWidthOf(options);
   codegen.vectorBits = options.vectorBits;
   codegen.threads = options.threads;
   fpm.addPass(createCpuCodegen(codegen));
@@ -105,20 +129,8 @@ static LogicalResult buildCpuCodegen(OpPassManager &pm,
 static LogicalResult buildCpuToBuffers(OpPassManager &pm,
                                        const CpuPipelineOptions &options,
                                        raw_ostream &errors) {
-  // Options are checked once, here, rather than by each pass in each
-  // function.
-  if (options.threads < 0 || options.concurrentMinBytes < 0 ||
-      options.vectorWidth <= 0 || failed(registerTileFor(options.vectorBits))) {
-    errors << "flashnorm-cpu-pipeline: "
-           << (options.threads < 0 ? "threads must be 0 (all cores) or "
-                                     "positive"
-               : options.concurrentMinBytes < 0
-                   ? "concurrent-min-bytes must not be negative"
-               : options.vectorWidth <= 0 ? "vector-width must be positive"
-                                          : kVectorBitsValues)
-           << "\n";
+  if (failed(checkCpuOptions(options, errors)))
     return failure();
-  }
   if (failed(parsePassPipeline(kTosaToLinalg, pm, errors)))
     return failure();
   if (options.concurrent)
@@ -137,14 +149,13 @@ static LogicalResult buildCpuToBuffers(OpPassManager &pm,
     pm.addNestedPass<func::FuncOp>(createPackWeights(pack));
   }
   // Vectorized statistics sum a row in one vector of partial sums.
+  int64_t width = vectorWidthOf(options);
   pm.addPass(createLowerToLinalg(
-      {/*statsF64=*/false,
-       /*sumLanes=*/options.vectorize ? options.vectorWidth.getValue() : 0}));
+      {/*statsF64=*/false, /*sumLanes=*/options.vectorize ? width : 0}));
   // Transposed inputs the split-k kernel reads in their stored layout (after
   // the packing, which relays constants at compile time).
   if (options.vectorize)
-    pm.addNestedPass<func::FuncOp>(
-        createCpuFoldTransposes({options.vectorWidth.getValue()}));
+    pm.addNestedPass<func::FuncOp>(createCpuFoldTransposes({width}));
   if (failed(parsePassPipeline(kToBuffers, pm, errors)))
     return failure();
   // Intermediate buffers are freed after their last use (before the
@@ -161,7 +172,8 @@ static LogicalResult buildCpuToBuffers(OpPassManager &pm,
 static LogicalResult buildCpuBuffersToLLVM(OpPassManager &pm,
                                            const CpuPipelineOptions &options,
                                            raw_ostream &errors) {
-  if (failed(buildCpuCodegen(pm, options, errors)))
+  if (failed(checkCpuOptions(options, errors)) ||
+      failed(buildCpuCodegen(pm, options, errors)))
     return failure();
   // The panels of a packed projection (scf.parallel after the codegen) on
   // OpenMP threads, one block of panels each.

@@ -10,24 +10,29 @@
 // RUN: not flashnorm-opt %s --pass-pipeline='builtin.module(func.func(flashnorm-cpu-codegen{vector-bits=384}))' 2>&1 | FileCheck %s --check-prefix=BADBITS
 // BADBITS: vector-bits must be 0 (this machine's), 128, 256 or 512, not 384
 // RUN: not flashnorm-opt %s --pass-pipeline='builtin.module(func.func(flashnorm-cpu-codegen{tile-sizes=8,32}))' 2>&1 | FileCheck %s --check-prefix=BADTILES
-// RUN: not flashnorm-opt %s --pass-pipeline='builtin.module(func.func(flashnorm-cpu-codegen{vector-width=0}))' 2>&1 | FileCheck %s --check-prefix=BADWIDTH
+// RUN: not flashnorm-opt %s --pass-pipeline='builtin.module(func.func(flashnorm-cpu-codegen{vector-width=-8}))' 2>&1 | FileCheck %s --check-prefix=BADWIDTH
 // RUN: flashnorm-opt %s --pass-pipeline='builtin.module(func.func(flashnorm-cpu-codegen{vector-bits=512 parallel-min-bytes=0 threads=2}))' | FileCheck %s --check-prefix=PAR
 // RUN: flashnorm-opt %s --pass-pipeline='builtin.module(func.func(flashnorm-cpu-codegen{vector-bits=512 parallel-min-bytes=0 threads=1}))' | FileCheck %s --check-prefix=ONE
 // RUN: not flashnorm-opt %s --pass-pipeline='builtin.module(func.func(flashnorm-cpu-codegen{threads=-1}))' 2>&1 | FileCheck %s --check-prefix=BADTHREADS
 // BADTILES: tile-sizes needs 3 values (m, n, k), got 2
-// BADWIDTH: tile-sizes and vector-width must be positive
+// BADWIDTH: tile-sizes must be positive and vector-width must not be negative
 // BADTHREADS: threads and parallel-min-bytes must not be negative
 
-// Prefill: 8 x 32 tiles. The K x N weight in its stored layout: output
-// tiles outside row blocks, so that a K x 32 strip of it is read from cache
-// by every row block.
+// Prefill: 8 x 32 tiles. The K x N weight in its stored layout is first
+// copied into a contiguous buffer on the stack (rows of it a power of two
+// apart would share cache sets and pages), which both row blocks then read.
 // CHECK-LABEL: func.func @prefill
-// CHECK: scf.for %[[N:.*]] = %c0 to %c64 step %c32
+// CHECK: %[[BYTES:.*]] = memref.alloca() {alignment = 64 : i64} : memref<16384xi8>
+// CHECK: %[[BUF:.*]] = memref.view %[[BYTES]][%c0][] : memref<16384xi8> to memref<64x64xf32>
+// CHECK: scf.for %[[R:.*]] = %c0 to %c64 step %c1
+// CHECK: %[[ROW:.*]] = vector.transfer_read %arg1[%[[R]], %[[C:[[:alnum:]_]+]]]{{.*}} vector<1x16xf32>
+// CHECK: vector.transfer_write %[[ROW]], %[[BUF]][%[[R]], %[[C]]]
 // CHECK: scf.for %[[M:.*]] = %c0 to %c16 step %c8
+// CHECK: scf.for %[[N:.*]] = %c0 to %c64 step %c32
 // CHECK: %[[INIT:.*]] = vector.transfer_read %arg2[%[[M]], %[[N]]]{{.*}} : memref<16x64xf32>, vector<8x32xf32>
 // CHECK: %[[ACC:.*]] = scf.for %[[K:.*]] = %c0 to %c64 step %c1 iter_args(%[[A:.*]] = %[[INIT]]) -> (vector<8x32xf32>)
 // CHECK: vector.transfer_read %arg0[%[[M]], %[[K]]]{{.*}} vector<8x1xf32>
-// CHECK: vector.transfer_read %arg1[%[[K]], %[[N]]]{{.*}} vector<1x32xf32>
+// CHECK: vector.transfer_read %[[BUF]][%[[K]], %[[N]]]{{.*}} vector<1x32xf32>
 // CHECK: vector.contract {{.*}} %[[A]] : vector<8x1xf32>, vector<1x32xf32> into vector<8x32xf32>
 // CHECK-NOT: vector.transfer_write
 // CHECK: scf.yield
@@ -39,10 +44,46 @@
 // AVX2: scf.for {{.*}} -> (vector<4x16xf32>)
 // AVX2: vector.contract {{.*}} : vector<4x1xf32>, vector<1x16xf32> into vector<4x16xf32>
 // PAR-LABEL: func.func @prefill
-// PAR: scf.parallel (%{{.*}}) = (%{{.*}}) to (%{{.*}}) step (%c32)
+// PAR: scf.parallel (%{{.*}}) = (%{{.*}}) to (%{{.*}}) step (%c32{{.*}})
 // PAR: vector.contract
 func.func @prefill(%x: memref<16x64xf32>, %w: memref<64x64xf32>, %y: memref<16x64xf32>) {
   linalg.matmul ins(%x, %w : memref<16x64xf32>, memref<64x64xf32>) outs(%y : memref<16x64xf32>)
+  return
+}
+
+// A larger K x N weight: blocks of 256 rows by the outputs of 128 KiB,
+// outputs outside k, each block copied once and read by every row block;
+// the accumulator read and written once per block. Split over two cores,
+// each core's chunk copies into its own slice of the buffer. One row block
+// reads the weight in place (nothing to share a copy with).
+// ONE-LABEL: func.func @prefill_blocks
+// ONE: %[[BYTES:.*]] = memref.alloca() {alignment = 64 : i64} : memref<131072xi8>
+// ONE: %[[BUF:.*]] = memref.view %[[BYTES]][%c0][] : memref<131072xi8> to memref<256x128xf32>
+// ONE: scf.for %[[NB:.*]] = %c0 to %c1024 step %c128
+// ONE: scf.for %[[KB:.*]] = %c0 to %c512 step %c256
+// ONE: vector.transfer_read %arg1{{.*}} vector<1x16xf32>
+// ONE: vector.transfer_write {{.*}}, %[[BUF]]
+// ONE: scf.for %{{.*}} = %c0 to %c16 step %c8
+// ONE: scf.for %{{.*}} = %c0 to %c128 step %c32
+// ONE: scf.for %{{.*}} = %c0 to %c256 step %c1
+// ONE: vector.transfer_read %[[BUF]]{{.*}} vector<1x32xf32>
+// PAR-LABEL: func.func @prefill_blocks
+// PAR: %[[BYTES:.*]] = memref.alloca() {alignment = 64 : i64} : memref<262144xi8>
+// PAR: %[[BUF:.*]] = memref.view %[[BYTES]][%c0][] : memref<262144xi8> to memref<2x256x128xf32>
+// PAR: scf.parallel (%[[C:.*]]) = (%{{.*}}) to (%c1024) step (%[[STEP:.*]])
+// PAR: %[[SLICE:.*]] = affine.apply #{{.*}}(%[[C]])
+// PAR: vector.transfer_write {{.*}}, %[[BUF]][%[[SLICE]],
+// PAR: vector.transfer_read %[[BUF]][%{{.*}}, %{{.*}}, %{{.*}}]{{.*}} vector<1x32xf32>
+// PAR: scf.reduce
+// CHECK-LABEL: func.func @prefill_rows
+// CHECK-NOT: memref.alloca
+// CHECK: vector.transfer_read %arg1{{.*}} vector<1x32xf32>
+func.func @prefill_blocks(%x: memref<16x512xf32>, %w: memref<512x1024xf32>, %y: memref<16x1024xf32>) {
+  linalg.matmul ins(%x, %w : memref<16x512xf32>, memref<512x1024xf32>) outs(%y : memref<16x1024xf32>)
+  return
+}
+func.func @prefill_rows(%x: memref<8x512xf32>, %w: memref<512x1024xf32>, %y: memref<8x1024xf32>) {
+  linalg.matmul ins(%x, %w : memref<8x512xf32>, memref<512x1024xf32>) outs(%y : memref<8x1024xf32>)
   return
 }
 
@@ -119,9 +160,13 @@ func.func @decode_nk(%x: memref<1x64xf32>, %w: memref<32x64xbf16>, %y: memref<1x
   return
 }
 
-// Prefill: 4 rows by 4 outputs of 16 lanes.
+// Prefill: 4 rows by 4 outputs of 16 lanes (16 accumulators, half of the
+// registers); on AVX2 2 rows by 4 outputs of 8 lanes (8 of 16).
 // CHECK-LABEL: func.func @prefill_nk
 // CHECK: vector.fma {{.*}} : vector<4x4x16xf32>
+// AVX2-LABEL: func.func @prefill_nk
+// AVX2: memref.alloc() : memref<8x32x8xf32>
+// AVX2: vector.fma {{.*}} : vector<2x4x8xf32>
 func.func @prefill_nk(%x: memref<8x64xf32>, %w: memref<32x64xf32>, %y: memref<8x32xf32>) {
   linalg.matmul indexing_maps = [affine_map<(m, n, k) -> (m, k)>, affine_map<(m, n, k) -> (n, k)>, affine_map<(m, n, k) -> (m, n)>]
     ins(%x, %w : memref<8x64xf32>, memref<32x64xf32>) outs(%y : memref<8x32xf32>)

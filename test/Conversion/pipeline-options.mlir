@@ -6,11 +6,11 @@
 // RUN: not flashnorm-opt %s --flashnorm-cpu-pipeline=tile-sizes=1,2 2>&1 | FileCheck %s --check-prefix=TILES
 // RUN: not flashnorm-opt %s --flashnorm-cpu-pipeline=threads=-1 2>&1 | FileCheck %s --check-prefix=CPU-THREADS
 // RUN: not flashnorm-opt %s --flashnorm-cpu-pipeline=concurrent-min-bytes=-5 2>&1 | FileCheck %s --check-prefix=CPU-MIN
-// RUN: not flashnorm-opt %s --flashnorm-cpu-to-buffers=vector-width=0 2>&1 | FileCheck %s --check-prefix=CPU-WIDTH
+// RUN: not flashnorm-opt %s --flashnorm-cpu-to-buffers=vector-width=-16 2>&1 | FileCheck %s --check-prefix=CPU-WIDTH
 // CPU-THREADS: flashnorm-cpu-pipeline: threads must be 0 (all cores) or positive
 // CPU-THREADS-NOT: error
 // CPU-MIN: flashnorm-cpu-pipeline: concurrent-min-bytes must not be negative
-// CPU-WIDTH: flashnorm-cpu-pipeline: vector-width must be positive
+// CPU-WIDTH: flashnorm-cpu-pipeline: vector-width must not be negative
 // RUN: not flashnorm-opt %s --flashnorm-cpu-pipeline=vector-bits=1024 2>&1 | FileCheck %s --check-prefix=CPU-BITS
 // RUN: not flashnorm-opt %s --flashnorm-pack-weights=vector-bits=-1 2>&1 | FileCheck %s --check-prefix=PACK-BITS
 // RUN: not flashnorm-opt %s --flashnorm-pack-prepared-weights=vector-bits=64 2>&1 | FileCheck %s --check-prefix=PREPARED-BITS

@@ -7,7 +7,9 @@
 // torch-mlir's yield-only generic, bf16 weights, q k^T of two heads (k stored
 // [S, H, D] too); k = 24 (not a multiple of two vectors) stays on the
 // micro-kernel. Decode on a K x N weight streams whole rows of it, k outside
-// the output tiles (8 rows at a time; 6 where k = 12, bf16).
+// the output tiles (8 rows at a time; 6 where k = 12, bf16); prefill on
+// one copies blocks of it (256 rows by 128 KiB of outputs) into a
+// contiguous buffer that every row block reads, one per core's chunk.
 // Numbers unchanged against the sequential reference lowering, with the
 // split-k blocks in a loop and on the cores.
 // RUN: flashnorm-opt %s %lower-to-llvm | %run > %t.ref
@@ -23,8 +25,12 @@
 // PAR: scf.parallel
 // PAR-LABEL: func.func @decode_kn
 // PAR: scf.parallel
-// RUN: flashnorm-opt %s --flashnorm-cpu-to-buffers | FileCheck %s --check-prefix=BUF
-// RUN: flashnorm-opt %s --flashnorm-cpu-to-buffers | flashnorm-opt --pass-pipeline='builtin.module(func.func(flashnorm-cpu-codegen))' | FileCheck %s --check-prefix=KERNEL
+// PAR-LABEL: func.func @prefill_kn
+// PAR: memref.view {{.*}} to memref<2x256x96xf32>
+// PAR: scf.parallel
+// The kernels' checks are for 512-bit vector registers (16 lanes).
+// RUN: flashnorm-opt %s --flashnorm-cpu-to-buffers=vector-bits=512 | FileCheck %s --check-prefix=BUF
+// RUN: flashnorm-opt %s --flashnorm-cpu-to-buffers=vector-bits=512 | flashnorm-opt --pass-pipeline='builtin.module(func.func(flashnorm-cpu-codegen{vector-bits=512}))' | FileCheck %s --check-prefix=KERNEL
 // CMP: MATCH
 
 // The transposes are gone, except where the kernel would not take the
@@ -66,6 +72,12 @@
 // KERNEL-LABEL: func.func @decode_kn
 // KERNEL: scf.for {{.*}} = %c0 to %c64 step %c8
 // KERNEL: vector.contract {{.*}} : vector<1x8xf32>, vector<8x48xf32> into vector<1x48xf32>
+// KERNEL-LABEL: func.func @prefill_kn
+// KERNEL: memref.view {{.*}} to memref<256x96xf32>
+// KERNEL: scf.for {{.*}} = %c0 to %c192 step %c96
+// KERNEL: scf.for {{.*}} = %c0 to %c512 step %c256
+// KERNEL-LABEL: func.func @prefill_kn_bf16
+// KERNEL: memref.view {{.*}} to memref<256x64xbf16>
 // KERNEL-LABEL: func.func @decode_kn_bf16
 // KERNEL: scf.for {{.*}} = %c0 to %c12 step %c6
 // KERNEL: vector.contract {{.*}} : vector<1x6xf32>, vector<6x48xf32> into vector<1x48xf32>
@@ -175,6 +187,24 @@ func.func @decode_kn(%x: tensor<1x64xf32>, %w: tensor<64x48xf32>) -> tensor<1x48
   %z = linalg.fill ins(%c0 : f32) outs(%e : tensor<1x48xf32>) -> tensor<1x48xf32>
   %y = linalg.matmul ins(%x, %w : tensor<1x64xf32>, tensor<64x48xf32>) outs(%z : tensor<1x48xf32>) -> tensor<1x48xf32>
   return %y : tensor<1x48xf32>
+}
+
+// Prefill on K x N weights: two blocks of k by two of outputs (f32), one
+// block (bf16), each read by the row blocks.
+func.func @prefill_kn(%x: tensor<16x512xf32>, %w: tensor<512x192xf32>) -> tensor<16x192xf32> {
+  %c0 = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<16x192xf32>
+  %z = linalg.fill ins(%c0 : f32) outs(%e : tensor<16x192xf32>) -> tensor<16x192xf32>
+  %y = linalg.matmul ins(%x, %w : tensor<16x512xf32>, tensor<512x192xf32>) outs(%z : tensor<16x192xf32>) -> tensor<16x192xf32>
+  return %y : tensor<16x192xf32>
+}
+
+func.func @prefill_kn_bf16(%x: tensor<16x256xbf16>, %w: tensor<256x64xbf16>) -> tensor<16x64xf32> {
+  %c0 = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<16x64xf32>
+  %z = linalg.fill ins(%c0 : f32) outs(%e : tensor<16x64xf32>) -> tensor<16x64xf32>
+  %y = linalg.matmul ins(%x, %w : tensor<16x256xbf16>, tensor<256x64xbf16>) outs(%z : tensor<16x64xf32>) -> tensor<16x64xf32>
+  return %y : tensor<16x64xf32>
 }
 
 func.func @decode_kn_bf16(%x: tensor<1x12xbf16>, %w: tensor<12x48xbf16>) -> tensor<1x48xf32> {
@@ -304,6 +334,28 @@ func.func @main() {
   %y9 = call @decode_kn_bf16(%x12b, %w12b) : (tensor<1x12xbf16>, tensor<12x48xbf16>) -> tensor<1x48xf32>
   %p9 = tensor.cast %y9 : tensor<1x48xf32> to tensor<?x?xf32>
   call @print(%p9) : (tensor<?x?xf32>) -> ()
+
+  %c16 = arith.constant 16 : index
+  %c192 = arith.constant 192 : index
+  %c256 = arith.constant 256 : index
+  %c512 = arith.constant 512 : index
+  %xkd = call @ramp(%c16, %c512, %a1) : (index, index, f32) -> tensor<?x?xf32>
+  %xk = tensor.cast %xkd : tensor<?x?xf32> to tensor<16x512xf32>
+  %wkd = call @ramp(%c512, %c192, %a2) : (index, index, f32) -> tensor<?x?xf32>
+  %wk = tensor.cast %wkd : tensor<?x?xf32> to tensor<512x192xf32>
+  %y10 = call @prefill_kn(%xk, %wk) : (tensor<16x512xf32>, tensor<512x192xf32>) -> tensor<16x192xf32>
+  %p10 = tensor.cast %y10 : tensor<16x192xf32> to tensor<?x?xf32>
+  call @print(%p10) : (tensor<?x?xf32>) -> ()
+
+  %xhd = call @ramp(%c16, %c256, %a3) : (index, index, f32) -> tensor<?x?xf32>
+  %xh = tensor.cast %xhd : tensor<?x?xf32> to tensor<16x256xf32>
+  %xhb = arith.truncf %xh : tensor<16x256xf32> to tensor<16x256xbf16>
+  %whd = call @ramp(%c256, %c64, %a0) : (index, index, f32) -> tensor<?x?xf32>
+  %wh = tensor.cast %whd : tensor<?x?xf32> to tensor<256x64xf32>
+  %whb = arith.truncf %wh : tensor<256x64xf32> to tensor<256x64xbf16>
+  %y11 = call @prefill_kn_bf16(%xhb, %whb) : (tensor<16x256xbf16>, tensor<256x64xbf16>) -> tensor<16x64xf32>
+  %p11 = tensor.cast %y11 : tensor<16x64xf32> to tensor<?x?xf32>
+  call @print(%p11) : (tensor<?x?xf32>) -> ()
   return
 }
 func.func private @printMemrefF32(tensor<*xf32>)

@@ -99,23 +99,25 @@ def CpuCodegen : Pass<"flashnorm-cpu-codegen", "func::FuncOp"> {
     On a K x N weight in its stored layout (nothing packed it), decode
     takes k outside the output tiles instead, 8 rows at a time, so that
     whole rows of the weight stream (the accumulator read from L1), and
-    prefill takes output tiles outside row blocks (each tile's strip of
-    the weight read from cache by every row block); from
+    prefill copies blocks of 256 rows by 128 KiB of outputs into a
+    contiguous buffer on the stack (one per core's chunk) that every row
+    block then reads from cache; from
     `parallel-min-bytes` its outputs are first split into one chunk per
     core (an `scf.forall`).
     A contraction whose inputs are both contiguous along k (an N x K
     weight that nothing packed, q k^T) is split along k into `vector-width`
-    lanes of partial sums instead, in blocks of up to 16 rows by the
-    outputs whose partial sums fit 32 KiB: per block an element-wise
-    multiply-add of contiguous vectors (register tiles of 4 x 4, or 1 x 8
-    for decode, lanes wide; `tile-sizes` m and n set them), then one
+    lanes of partial sums instead (one register of f32 by default), in
+    blocks of up to 16 rows by the outputs whose partial sums fit 32 KiB:
+    per block an element-wise multiply-add of contiguous vectors (register
+    tiles of 4 x 4 on AVX-512 and 2 x 4 on AVX2, or 1 x 8 for decode,
+    lanes wide; `tile-sizes` m and n set them), then one
     horizontal sum per output. The blocks are split over the cores (an
     `scf.forall`, each block its own buffer of partial sums) where the
     weight has at least `parallel-min-bytes` and more than one thread is
     asked for, except inside an async task (which runs beside a
     statistic).
     Every other linalg op is tiled over its innermost loop with
-    `vector-width` and vectorized. Tile sizes shrink to the largest divisor
+    `vector-width` (one register by default) and vectorized. Tile sizes shrink to the largest divisor
     of the static loop size; ops with dynamic sizes are left to
     convert-linalg-to-loops. The panel loops of flashnorm-pack-weights
     become `scf.for` (those marked `flashnorm.serial_panels`) or
@@ -134,9 +136,10 @@ def CpuCodegen : Pass<"flashnorm-cpu-codegen", "func::FuncOp"> {
                "Projection tile sizes (m, n, k); default by shape and "
                "vector-bits: M,256,1 below 4 rows, 8,32,1 from 4 for 512 "
                "bits, M,64,1 and 4,16,1 for 256">,
-    Option<"vectorWidth", "vector-width", "int64_t", /*default=*/"16",
-           "Innermost tile of other ops (default 16: one AVX-512 vector of "
-           "f32)">,
+    Option<"vectorWidth", "vector-width", "int64_t", /*default=*/"0",
+           "Lanes of the split-k kernel and innermost tile of other ops "
+           "(default 0: one vector register of f32 for vector-bits, 16 on "
+           "AVX-512, 8 on AVX2)">,
     Option<"threads", "threads", "int64_t", /*default=*/"0",
            "Cores a large weight in its stored layout may be split over "
            "(default 0: this machine's hardware threads; 1: none)">,
@@ -390,9 +393,10 @@ def CpuFoldTransposes : Pass<"flashnorm-cpu-fold-transposes",
   }];
   let dependentDialects = ["::mlir::linalg::LinalgDialect"];
   let options = [
-    Option<"vectorWidth", "vector-width", "int64_t", /*default=*/"16",
+    Option<"vectorWidth", "vector-width", "int64_t", /*default=*/"0",
            "Lanes of the split-k kernel (flashnorm-cpu-codegen's "
-           "vector-width)">,
+           "vector-width; default 0: one vector register of f32 on this "
+           "machine)">,
   ];
 }
 

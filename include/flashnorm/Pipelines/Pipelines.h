@@ -90,8 +90,11 @@ struct CpuPipelineOptions : public PassPipelineOptions<CpuPipelineOptions> {
       llvm::cl::init(0)};
   PassOptions::Option<int64_t> vectorWidth{
       *this, "vector-width",
-      llvm::cl::desc("Innermost tile of other linalg ops (default 16)"),
-      llvm::cl::init(16)};
+      llvm::cl::desc("Lanes of the split-k kernel and of the statistics' "
+                     "partial sums, innermost tile of other linalg ops "
+                     "(default 0: one vector register of f32 for "
+                     "vector-bits)"),
+      llvm::cl::init(0)};
   PassOptions::Option<bool> packWeights{
       *this, "pack-weights",
       llvm::cl::desc("Store constant projection weights as panels the "

@@ -33,6 +33,12 @@ struct RegisterTile {
   /// accumulators (8 x 32 on AVX-512, 4 x 16 on AVX2).
   int64_t prefillRows() const { return registers / 4; }
   int64_t prefillOutputs() const { return 2 * lanes; }
+  /// The split-k kernel's tile (a weight contiguous along k): rows by
+  /// outputs of one vector of partial sums each, half the registers of
+  /// accumulators (4 x 4 on AVX-512, 2 x 4 on AVX2; a single row takes 8
+  /// outputs).
+  int64_t dotRows() const { return registers / 8; }
+  int64_t dotAccumulators() const { return registers / 2; }
 };
 
 /// What a pass says of a `vector-bits` that registerTileFor refuses.
