@@ -80,7 +80,66 @@ struct TilePlan {
   /// The operand whose block is copied into a contiguous buffer before the
   /// block's tiles read it (a stored K x N weight's strip); none: -1.
   int64_t copyOperand = -1;
+  /// Narrow float inputs (bf16, f16) widened to the accumulator's type by
+  /// the copies: the activation once, before the op, the weight block by
+  /// block (whose body only widens them: narrowInputsWiden).
+  bool widen = false;
 };
+
+/// Whether every narrow float input of `op` (narrower than its output) is
+/// only widened, to the output's type, by its body: then the op may read
+/// widened copies instead. False where no input is narrow.
+static bool narrowInputsWiden(linalg::LinalgOp op) {
+  if (op.getNumDpsInits() != 1)
+    return false;
+  auto acc = dyn_cast<FloatType>(
+      getElementTypeOrSelf(op.getDpsInitOperand(0)->get().getType()));
+  if (!acc || op->getNumRegions() != 1 || op->getRegion(0).empty())
+    return false;
+  bool any = false;
+  for (OpOperand *input : op.getDpsInputOperands()) {
+    auto type = dyn_cast<FloatType>(getElementTypeOrSelf(input->get()));
+    if (!type || type.getWidth() >= acc.getWidth())
+      continue;
+    any = true;
+    BlockArgument arg = op.getMatchingBlockArgument(input);
+    if (!llvm::all_of(arg.getUsers(), [&](Operation *user) {
+          return isa<arith::ExtFOp>(user) && user->getResultTypes()[0] == acc;
+        }))
+      return false;
+  }
+  return any;
+}
+
+/// The op's body reads operand `input` as `wide` (from a narrow float of
+/// which it was only widened, narrowInputsWiden): the block argument takes
+/// the wide type and its widenings fold away.
+static void readWidened(RewriterBase &rewriter, linalg::GenericOp op,
+                        OpOperand &input, Type wide) {
+  BlockArgument arg = op.getMatchingBlockArgument(&input);
+  rewriter.modifyOpInPlace(op, [&] { arg.setType(wide); });
+  for (Operation *user : llvm::make_early_inc_range(arg.getUsers()))
+    rewriter.replaceOp(user, arg);
+}
+
+/// `dst` = `src` widened to `dst`'s element type (a copy where they are the
+/// same), as a linalg op on buffers.
+static linalg::LinalgOp copyWidened(OpBuilder &b, Location loc, Value src,
+                                    Value dst) {
+  Type wide = getElementTypeOrSelf(dst);
+  if (getElementTypeOrSelf(src) == wide)
+    return linalg::CopyOp::create(b, loc, src, dst);
+  unsigned rank = cast<MemRefType>(dst.getType()).getRank();
+  AffineMap id = b.getMultiDimIdentityMap(rank);
+  return linalg::GenericOp::create(
+      b, loc, TypeRange{}, ValueRange{src}, ValueRange{dst},
+      ArrayRef<AffineMap>{id, id},
+      SmallVector<utils::IteratorType>(rank, utils::IteratorType::parallel),
+      [&](OpBuilder &nb, Location l, ValueRange args) {
+        Value ext = arith::ExtFOp::create(nb, l, wide, args[0]);
+        linalg::YieldOp::create(nb, l, ext);
+      });
+}
 
 /// A stored K x N weight's block in prefill: this many rows (of k), by the
 /// outputs that fill this many bytes (half of a core's L2 on the machines
@@ -213,6 +272,7 @@ struct CpuCodegenPass : flashnorm::impl::CpuCodegenBase<CpuCodegenPass> {
       plan.blockInterchange.push_back(k);
       llvm::append_range(plan.blockInterchange, dims->m);
       plan.copyOperand = weight->getOperandNumber();
+      plan.widen = narrowInputsWiden(op);
     }
     append(dims->batch);
     append(ArrayRef<unsigned>(dims->n).drop_back());
@@ -251,6 +311,46 @@ struct CpuCodegenPass : flashnorm::impl::CpuCodegenBase<CpuCodegenPass> {
     return plan;
   }
 
+  /// `op` as a generic whose narrow inputs other than `weight` are read from
+  /// widened copies, made once before it in a buffer freed after it (as
+  /// flashnorm-pack-weights widens a packed projection's activations): the
+  /// micro-kernel then broadcasts them from memory rather than widening
+  /// each at every k of every output tile.
+  linalg::LinalgOp widenActivations(IRRewriter &rewriter, linalg::LinalgOp op,
+                                    int64_t weight) {
+    auto generic = dyn_cast<linalg::GenericOp>(op.getOperation());
+    if (!generic) {
+      DictionaryAttr attrs = op->getDiscardableAttrDictionary();
+      rewriter.setInsertionPoint(op);
+      FailureOr<linalg::GenericOp> general =
+          linalg::generalizeNamedOp(rewriter, op);
+      if (failed(general))
+        return op;
+      generic = *general;
+      generic->setDiscardableAttrs(attrs);
+    }
+    Type wide = getElementTypeOrSelf(generic.getDpsInitOperand(0)->get());
+    for (OpOperand *input : generic.getDpsInputOperands()) {
+      auto type = dyn_cast<MemRefType>(input->get().getType());
+      if (int64_t(input->getOperandNumber()) == weight || !type ||
+          !type.hasStaticShape() || type.getElementType() == wide)
+        continue;
+      Location loc = generic.getLoc();
+      rewriter.setInsertionPoint(generic);
+      Value copy = memref::AllocOp::create(
+          rewriter, loc, MemRefType::get(type.getShape(), wide),
+          rewriter.getI64IntegerAttr(64));
+      linalg::LinalgOp widen = copyWidened(rewriter, loc, input->get(), copy);
+      rewriter.setInsertionPointAfter(generic);
+      memref::DeallocOp::create(rewriter, loc, copy);
+      rewriter.modifyOpInPlace(generic, [&] { input->set(copy); });
+      readWidened(rewriter, generic, *input, wide);
+      if (std::optional<TilePlan> plan = planTiles(widen))
+        tileAndVectorize(rewriter, widen, *plan);
+    }
+    return generic;
+  }
+
   /// The bytes on the stack of `home` (a function's body or an async task's)
   /// that the buffers of copyBlock share (they are used one after another),
   /// grown to hold `type`; the insertion point is left where it was.
@@ -282,10 +382,11 @@ struct CpuCodegenPass : flashnorm::impl::CpuCodegenBase<CpuCodegenPass> {
   /// of them) splits the blocks over the cores.
   void copyBlock(IRRewriter &rewriter, linalg::LinalgOp op, OpOperand &operand,
                  Operation *blocks, scf::ForallOp chunks, int64_t chunkSize,
-                 int64_t count) {
+                 int64_t count, bool widen) {
     auto type = dyn_cast<MemRefType>(operand.get().getType());
     if (!type || !type.hasStaticShape())
       return;
+    widen = widen && isa<linalg::GenericOp>(op.getOperation());
     Region *home = blocks->getParentRegion();
     while (!isa<async::ExecuteOp>(home->getParentOp()) &&
            !home->getParentOp()->hasTrait<OpTrait::IsIsolatedFromAbove>())
@@ -295,7 +396,9 @@ struct CpuCodegenPass : flashnorm::impl::CpuCodegenBase<CpuCodegenPass> {
     if (chunks)
       shape.push_back(count);
     llvm::append_range(shape, type.getShape());
-    auto bufferType = MemRefType::get(shape, type.getElementType());
+    Type element = widen ? getElementTypeOrSelf(op.getDpsInitOperand(0)->get())
+                         : type.getElementType();
+    auto bufferType = MemRefType::get(shape, element);
     Value bytes = stackBytes(rewriter, home, bufferType);
     rewriter.setInsertionPointAfterValue(bytes);
     Value buffer = memref::ViewOp::create(
@@ -322,8 +425,10 @@ struct CpuCodegenPass : flashnorm::impl::CpuCodegenBase<CpuCodegenPass> {
                                     buffer, offsets, sizes, strides);
     }
     rewriter.setInsertionPoint(op);
-    auto copy = linalg::CopyOp::create(rewriter, loc, operand.get(), buffer);
+    linalg::LinalgOp copy = copyWidened(rewriter, loc, operand.get(), buffer);
     rewriter.modifyOpInPlace(op, [&] { operand.set(buffer); });
+    if (widen)
+      readWidened(rewriter, cast<linalg::GenericOp>(*op), operand, element);
     if (std::optional<TilePlan> plan = planTiles(copy))
       tileAndVectorize(rewriter, copy, *plan);
   }
@@ -333,6 +438,8 @@ struct CpuCodegenPass : flashnorm::impl::CpuCodegenBase<CpuCodegenPass> {
   /// loop, or null where tiling fails and the op (or its chunk) stays.
   Operation *tileAndVectorize(IRRewriter &rewriter, linalg::LinalgOp op,
                               const TilePlan &plan) {
+    if (plan.widen)
+      op = widenActivations(rewriter, op, plan.copyOperand);
     Operation *chunks = nullptr;
     if (plan.chunkSize) {
       // The chunks on the cores first, then the tiles within a chunk.
@@ -367,7 +474,8 @@ struct CpuCodegenPass : flashnorm::impl::CpuCodegenBase<CpuCodegenPass> {
         if (blocks && plan.copyOperand >= 0)
           copyBlock(rewriter, op, op->getOpOperand(plan.copyOperand), blocks,
                     cast_or_null<scf::ForallOp>(chunks), plan.chunkSize,
-                    plan.chunkSize ? plan.chunkRange / plan.chunkSize : 1);
+                    plan.chunkSize ? plan.chunkRange / plan.chunkSize : 1,
+                    plan.widen);
       }
     }
     rewriter.setInsertionPoint(op);
@@ -395,11 +503,16 @@ struct CpuCodegenPass : flashnorm::impl::CpuCodegenBase<CpuCodegenPass> {
       else
         rewriter.replaceOp(tile, vectorized->replacements);
     }
-    if (chunks)
-      return chunks;
-    if (blocks)
-      return blocks;
-    return tiled->loops.empty() ? nullptr : tiled->loops.front().getOperation();
+    Operation *outermost =
+        chunks   ? chunks
+        : blocks ? blocks
+                 : (tiled->loops.empty() ? nullptr
+                                         : tiled->loops.front().getOperation());
+    // The generic a widened projection became vectorizes to a multiply and
+    // a reduction over the unit k: one FMA (as vector.contract lowers).
+    if (plan.widen && outermost)
+      fuseDotMultiplyAdds(rewriter, outermost);
+    return outermost;
   }
 
   void runOnOperation() override {

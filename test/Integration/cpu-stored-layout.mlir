@@ -9,7 +9,8 @@
 // micro-kernel. Decode on a K x N weight streams whole rows of it, k outside
 // the output tiles (8 rows at a time; 6 where k = 12, bf16); prefill on
 // one copies blocks of it (256 rows by 128 KiB of outputs) into a
-// contiguous buffer that every row block reads, one per core's chunk.
+// contiguous buffer that every row block reads, one per core's chunk, bf16
+// widened by the copies (the activation once).
 // Numbers unchanged against the sequential reference lowering, with the
 // split-k blocks in a loop and on the cores.
 // RUN: flashnorm-opt %s %lower-to-llvm | %run > %t.ref
@@ -76,8 +77,17 @@
 // KERNEL: memref.view {{.*}} to memref<256x96xf32>
 // KERNEL: scf.for {{.*}} = %c0 to %c192 step %c96
 // KERNEL: scf.for {{.*}} = %c0 to %c512 step %c256
+// bf16: the activation widened once into an f32 buffer (freed after), the
+// weight widened block by block by the copy: FMAs on f32 in the loop.
 // KERNEL-LABEL: func.func @prefill_kn_bf16
-// KERNEL: memref.view {{.*}} to memref<256x64xbf16>
+// KERNEL: memref.view {{.*}} to memref<256x64xf32>
+// KERNEL: %[[X:.*]] = memref.alloc() {alignment = 64 : i64} : memref<16x256xf32>
+// KERNEL: arith.extf {{.*}} : vector<1x16xbf16> to vector<1x16xf32>
+// KERNEL: arith.extf {{.*}} : vector<1x16xbf16> to vector<1x16xf32>
+// KERNEL: scf.for {{.*}} -> (vector<8x32xf32>)
+// KERNEL-NOT: arith.extf
+// KERNEL: vector.fma {{.*}} : vector<8x32xf32>
+// KERNEL: memref.dealloc %[[X]]
 // KERNEL-LABEL: func.func @decode_kn_bf16
 // KERNEL: scf.for {{.*}} = %c0 to %c12 step %c6
 // KERNEL: vector.contract {{.*}} : vector<1x6xf32>, vector<6x48xf32> into vector<1x48xf32>
