@@ -163,6 +163,17 @@ static OpOperand *readsRowsOfN(linalg::LinalgOp op, unsigned m, unsigned n) {
   return nullptr;
 }
 
+/// The distance in elements between rows of `type` (its second-innermost
+/// stride; 0 for one row or an unknown layout).
+static int64_t rowStride(MemRefType type) {
+  SmallVector<int64_t> strides;
+  int64_t offset;
+  if (type.getRank() < 2 || failed(type.getStridesAndOffset(strides, offset)))
+    return 0;
+  int64_t stride = strides[strides.size() - 2];
+  return ShapedType::isDynamic(stride) ? 0 : stride;
+}
+
 struct CpuCodegenPass : flashnorm::impl::CpuCodegenBase<CpuCodegenPass> {
   using CpuCodegenBase::CpuCodegenBase;
 
@@ -248,9 +259,12 @@ struct CpuCodegenPass : flashnorm::impl::CpuCodegenBase<CpuCodegenPass> {
     // buffer that the row blocks then read (rows of a power-of-two
     // stride share L1 sets and each sits in its own page: read in place,
     // a strip falls out of cache and the TLB).
-    // Only where more than one row block reads each block.
+    // Only where more than one row block reads each block, and the weight's
+    // rows are wider than the tile (a packed panel, or a weight one tile
+    // wide, is contiguous already).
     bool strips =
-        storedKN && !streamRows && tileSizes.empty() && rows > plan.sizes[m];
+        storedKN && !streamRows && tileSizes.empty() && rows > plan.sizes[m] &&
+        rowStride(cast<MemRefType>(weight->get().getType())) > plan.sizes[n];
     if (strips) {
       unsigned k = dims->k.front();
       auto weightType = cast<MemRefType>(weight->get().getType());

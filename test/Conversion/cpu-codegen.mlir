@@ -51,6 +51,16 @@ func.func @prefill(%x: memref<16x64xf32>, %w: memref<64x64xf32>, %y: memref<16x6
   return
 }
 
+// A packed panel (one tile wide, contiguous) is read in place: no copy.
+// CHECK-LABEL: func.func @prefill_panel
+// CHECK-NOT: memref.alloca
+// CHECK: vector.transfer_read %arg1{{.*}} vector<1x16xf32>
+// CHECK: return
+func.func @prefill_panel(%x: memref<16x64xf32>, %w: memref<64x16xf32, strided<[16, 1], offset: ?>>, %y: memref<16x16xf32>) {
+  linalg.matmul ins(%x, %w : memref<16x64xf32>, memref<64x16xf32, strided<[16, 1], offset: ?>>) outs(%y : memref<16x16xf32>)
+  return
+}
+
 // A larger K x N weight: blocks of 256 rows by the outputs of 128 KiB,
 // outputs outside k, each block copied once and read by every row block;
 // the accumulator read and written once per block. Split over two cores,
