@@ -72,7 +72,7 @@ struct TilePlan {
   /// Where the op is first split over the cores (an scf.forall over chunks
   /// of loop `chunkDim`, `chunkSize` each; 0: not split), then tiled.
   unsigned chunkDim = 0;
-  int64_t chunkSize = 0, chunkRange = 0;
+  int64_t chunkSize = 0;
   /// Cache blocks (0: whole) and their loop order, taken within a chunk
   /// before the tiles; empty: none.
   SmallVector<int64_t> blockSizes;
@@ -142,8 +142,8 @@ static linalg::LinalgOp copyWidened(OpBuilder &b, Location loc, Value src,
 }
 
 /// A stored K x N weight's block in prefill: this many rows (of k), by the
-/// outputs that fill this many bytes (half of a core's L2 on the machines
-/// measured).
+/// outputs that fill this many bytes (a quarter of a core's 512 KiB L2 on
+/// the AVX2 machine measured; the best of the shapes tried there).
 static constexpr int64_t kStripRows = 256;
 static constexpr int64_t kStripBytes = 128 << 10;
 
@@ -240,7 +240,6 @@ struct CpuCodegenPass : flashnorm::impl::CpuCodegenBase<CpuCodegenPass> {
       if (chunk < ranges[n]) {
         plan.chunkDim = n;
         plan.chunkSize = chunk;
-        plan.chunkRange = ranges[n];
       }
     }
     int64_t outputs = plan.chunkSize ? plan.chunkSize : ranges[n];
@@ -387,56 +386,40 @@ struct CpuCodegenPass : flashnorm::impl::CpuCodegenBase<CpuCodegenPass> {
   }
 
   /// Copies the block `operand` of `op` reads into a contiguous buffer
-  /// before `op`, which then reads the buffer: one buffer on the stack for
-  /// every block of the loops `blocks`, allocated once at the start of the
-  /// function or async task that runs them (never in a loop, where each
-  /// iteration would take more stack, nor in a parallel loop) and shared
-  /// with the function's other copies (stackBytes), with one slice per
-  /// chunk where `chunks` (chunks of `chunkSize` from 0, `count`
-  /// of them) splits the blocks over the cores.
+  /// before `op`, which then reads the buffer, once for every block of the
+  /// loops `blocks`. Where `chunks` splits the blocks over the cores, each
+  /// chunk allocates its buffer once (on the heap: the chunks' buffers on
+  /// one stack would grow with the cores); elsewhere the buffer is on the
+  /// stack, allocated once at the start of the function or async task that
+  /// runs the loops (never in a loop, where each iteration would take more
+  /// stack) and shared with its other copies (stackBytes).
   void copyBlock(IRRewriter &rewriter, linalg::LinalgOp op, OpOperand &operand,
-                 Operation *blocks, scf::ForallOp chunks, int64_t chunkSize,
-                 int64_t count, bool widen) {
+                 Operation *blocks, scf::ForallOp chunks, bool widen) {
     auto type = dyn_cast<MemRefType>(operand.get().getType());
     if (!type || !type.hasStaticShape())
       return;
     widen = widen && isa<linalg::GenericOp>(op.getOperation());
-    Region *home = blocks->getParentRegion();
-    while (!isa<async::ExecuteOp>(home->getParentOp()) &&
-           !home->getParentOp()->hasTrait<OpTrait::IsIsolatedFromAbove>())
-      home = home->getParentOp()->getParentRegion();
     Location loc = op.getLoc();
-    SmallVector<int64_t> shape;
-    if (chunks)
-      shape.push_back(count);
-    llvm::append_range(shape, type.getShape());
     Type element = widen ? getElementTypeOrSelf(op.getDpsInitOperand(0)->get())
                          : type.getElementType();
-    auto bufferType = MemRefType::get(shape, element);
-    Value bytes = stackBytes(rewriter, home, bufferType);
-    rewriter.setInsertionPointAfterValue(bytes);
-    Value buffer = memref::ViewOp::create(
-        rewriter, loc, bufferType, bytes,
-        arith::ConstantIndexOp::create(rewriter, loc, 0), ValueRange{});
+    auto bufferType = MemRefType::get(type.getShape(), element);
+    Value buffer;
     if (chunks) {
-      // This chunk's slice: the chunk's index, the buffer's first dimension.
       rewriter.setInsertionPointToStart(chunks.getBody());
-      AffineExpr iv = rewriter.getAffineDimExpr(0);
-      Value index = affine::AffineApplyOp::create(
-          rewriter, loc, AffineMap::get(1, 0, iv.floorDiv(chunkSize)),
-          ValueRange{chunks.getInductionVars().front()});
-      SmallVector<OpFoldResult> offsets(shape.size(), rewriter.getIndexAttr(0));
-      offsets.front() = index;
-      SmallVector<OpFoldResult> sizes =
-          getAsIndexOpFoldResult(rewriter.getContext(), shape);
-      sizes.front() = rewriter.getIndexAttr(1);
-      SmallVector<OpFoldResult> strides(shape.size(), rewriter.getIndexAttr(1));
-      auto sliceType = memref::SubViewOp::inferRankReducedResultType(
-          type.getShape(), cast<MemRefType>(buffer.getType()), offsets, sizes,
-          strides);
-      buffer =
-          memref::SubViewOp::create(rewriter, loc, cast<MemRefType>(sliceType),
-                                    buffer, offsets, sizes, strides);
+      buffer = memref::AllocOp::create(rewriter, loc, bufferType,
+                                       rewriter.getI64IntegerAttr(64));
+      rewriter.setInsertionPoint(chunks.getBody()->getTerminator());
+      memref::DeallocOp::create(rewriter, loc, buffer);
+    } else {
+      Region *home = blocks->getParentRegion();
+      while (!isa<async::ExecuteOp>(home->getParentOp()) &&
+             !home->getParentOp()->hasTrait<OpTrait::IsIsolatedFromAbove>())
+        home = home->getParentOp()->getParentRegion();
+      Value bytes = stackBytes(rewriter, home, bufferType);
+      rewriter.setInsertionPointAfterValue(bytes);
+      buffer = memref::ViewOp::create(
+          rewriter, loc, bufferType, bytes,
+          arith::ConstantIndexOp::create(rewriter, loc, 0), ValueRange{});
     }
     rewriter.setInsertionPoint(op);
     linalg::LinalgOp copy = copyWidened(rewriter, loc, operand.get(), buffer);
@@ -487,9 +470,7 @@ struct CpuCodegenPass : flashnorm::impl::CpuCodegenBase<CpuCodegenPass> {
           blocks = blocked->loops.front().getOperation();
         if (blocks && plan.copyOperand >= 0)
           copyBlock(rewriter, op, op->getOpOperand(plan.copyOperand), blocks,
-                    cast_or_null<scf::ForallOp>(chunks), plan.chunkSize,
-                    plan.chunkSize ? plan.chunkRange / plan.chunkSize : 1,
-                    plan.widen);
+                    cast_or_null<scf::ForallOp>(chunks), plan.widen);
       }
     }
     rewriter.setInsertionPoint(op);
@@ -557,6 +538,7 @@ struct CpuCodegenPass : flashnorm::impl::CpuCodegenBase<CpuCodegenPass> {
     }
     tile = *resolved;
     width = vectorWidth ? vectorWidth.getValue() : tile.lanes;
+    stack.clear();
     numThreads = panelThreads(threads);
     DotOptions dotOptions;
     dotOptions.lanes = width;

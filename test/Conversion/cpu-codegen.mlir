@@ -64,7 +64,8 @@ func.func @prefill_panel(%x: memref<16x64xf32>, %w: memref<64x16xf32, strided<[1
 // A larger K x N weight: blocks of 256 rows by the outputs of 128 KiB,
 // outputs outside k, each block copied once and read by every row block;
 // the accumulator read and written once per block. Split over two cores,
-// each core's chunk copies into its own slice of the buffer. One row block
+// each core's chunk copies into its own buffer, on the heap (one stack
+// would hold as many as there are cores). One row block
 // reads the weight in place (nothing to share a copy with).
 // ONE-LABEL: func.func @prefill_blocks
 // ONE: %[[BYTES:.*]] = memref.alloca() {alignment = 64 : i64} : memref<131072xi8>
@@ -78,12 +79,12 @@ func.func @prefill_panel(%x: memref<16x64xf32>, %w: memref<64x16xf32, strided<[1
 // ONE: scf.for %{{.*}} = %c0 to %c256 step %c1
 // ONE: vector.transfer_read %[[BUF]]{{.*}} vector<1x32xf32>
 // PAR-LABEL: func.func @prefill_blocks
-// PAR: %[[BYTES:.*]] = memref.alloca() {alignment = 64 : i64} : memref<262144xi8>
-// PAR: %[[BUF:.*]] = memref.view %[[BYTES]][%c0][] : memref<262144xi8> to memref<2x256x128xf32>
-// PAR: scf.parallel (%[[C:.*]]) = (%{{.*}}) to (%c1024) step (%[[STEP:.*]])
-// PAR: %[[SLICE:.*]] = affine.apply #{{.*}}(%[[C]])
-// PAR: vector.transfer_write {{.*}}, %[[BUF]][%[[SLICE]],
-// PAR: vector.transfer_read %[[BUF]][%{{.*}}, %{{.*}}, %{{.*}}]{{.*}} vector<1x32xf32>
+// PAR-NOT: memref.alloca
+// PAR: scf.parallel (%{{.*}}) = (%{{.*}}) to (%c1024) step
+// PAR: %[[BUF:.*]] = memref.alloc() {alignment = 64 : i64} : memref<256x128xf32>
+// PAR: vector.transfer_write {{.*}}, %[[BUF]]
+// PAR: vector.transfer_read %[[BUF]]{{.*}} vector<1x32xf32>
+// PAR: memref.dealloc %[[BUF]]
 // PAR: scf.reduce
 // CHECK-LABEL: func.func @prefill_rows
 // CHECK-NOT: memref.alloca

@@ -100,8 +100,8 @@ def CpuCodegen : Pass<"flashnorm-cpu-codegen", "func::FuncOp"> {
     takes k outside the output tiles instead, 8 rows at a time, so that
     whole rows of the weight stream (the accumulator read from L1), and
     prefill copies blocks of 256 rows by 128 KiB of outputs into a
-    contiguous buffer on the stack (one per core's chunk) that every row
-    block then reads from cache; from
+    contiguous buffer (on the stack; on the heap per core's chunk) that
+    every row block then reads from cache; from
     `parallel-min-bytes` its outputs are first split into one chunk per
     core (an `scf.forall`).
     A contraction whose inputs are both contiguous along k (an N x K
