@@ -266,9 +266,13 @@ struct CpuCodegenPass : flashnorm::impl::CpuCodegenBase<CpuCodegenPass> {
         rowStride(cast<MemRefType>(weight->get().getType())) > plan.sizes[n];
     if (strips) {
       unsigned k = dims->k.front();
-      auto weightType = cast<MemRefType>(weight->get().getType());
+      plan.widen = narrowInputsWiden(op);
+      // The buffer's elements: the weight's, or the accumulator's where the
+      // copy widens them.
+      Type element = getElementTypeOrSelf(
+          plan.widen ? op.getDpsInitOperand(0)->get() : weight->get());
       int64_t rowsPerBlock = fitTile(ranges[k], kStripRows);
-      int64_t bytes = weightType.getElementTypeBitWidth() / 8;
+      int64_t bytes = element.getIntOrFloatBitWidth() / 8;
       int64_t outputsPerBlock =
           std::max<int64_t>(1, kStripBytes / (rowsPerBlock * bytes) /
                                    plan.sizes[n]) *
@@ -285,7 +289,6 @@ struct CpuCodegenPass : flashnorm::impl::CpuCodegenBase<CpuCodegenPass> {
       plan.blockInterchange.push_back(k);
       llvm::append_range(plan.blockInterchange, dims->m);
       plan.copyOperand = weight->getOperandNumber();
-      plan.widen = narrowInputsWiden(op);
     }
     append(dims->batch);
     append(ArrayRef<unsigned>(dims->n).drop_back());

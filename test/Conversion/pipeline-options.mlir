@@ -12,6 +12,7 @@
 // CPU-MIN: flashnorm-cpu-pipeline: concurrent-min-bytes must not be negative
 // CPU-WIDTH: flashnorm-cpu-pipeline: vector-width must not be negative
 // RUN: not flashnorm-opt %s --flashnorm-cpu-pipeline=vector-bits=1024 2>&1 | FileCheck %s --check-prefix=CPU-BITS
+// RUN: not flashnorm-opt %s --flashnorm-cpu-buffers-to-llvm=vector-bits=100 2>&1 | FileCheck %s --check-prefix=CPU-BITS
 // RUN: not flashnorm-opt %s --flashnorm-pack-weights=vector-bits=-1 2>&1 | FileCheck %s --check-prefix=PACK-BITS
 // RUN: not flashnorm-opt %s --flashnorm-pack-prepared-weights=vector-bits=64 2>&1 | FileCheck %s --check-prefix=PREPARED-BITS
 // CPU-BITS: flashnorm-cpu-pipeline: vector-bits must be 0 (this machine's), 128, 256 or 512

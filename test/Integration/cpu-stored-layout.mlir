@@ -80,7 +80,7 @@
 // bf16: the activation widened once into an f32 buffer (freed after), the
 // weight widened block by block by the copy: FMAs on f32 in the loop.
 // KERNEL-LABEL: func.func @prefill_kn_bf16
-// KERNEL: memref.view {{.*}} to memref<256x64xf32>
+// KERNEL: memref.view {{.*}} to memref<256x128xf32>
 // KERNEL: %[[X:.*]] = memref.alloc() {alignment = 64 : i64} : memref<16x256xf32>
 // KERNEL: arith.extf {{.*}} : vector<1x16xbf16> to vector<1x16xf32>
 // KERNEL: arith.extf {{.*}} : vector<1x16xbf16> to vector<1x16xf32>
@@ -199,8 +199,9 @@ func.func @decode_kn(%x: tensor<1x64xf32>, %w: tensor<64x48xf32>) -> tensor<1x48
   return %y : tensor<1x48xf32>
 }
 
-// Prefill on K x N weights: two blocks of k by two of outputs (f32), one
-// block (bf16), each read by the row blocks.
+// Prefill on K x N weights: two blocks of k by two of outputs (f32); one
+// block of k by two of 128 outputs (bf16 widened: the block's 128 KiB
+// holds f32), each read by the row blocks.
 func.func @prefill_kn(%x: tensor<16x512xf32>, %w: tensor<512x192xf32>) -> tensor<16x192xf32> {
   %c0 = arith.constant 0.0 : f32
   %e = tensor.empty() : tensor<16x192xf32>
@@ -209,12 +210,12 @@ func.func @prefill_kn(%x: tensor<16x512xf32>, %w: tensor<512x192xf32>) -> tensor
   return %y : tensor<16x192xf32>
 }
 
-func.func @prefill_kn_bf16(%x: tensor<16x256xbf16>, %w: tensor<256x64xbf16>) -> tensor<16x64xf32> {
+func.func @prefill_kn_bf16(%x: tensor<16x256xbf16>, %w: tensor<256x256xbf16>) -> tensor<16x256xf32> {
   %c0 = arith.constant 0.0 : f32
-  %e = tensor.empty() : tensor<16x64xf32>
-  %z = linalg.fill ins(%c0 : f32) outs(%e : tensor<16x64xf32>) -> tensor<16x64xf32>
-  %y = linalg.matmul ins(%x, %w : tensor<16x256xbf16>, tensor<256x64xbf16>) outs(%z : tensor<16x64xf32>) -> tensor<16x64xf32>
-  return %y : tensor<16x64xf32>
+  %e = tensor.empty() : tensor<16x256xf32>
+  %z = linalg.fill ins(%c0 : f32) outs(%e : tensor<16x256xf32>) -> tensor<16x256xf32>
+  %y = linalg.matmul ins(%x, %w : tensor<16x256xbf16>, tensor<256x256xbf16>) outs(%z : tensor<16x256xf32>) -> tensor<16x256xf32>
+  return %y : tensor<16x256xf32>
 }
 
 func.func @decode_kn_bf16(%x: tensor<1x12xbf16>, %w: tensor<12x48xbf16>) -> tensor<1x48xf32> {
@@ -360,11 +361,11 @@ func.func @main() {
   %xhd = call @ramp(%c16, %c256, %a3) : (index, index, f32) -> tensor<?x?xf32>
   %xh = tensor.cast %xhd : tensor<?x?xf32> to tensor<16x256xf32>
   %xhb = arith.truncf %xh : tensor<16x256xf32> to tensor<16x256xbf16>
-  %whd = call @ramp(%c256, %c64, %a0) : (index, index, f32) -> tensor<?x?xf32>
-  %wh = tensor.cast %whd : tensor<?x?xf32> to tensor<256x64xf32>
-  %whb = arith.truncf %wh : tensor<256x64xf32> to tensor<256x64xbf16>
-  %y11 = call @prefill_kn_bf16(%xhb, %whb) : (tensor<16x256xbf16>, tensor<256x64xbf16>) -> tensor<16x64xf32>
-  %p11 = tensor.cast %y11 : tensor<16x64xf32> to tensor<?x?xf32>
+  %whd = call @ramp(%c256, %c256, %a0) : (index, index, f32) -> tensor<?x?xf32>
+  %wh = tensor.cast %whd : tensor<?x?xf32> to tensor<256x256xf32>
+  %whb = arith.truncf %wh : tensor<256x256xf32> to tensor<256x256xbf16>
+  %y11 = call @prefill_kn_bf16(%xhb, %whb) : (tensor<16x256xbf16>, tensor<256x256xbf16>) -> tensor<16x256xf32>
+  %p11 = tensor.cast %y11 : tensor<16x256xf32> to tensor<?x?xf32>
   call @print(%p11) : (tensor<?x?xf32>) -> ()
   return
 }
