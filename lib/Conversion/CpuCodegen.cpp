@@ -254,13 +254,13 @@ struct CpuCodegenPass : flashnorm::impl::CpuCodegenBase<CpuCodegenPass> {
     };
     ArrayRef<unsigned> innerN(n);
     // Prefill on a stored K x N weight: blocks of kStripRows rows by the
-    // outputs whose block fits kStripBytes, each copied into a contiguous
-    // buffer that the row blocks then read (rows of a power-of-two
-    // stride share L1 sets and each sits in its own page: read in place,
-    // a strip falls out of cache and the TLB).
-    // Only where more than one row block reads each block, and the weight's
-    // rows are wider than the tile (a packed panel, or a weight one tile
-    // wide, is contiguous already).
+    // output tiles whose block fits kStripBytes, each copied into a
+    // contiguous buffer that the row blocks then read (rows of a
+    // power-of-two stride share L1 sets and each sits in its own page: read
+    // in place, a strip falls out of cache and the TLB). Only where more
+    // than one row block reads each block, and the weight's rows are wider
+    // than the tile (a packed panel, or a weight one tile wide, is
+    // contiguous already).
     bool strips =
         storedKN && !streamRows && tileSizes.empty() && rows > plan.sizes[m] &&
         rowStride(cast<MemRefType>(weight->get().getType())) > plan.sizes[n];
@@ -273,16 +273,17 @@ struct CpuCodegenPass : flashnorm::impl::CpuCodegenBase<CpuCodegenPass> {
           plan.widen ? op.getDpsInitOperand(0)->get() : weight->get());
       int64_t rowsPerBlock = fitTile(ranges[k], kStripRows);
       int64_t bytes = element.getIntOrFloatBitWidth() / 8;
-      int64_t outputsPerBlock =
-          std::max<int64_t>(1, kStripBytes / (rowsPerBlock * bytes) /
-                                   plan.sizes[n]) *
-          plan.sizes[n];
+      // Whole tiles per block, a divisor of the tiles (which divide the
+      // outputs), so that every tile is a full vector tile.
+      int64_t tileN = plan.sizes[n];
+      int64_t tilesPerBlock = fitTile(
+          outputs / tileN, kStripBytes / (rowsPerBlock * bytes) / tileN);
       plan.blockSizes.assign(ranges.size(), 0);
       for (unsigned d : dims->batch)
         plan.blockSizes[d] = 1;
       for (unsigned d : ArrayRef<unsigned>(dims->n).drop_back())
         plan.blockSizes[d] = 1;
-      plan.blockSizes[n] = fitTile(outputs, outputsPerBlock);
+      plan.blockSizes[n] = tilesPerBlock * tileN;
       plan.blockSizes[k] = rowsPerBlock;
       llvm::append_range(plan.blockInterchange, dims->batch);
       llvm::append_range(plan.blockInterchange, dims->n);

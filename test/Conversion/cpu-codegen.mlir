@@ -86,11 +86,23 @@ func.func @prefill_panel(%x: memref<16x64xf32>, %w: memref<64x16xf32, strided<[1
 // PAR: vector.transfer_read %[[BUF]]{{.*}} vector<1x32xf32>
 // PAR: memref.dealloc %[[BUF]]
 // PAR: scf.reduce
+// 160 outputs (five 32-wide tiles; 128 KiB would hold four): blocks of
+// whole tiles that divide them, one tile each, never a partial tile.
+// ONE-LABEL: func.func @prefill_odd
+// ONE: scf.for %{{.*}} = %c0 to %c160 step %c32
+// ONE: scf.for %{{.*}} = %c0 to %c512 step %c256
+// ONE: vector.contract {{.*}} : vector<8x1xf32>, vector<1x32xf32> into vector<8x32xf32>
+// ONE-NOT: linalg.matmul
+// ONE: return
 // CHECK-LABEL: func.func @prefill_rows
 // CHECK-NOT: memref.alloca
 // CHECK: vector.transfer_read %arg1{{.*}} vector<1x32xf32>
 func.func @prefill_blocks(%x: memref<16x512xf32>, %w: memref<512x1024xf32>, %y: memref<16x1024xf32>) {
   linalg.matmul ins(%x, %w : memref<16x512xf32>, memref<512x1024xf32>) outs(%y : memref<16x1024xf32>)
+  return
+}
+func.func @prefill_odd(%x: memref<16x512xf32>, %w: memref<512x160xf32>, %y: memref<16x160xf32>) {
+  linalg.matmul ins(%x, %w : memref<16x512xf32>, memref<512x160xf32>) outs(%y : memref<16x160xf32>)
   return
 }
 func.func @prefill_rows(%x: memref<8x512xf32>, %w: memref<512x1024xf32>, %y: memref<8x1024xf32>) {
