@@ -31,6 +31,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "CpuCopies.h"
 #include "CpuDotProduct.h"
 #include "PackPanels.h"
 #include "flashnorm/Conversion/Passes.h"
@@ -85,61 +86,6 @@ struct TilePlan {
   /// block (whose body only widens them: narrowInputsWiden).
   bool widen = false;
 };
-
-/// Whether every narrow float input of `op` (narrower than its output) is
-/// only widened, to the output's type, by its body: then the op may read
-/// widened copies instead. False where no input is narrow.
-static bool narrowInputsWiden(linalg::LinalgOp op) {
-  if (op.getNumDpsInits() != 1)
-    return false;
-  auto acc = dyn_cast<FloatType>(
-      getElementTypeOrSelf(op.getDpsInitOperand(0)->get().getType()));
-  if (!acc || op->getNumRegions() != 1 || op->getRegion(0).empty())
-    return false;
-  bool any = false;
-  for (OpOperand *input : op.getDpsInputOperands()) {
-    auto type = dyn_cast<FloatType>(getElementTypeOrSelf(input->get()));
-    if (!type || type.getWidth() >= acc.getWidth())
-      continue;
-    any = true;
-    BlockArgument arg = op.getMatchingBlockArgument(input);
-    if (!llvm::all_of(arg.getUsers(), [&](Operation *user) {
-          return isa<arith::ExtFOp>(user) && user->getResultTypes()[0] == acc;
-        }))
-      return false;
-  }
-  return any;
-}
-
-/// The op's body reads operand `input` as `wide` (from a narrow float of
-/// which it was only widened, narrowInputsWiden): the block argument takes
-/// the wide type and its widenings fold away.
-static void readWidened(RewriterBase &rewriter, linalg::GenericOp op,
-                        OpOperand &input, Type wide) {
-  BlockArgument arg = op.getMatchingBlockArgument(&input);
-  rewriter.modifyOpInPlace(op, [&] { arg.setType(wide); });
-  for (Operation *user : llvm::make_early_inc_range(arg.getUsers()))
-    rewriter.replaceOp(user, arg);
-}
-
-/// `dst` = `src` widened to `dst`'s element type (a copy where they are the
-/// same), as a linalg op on buffers.
-static linalg::LinalgOp copyWidened(OpBuilder &b, Location loc, Value src,
-                                    Value dst) {
-  Type wide = getElementTypeOrSelf(dst);
-  if (getElementTypeOrSelf(src) == wide)
-    return linalg::CopyOp::create(b, loc, src, dst);
-  unsigned rank = cast<MemRefType>(dst.getType()).getRank();
-  AffineMap id = b.getMultiDimIdentityMap(rank);
-  return linalg::GenericOp::create(
-      b, loc, TypeRange{}, ValueRange{src}, ValueRange{dst},
-      ArrayRef<AffineMap>{id, id},
-      SmallVector<utils::IteratorType>(rank, utils::IteratorType::parallel),
-      [&](OpBuilder &nb, Location l, ValueRange args) {
-        Value ext = arith::ExtFOp::create(nb, l, wide, args[0]);
-        linalg::YieldOp::create(nb, l, ext);
-      });
-}
 
 /// A stored K x N weight's block in prefill: this many rows (of k), by the
 /// outputs that fill this many bytes (a quarter of a core's 512 KiB L2 on
