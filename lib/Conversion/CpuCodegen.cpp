@@ -16,7 +16,8 @@
 // 8 x 32 on AVX-512, 4 x 16 on AVX2). On a K x N weight that nothing packed,
 // decode streams whole rows instead (k outside the output tiles) and
 // prefill copies blocks of the weight (256 rows by 128 KiB) into a
-// contiguous buffer on the stack that every row block then reads.
+// contiguous buffer (on the stack, or the heap per core's chunk) that every
+// row block then reads (CpuCopies.h).
 //
 // A contraction both of whose inputs are contiguous along k (an N x K
 // weight nothing packed) would gather one element per cache line in that
@@ -295,8 +296,12 @@ struct CpuCodegenPass : flashnorm::impl::CpuCodegenBase<CpuCodegenPass> {
     Type wide = getElementTypeOrSelf(generic.getDpsInitOperand(0)->get());
     for (OpOperand *input : generic.getDpsInputOperands()) {
       auto type = dyn_cast<MemRefType>(input->get().getType());
-      if (int64_t(input->getOperandNumber()) == weight || !type ||
-          !type.hasStaticShape() || type.getElementType() == wide)
+      // Only the narrow floats narrowInputsWiden vouched for (an integer
+      // input is read as it is).
+      auto narrow = type ? dyn_cast<FloatType>(type.getElementType()) : nullptr;
+      if (int64_t(input->getOperandNumber()) == weight || !narrow ||
+          !type.hasStaticShape() ||
+          narrow.getWidth() >= wide.getIntOrFloatBitWidth())
         continue;
       Location loc = generic.getLoc();
       rewriter.setInsertionPoint(generic);
