@@ -559,13 +559,17 @@ struct CpuCodegenPass : flashnorm::impl::CpuCodegenBase<CpuCodegenPass> {
     // the index arithmetic of one tile is one value (CSE): then the
     // accumulator's read and write name the same element and can leave the
     // k loop. (A panel written back onto itself, as bufferization leaves a
-    // forall's insert, is a self-copy that folds away.)
+    // forall's insert, is a self-copy that folds away. A loop over an
+    // activation's blocks, flashnorm-pack-weights, carries its buffer: the
+    // ownership-based deallocation leaves an `scf.if false` that frees it,
+    // whose view of the buffer would stop the hoisting below.)
     RewritePatternSet patterns(&getContext());
     memref::populateFoldMemRefAliasOpPatterns(patterns);
     affine::AffineApplyOp::getCanonicalizationPatterns(patterns, &getContext());
     memref::SubViewOp::getCanonicalizationPatterns(patterns, &getContext());
     memref::CopyOp::getCanonicalizationPatterns(patterns, &getContext());
     scf::ForOp::getCanonicalizationPatterns(patterns, &getContext());
+    scf::IfOp::getCanonicalizationPatterns(patterns, &getContext());
     (void)applyPatternsGreedily(getOperation(), std::move(patterns));
     DominanceInfo dominance;
     eliminateCommonSubExpressions(rewriter, dominance, getOperation());

@@ -14,6 +14,8 @@
 
 #include "PackPanels.h"
 
+#include "CpuDotProduct.h"
+
 #include "flashnorm/Analysis/Projection.h"
 #include "flashnorm/Conversion/Passes.h"
 #include "flashnorm/Utils/Remarks.h"
@@ -29,8 +31,52 @@
 using namespace mlir;
 using namespace mlir::flashnorm;
 
-FailureOr<PanelPlan> flashnorm::planPanels(linalg::LinalgOp op, int64_t panel,
-                                           const RegisterTile &tile,
+/// k per activation block: a 16-output panel's block is then 16 KiB of
+/// f32, in L1 while the row tiles pass over it (GotoBLAS's kc).
+static constexpr int64_t kBlockK = 256;
+
+/// The most bytes of a panel's block widened at once (PanelPlan::widenPanels).
+static constexpr int64_t kWidenedPanelBytes = 64 << 10;
+
+/// The activation's blocks of `plan` (PanelPlan::kBlock, rowBlock): none
+/// where it fits `budget` bytes, else blocks of kBlockK of k (fewer where
+/// one row of that is over the budget) by the rows of the innermost row
+/// dimension that fill the budget, at least the register tile's `tileRows`
+/// (a thinner block would leave the micro-kernel's rows idle). Without them
+/// each panel reads the whole activation again: at 128 x 2048 f32 (1 MiB, twice
+/// the measured machine's L2) from L3, 128 MiB per call at N = 2048
+/// (PERFORMANCE.md).
+static void planActivationBlocks(PanelPlan &plan, const ContractionRoles &roles,
+                                 ArrayRef<int64_t> ranges, int64_t budget,
+                                 int64_t tileRows) {
+  linalg::LinalgOp op = plan.op;
+  int64_t rows = roles.rows, numK = ranges[plan.kDim];
+  if (budget <= 0 || roles.dims.m.empty() || ShapedType::isDynamic(rows) ||
+      ShapedType::isDynamic(numK))
+    return;
+  // The micro-kernel reads the activation widened to the accumulator's
+  // type (applyPacking widens it once).
+  Type activation = getElementTypeOrSelf(op->getOperand(roles.activation));
+  Type acc = getElementTypeOrSelf(op.getDpsInitOperand(0)->get());
+  if (!activation.isIntOrFloat() || !acc.isIntOrFloat())
+    return;
+  int64_t bytes = std::max(activation.getIntOrFloatBitWidth(),
+                           acc.getIntOrFloatBitWidth()) /
+                  8;
+  if (rows * numK * bytes <= budget)
+    return;
+  unsigned m = roles.dims.m.back();
+  int64_t kBlock = fitTile(numK, std::min(kBlockK, budget / bytes));
+  int64_t otherRows = rows / ranges[m];
+  int64_t rowBlock = fitTile(
+      ranges[m], std::max(tileRows, budget / (kBlock * bytes * otherRows)));
+  plan.mDim = m;
+  plan.kBlock = kBlock < numK ? kBlock : 0;
+  plan.rowBlock = rowBlock < ranges[m] ? rowBlock : 0;
+}
+
+FailureOr<PanelPlan> flashnorm::planPanels(linalg::LinalgOp op,
+                                           const PanelOptions &options,
                                            std::string &why) {
   auto fail = [&](const Twine &msg) {
     why = msg.str();
@@ -50,6 +96,8 @@ FailureOr<PanelPlan> flashnorm::planPanels(linalg::LinalgOp op, int64_t panel,
   // decode (a few rows) keeps 8 vectors of outputs (8 independent FMA
   // chains; 128 f32 on AVX-512, 512 contiguous bytes per k) in registers,
   // prefill two vectors by a few rows.
+  const RegisterTile &tile = options.tile;
+  int64_t panel = options.panel;
   if (panel == 0) {
     bool decode = !ShapedType::isDynamic(roles->rows) && roles->rows < 4;
     panel = decode && ranges[n] % tile.decodeOutputs() == 0
@@ -66,6 +114,21 @@ FailureOr<PanelPlan> flashnorm::planPanels(linalg::LinalgOp op, int64_t panel,
     return fail("no input is indexed by n and k alone");
   PanelPlan plan{op,          roles->weight, n, k, roles->weightAxis, panel,
                  op.getLoc(), PostScaleOp()};
+  planActivationBlocks(plan, *roles, ranges, options.activationBlockBytes,
+                       tile.prefillRows());
+  auto weightType =
+      dyn_cast<FloatType>(getElementTypeOrSelf(op->getOperand(roles->weight)));
+  auto accType =
+      dyn_cast<FloatType>(getElementTypeOrSelf(op.getDpsInitOperand(0)->get()));
+  // Only a block small enough to stay in L2 beside the activation's block
+  // (and well under the allocator's 128 KiB threshold for a fresh mmap: the
+  // widened block is a temporary of every panel).
+  int64_t widenedBytes = (plan.kBlock ? plan.kBlock : ranges[k]) * panel *
+                         (accType ? accType.getWidth() / 8 : 0);
+  plan.widenPanels =
+      weightType && accType && weightType.getWidth() < accType.getWidth() &&
+      !ShapedType::isDynamic(roles->rows) && roles->rows > tile.prefillRows() &&
+      widenedBytes <= kWidenedPanelBytes;
   Value result = op->getResult(0);
   if (result.hasOneUse())
     if (auto post = dyn_cast<PostScaleOp>(*result.getUsers().begin());
@@ -105,7 +168,6 @@ void flashnorm::applyPacking(RewriterBase &rewriter, const PanelPlan &plan,
   int64_t numPanels = panelsType.getDimSize(0), numK = panelsType.getDimSize(1);
   Value init = op.getDpsInitOperand(0)->get();
   auto initType = cast<RankedTensorType>(init.getType());
-  int64_t rank = initType.getRank();
   unsigned numLoops = op.getNumLoops();
   SmallVector<Attribute> maps;
   for (OpOperand *in : op.getDpsInputOperands())
@@ -153,67 +215,131 @@ void flashnorm::applyPacking(RewriterBase &rewriter, const PanelPlan &plan,
                               ? Value()
                               : widen(in->get()));
 
-  // Columns [offset, offset + width) of `acc` (the last dimension).
+  // The slice of `v` (indexed through `map`) at [offset, offset + size) of
+  // each of the loops `bounds`, all of the others; its offsets, sizes and
+  // strides (to insert it back) and type.
+  struct LoopBound {
+    unsigned dim;
+    OpFoldResult offset;
+    int64_t size;
+  };
+  struct Slice {
+    SmallVector<OpFoldResult> offsets, sizes, strides;
+    RankedTensorType type;
+  };
+  auto sliceOf = [&](OpBuilder &b, Location l, Value v, AffineMap map,
+                     ArrayRef<LoopBound> bounds) {
+    auto type = cast<RankedTensorType>(v.getType());
+    Slice slice{SmallVector<OpFoldResult>(type.getRank(), b.getIndexAttr(0)),
+                tensor::getMixedSizes(b, l, v),
+                SmallVector<OpFoldResult>(type.getRank(), b.getIndexAttr(1)),
+                type};
+    SmallVector<int64_t> shape(type.getShape());
+    for (auto [pos, expr] : llvm::enumerate(map.getResults()))
+      for (const LoopBound &bound : bounds)
+        if (expr == getAffineDimExpr(bound.dim, ctx)) {
+          slice.offsets[pos] = bound.offset;
+          slice.sizes[pos] = b.getIndexAttr(bound.size);
+          shape[pos] = bound.size;
+        }
+    slice.type = RankedTensorType::get(shape, type.getElementType());
+    return slice;
+  };
+  auto extract = [&](OpBuilder &b, Location l, Value v, const Slice &slice) {
+    return tensor::ExtractSliceOp::create(b, l, slice.type, v, slice.offsets,
+                                          slice.sizes, slice.strides)
+        .getResult();
+  };
+  AffineMap outMap = op.getMatchingIndexingMap(op.getDpsInitOperand(0));
   auto columns = [&](OpBuilder &b, Location l, Value acc, OpFoldResult offset,
                      int64_t width) {
-    SmallVector<OpFoldResult> offsets(rank, b.getIndexAttr(0)),
-        sizes = tensor::getMixedSizes(b, l, acc),
-        strides(rank, b.getIndexAttr(1));
-    offsets.back() = offset;
-    sizes.back() = b.getIndexAttr(width);
-    return std::make_tuple(offsets, sizes, strides);
+    return sliceOf(b, l, acc, outMap, {{plan.nDim, offset, width}});
   };
   auto times = [&](OpBuilder &b, Location l, Value v, int64_t c) {
     return affine::AffineApplyOp::create(
                b, l, AffineMap::get(1, 0, getAffineDimExpr(0, ctx) * c), v)
         .getResult();
   };
-  // Panel `index`'s contraction into the columns at `offset` of `acc`
-  // (of the projection's columns at `global`, and post-scaled there, when
-  // the post-scale is fused).
-  auto panelStep = [&](OpBuilder &b, Location l, Value index, Value acc,
+  // `body` over `count` blocks of `step` (its offset and the value carried
+  // from block to block, starting at `init`): an scf.for (its bounds at the
+  // start of `chunkBody`), or the body alone for one block.
+  Block *chunkBody = nullptr;
+  llvm::SmallDenseMap<int64_t, Value> blockBounds;
+  auto overBlocks =
+      [&](Location l, int64_t count, int64_t step, Value init,
+          function_ref<Value(OpFoldResult, Value)> body) -> Value {
+    if (count == 1)
+      return body(rewriter.getIndexAttr(0), init);
+    auto index = [&](int64_t v) {
+      Value &bound = blockBounds[v];
+      if (!bound) {
+        OpBuilder::InsertionGuard guard(rewriter);
+        rewriter.setInsertionPointToStart(chunkBody);
+        bound = arith::ConstantIndexOp::create(rewriter, l, v);
+      }
+      return bound;
+    };
+    auto loop = scf::ForOp::create(rewriter, l, index(0), index(count * step),
+                                   index(step), ValueRange{init});
+    OpBuilder::InsertionGuard guard(rewriter);
+    rewriter.setInsertionPointToStart(loop.getBody());
+    scf::YieldOp::create(
+        rewriter, l, body(loop.getInductionVar(), loop.getRegionIterArgs()[0]));
+    return loop.getResult(0);
+  };
+
+  // An activation read in blocks (PanelPlan::kBlock, rowBlock) leaves each
+  // panel's outputs unfinished until its last block: the post-scale then
+  // runs over a chunk's outputs once all blocks are in; otherwise in each
+  // panel's epilogue, while its outputs are in cache.
+  int64_t kBlock = plan.kBlock ? plan.kBlock : numK;
+  int64_t numRows = op.getStaticLoopRanges()[plan.mDim];
+  int64_t rowBlock = plan.rowBlock ? plan.rowBlock : numRows;
+  bool blocked = kBlock < numK || rowBlock < numRows;
+  bool panelPost = post && !blocked;
+  // A zero accumulator under a fused post-scale is filled where it is
+  // first needed (in cache), rather than all at once before.
+  auto fill = post ? init.getDefiningOp<linalg::FillOp>() : nullptr;
+  bool zeroFill = fill && matchPattern(fill.value(), m_AnyZeroFloat());
+  Value base = zeroFill ? fill.getOutputs()[0] : init;
+  auto filledSlice = [&](OpBuilder &b, Location l, OpFoldResult global,
+                         int64_t width) -> Value {
+    Value out = extract(b, l, base, columns(b, l, base, global, width));
+    return zeroFill
+               ? linalg::FillOp::create(b, l, fill.value(), out).getResult(0)
+               : out;
+  };
+  // Panel `index`'s contraction over k [kOffset, kOffset + kBlock) with the
+  // activation block `inputs` into the columns at `offset` of `acc` (of the
+  // projection's columns at `global`, and post-scaled there, when the
+  // post-scale runs per panel).
+  auto panelStep = [&](OpBuilder &b, Location l, Value index,
+                       OpFoldResult kOffset, ArrayRef<Value> inputs, Value acc,
                        Value offset, Value global) {
     auto weightType =
-        RankedTensorType::get({numK, panel}, panelsType.getElementType());
+        RankedTensorType::get({kBlock, panel}, panelsType.getElementType());
     Value weight = tensor::ExtractSliceOp::create(
         b, l, weightType, panels,
-        ArrayRef<OpFoldResult>{index, b.getIndexAttr(0), b.getIndexAttr(0)},
-        ArrayRef<OpFoldResult>{b.getIndexAttr(1), b.getIndexAttr(numK),
+        ArrayRef<OpFoldResult>{index, kOffset, b.getIndexAttr(0)},
+        ArrayRef<OpFoldResult>{b.getIndexAttr(1), b.getIndexAttr(kBlock),
                                b.getIndexAttr(panel)},
         SmallVector<OpFoldResult>(3, b.getIndexAttr(1)));
-    auto [offsets, sizes, strides] = columns(b, l, acc, offset, panel);
-    SmallVector<int64_t> shape(
-        cast<RankedTensorType>(acc.getType()).getShape());
-    shape.back() = panel;
-    auto outType = RankedTensorType::get(shape, initType.getElementType());
-    Value out;
-    if (post) {
-      // A zero accumulator is filled panel by panel, in cache, rather than
-      // all at once before.
-      auto fill = init.getDefiningOp<linalg::FillOp>();
-      bool zeroFill = fill && matchPattern(fill.value(), m_AnyZeroFloat());
-      Value base = zeroFill ? fill.getOutputs()[0] : init;
-      auto [o, z, t] = columns(b, l, base, global, panel);
-      out = tensor::ExtractSliceOp::create(b, l, outType, base, o, z, t);
-      if (zeroFill)
-        out = linalg::FillOp::create(b, l, fill.value(), out).getResult(0);
-    } else {
-      out = tensor::ExtractSliceOp::create(b, l, outType, acc, offsets, sizes,
-                                           strides);
-    }
-    SmallVector<Value> inputs;
-    for (auto [in, activation] :
-         llvm::zip_equal(op.getDpsInputOperands(), activations))
-      inputs.push_back(in->getOperandNumber() == plan.weightIndex ? weight
-                                                                  : activation);
-    Value product = linalg::ContractOp::create(b, l, TypeRange{outType}, inputs,
-                                               ValueRange{out}, mapsAttr)
-                        .getResult(0);
-    if (post)
-      product = PostScaleOp::create(
-          b, l, RankedTensorType::get(shape, post.getType().getElementType()),
-          product, post.getScale());
-    return std::make_tuple(product, offsets, sizes, strides);
+    if (plan.widenPanels)
+      weight = widen(weight);
+    Slice slice = columns(b, l, acc, offset, panel);
+    auto outType =
+        RankedTensorType::get(slice.type.getShape(), initType.getElementType());
+    Value out = panelPost ? filledSlice(b, l, global, panel)
+                          : extract(b, l, acc, slice);
+    SmallVector<Value> operands(inputs);
+    operands[plan.weightIndex] = weight;
+    Value product =
+        linalg::ContractOp::create(b, l, TypeRange{outType}, operands,
+                                   ValueRange{out}, mapsAttr)
+            .getResult(0);
+    if (panelPost)
+      product = PostScaleOp::create(b, l, slice.type, product, post.getScale());
+    return std::make_pair(product, slice);
   };
 
   // `chunks` tasks (one per core), each a loop over its consecutive panels:
@@ -226,53 +352,112 @@ void flashnorm::applyPacking(RewriterBase &rewriter, const PanelPlan &plan,
     }
   int64_t perChunk = numPanels / chunks;
   // The forall writes the post-scale's result when it is fused, else the
-  // projection's.
-  Value shared = init;
-  if (post)
-    shared = tensor::EmptyOp::create(rewriter, loc,
-                                     tensor::getMixedSizes(rewriter, loc, init),
-                                     post.getType().getElementType());
-  auto sharedType = cast<RankedTensorType>(shared.getType());
+  // projection's; where the post-scale waits for the blocks, the projection's
+  // accumulator is the forall's too (first), each chunk's slice of it
+  // carried from block to block in place (a buffer of the chunk's own,
+  // carried by a loop, would take bufferization's runtime ownership checks).
+  SmallVector<Value> shared{init};
+  if (post) {
+    Value out = tensor::EmptyOp::create(
+        rewriter, loc, tensor::getMixedSizes(rewriter, loc, init),
+        post.getType().getElementType());
+    shared.assign({out});
+    if (!panelPost)
+      shared.insert(shared.begin(), init);
+  }
   auto forall = scf::ForallOp::create(
       rewriter, loc, ArrayRef<OpFoldResult>{rewriter.getIndexAttr(chunks)},
-      ValueRange{shared}, std::nullopt);
+      shared, std::nullopt);
   {
     OpBuilder::InsertionGuard guard(rewriter);
     rewriter.setInsertionPoint(forall.getTerminator());
+    chunkBody = forall.getBody();
     Value acc = forall.getRegionIterArgs().front();
     Value chunk = forall.getInductionVars().front();
     Value chunkOffset = times(rewriter, loc, chunk, perChunk * panel);
-    auto [offsets, sizes, strides] =
+    Slice chunkSlice =
         columns(rewriter, loc, acc, chunkOffset, perChunk * panel);
-    SmallVector<int64_t> shape(initType.getShape());
-    shape.back() = perChunk * panel;
-    Value chunkAcc = tensor::ExtractSliceOp::create(
-        rewriter, loc,
-        RankedTensorType::get(shape, sharedType.getElementType()), acc, offsets,
-        sizes, strides);
+    Value chunkAcc = extract(rewriter, loc, acc, chunkSlice);
     Value first = times(rewriter, loc, chunk, perChunk);
-    // The chunk's panels: independent too (a forall, so that nothing is
-    // carried from one to the next), run one after the other.
-    auto inner = scf::ForallOp::create(
-        rewriter, loc, ArrayRef<OpFoldResult>{rewriter.getIndexAttr(perChunk)},
-        ValueRange{chunkAcc}, std::nullopt);
-    inner->setAttr(kSerialPanelsAttr, rewriter.getUnitAttr());
-    {
-      OpBuilder::InsertionGuard innerGuard(rewriter);
-      rewriter.setInsertionPoint(inner.getTerminator());
-      Value c = inner.getInductionVars().front();
-      Value index = arith::AddIOp::create(rewriter, loc, first, c);
-      Value innerAcc = inner.getRegionIterArgs().front();
-      auto [value, o, z, t] = panelStep(rewriter, loc, index, innerAcc,
-                                        times(rewriter, loc, c, panel),
-                                        times(rewriter, loc, index, panel));
-      rewriter.setInsertionPointToStart(inner.getTerminator().getBody());
-      tensor::ParallelInsertSliceOp::create(rewriter, loc, value, innerAcc, o,
-                                            z, t);
-    }
+    Value chunkResult = overBlocks(
+        loc, numRows / rowBlock, rowBlock, chunkAcc,
+        [&](OpFoldResult rowOffset, Value rowsIn) -> Value {
+          Slice rows = sliceOf(rewriter, loc, rowsIn, outMap,
+                               {{plan.mDim, rowOffset, rowBlock}});
+          Value rowsAcc = rowBlock < numRows
+                              ? extract(rewriter, loc, rowsIn, rows)
+                              : rowsIn;
+          Value rowsOut = overBlocks(
+              loc, numK / kBlock, kBlock, rowsAcc,
+              [&](OpFoldResult kOffset, Value blockAcc) -> Value {
+                // The activation's block, for every panel of the chunk:
+                // copied, contiguous (in place its rows are a whole row of
+                // k apart, a power of two for real models, and share L1
+                // sets with each other and with the accumulator's rows).
+                SmallVector<Value> inputs;
+                for (auto [in, activation] :
+                     llvm::zip_equal(op.getDpsInputOperands(), activations)) {
+                  if (!activation || !blocked) {
+                    inputs.push_back(activation);
+                    continue;
+                  }
+                  Slice block = sliceOf(rewriter, loc, activation,
+                                        op.getMatchingIndexingMap(in),
+                                        {{plan.mDim, rowOffset, rowBlock},
+                                         {plan.kDim, kOffset, kBlock}});
+                  Value copy = tensor::EmptyOp::create(
+                      rewriter, loc, block.type.getShape(),
+                      block.type.getElementType());
+                  inputs.push_back(
+                      linalg::CopyOp::create(
+                          rewriter, loc,
+                          extract(rewriter, loc, activation, block), copy)
+                          .getResult(0));
+                }
+                // The chunk's panels: independent (a forall, so that
+                // nothing is carried from one to the next), run one after
+                // the other.
+                auto inner = scf::ForallOp::create(
+                    rewriter, loc,
+                    ArrayRef<OpFoldResult>{rewriter.getIndexAttr(perChunk)},
+                    ValueRange{blockAcc}, std::nullopt);
+                inner->setAttr(kSerialPanelsAttr, rewriter.getUnitAttr());
+                OpBuilder::InsertionGuard innerGuard(rewriter);
+                rewriter.setInsertionPoint(inner.getTerminator());
+                Value c = inner.getInductionVars().front();
+                Value index = arith::AddIOp::create(rewriter, loc, first, c);
+                Value innerAcc = inner.getRegionIterArgs().front();
+                auto [value, slice] =
+                    panelStep(rewriter, loc, index, kOffset, inputs, innerAcc,
+                              times(rewriter, loc, c, panel),
+                              times(rewriter, loc, index, panel));
+                rewriter.setInsertionPointToStart(
+                    inner.getTerminator().getBody());
+                tensor::ParallelInsertSliceOp::create(
+                    rewriter, loc, value, innerAcc, slice.offsets, slice.sizes,
+                    slice.strides);
+                return inner.getResult(0);
+              });
+          if (rowBlock == numRows)
+            return rowsOut;
+          return tensor::InsertSliceOp::create(rewriter, loc, rowsOut, rowsIn,
+                                               rows.offsets, rows.sizes,
+                                               rows.strides)
+              .getResult();
+        });
+    SmallVector<Value> results{chunkResult};
+    if (post && !panelPost)
+      results.push_back(PostScaleOp::create(
+          rewriter, loc,
+          RankedTensorType::get(chunkSlice.type.getShape(),
+                                post.getType().getElementType()),
+          chunkResult, post.getScale()));
     rewriter.setInsertionPointToStart(forall.getTerminator().getBody());
-    tensor::ParallelInsertSliceOp::create(rewriter, loc, inner.getResult(0),
-                                          acc, offsets, sizes, strides);
+    for (auto [result, out] :
+         llvm::zip_equal(results, forall.getRegionIterArgs()))
+      tensor::ParallelInsertSliceOp::create(
+          rewriter, loc, result, out, chunkSlice.offsets, chunkSlice.sizes,
+          chunkSlice.strides);
   }
   if (!parallel || chunks == 1) {
     // One core: the loop runs where the forall stands (flashnorm-cpu-
@@ -282,7 +467,7 @@ void flashnorm::applyPacking(RewriterBase &rewriter, const PanelPlan &plan,
       forall->setAttr(attr.getName(), attr.getValue());
   }
   if (post) {
-    rewriter.replaceOp(post, forall.getResult(0));
+    rewriter.replaceOp(post, forall.getResults().back());
     rewriter.eraseOp(op);
     return;
   }
@@ -328,6 +513,17 @@ void flashnorm::packProjection(RewriterBase &rewriter, const PanelPlan &plan,
       " panels of " + std::to_string(plan.panel) + " outputs, " +
       (parallel ? "split over " + std::to_string(numThreads) + " cores"
                 : std::string("in a loop on one core"));
+  if (plan.kBlock || plan.rowBlock) {
+    linalg::LinalgOp op = plan.op;
+    SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+    what += ", the activation read in blocks of " +
+            std::to_string(plan.rowBlock ? plan.rowBlock : ranges[plan.mDim]) +
+            " rows by " +
+            std::to_string(plan.kBlock ? plan.kBlock : ranges[plan.kDim]) +
+            " of k";
+  }
+  if (plan.widenPanels)
+    what += ", each panel's block widened once";
   if (fusePost && plan.post)
     what += ", post-scale fused";
   if (group && parallel)

@@ -35,14 +35,41 @@ struct PanelPlan {
   /// The projection's one user, a post-scale, applied to each panel's
   /// product while it is in cache (its epilogue); null if none.
   PostScaleOp post;
+  /// Prefill on an activation larger than the cache budget: it is read in
+  /// blocks of `rowBlock` of its innermost row dimension `mDim` by `kBlock`
+  /// of k, every panel passing over one block while it is in cache (then
+  /// the post-scale runs over a chunk's outputs after its last block);
+  /// 0: whole (no blocks).
+  unsigned mDim = 0;
+  int64_t rowBlock = 0, kBlock = 0;
+  /// Narrow weights (bf16, f16) read by several row tiles: each panel's
+  /// block is widened to the accumulator's type once, before the row tiles
+  /// read it (rather than in every row tile, where the widening costs
+  /// about half as many instructions as the FMAs it feeds on AVX2).
+  bool widenPanels = false;
 };
 
-/// Decides whether `op` can read its weight in panels of `panel` outputs (0:
-/// by shape, `tile`'s decode width for a decode step's few rows, else its
-/// prefill width); the plan or why not. Where the weight comes from, and
-/// whether its N is a multiple of the panel, are the caller's questions.
-FailureOr<PanelPlan> planPanels(linalg::LinalgOp op, int64_t panel,
-                                const RegisterTile &tile, std::string &why);
+/// How planPanels shapes the panels and the activation's blocks.
+struct PanelOptions {
+  /// Outputs per panel (0: by shape, from `tile`).
+  int64_t panel = 0;
+  RegisterTile tile;
+  /// An activation of more bytes than this (as the micro-kernel reads it,
+  /// widened to the accumulator's type) is read in blocks of at most this
+  /// many (0: never blocked).
+  int64_t activationBlockBytes = kActivationBlockBytes;
+  /// Half of the 512 KiB L2 of the AVX2 machine measured (PERFORMANCE.md):
+  /// a block in L2 beside the panels that stream past it.
+  static constexpr int64_t kActivationBlockBytes = 256 << 10;
+};
+
+/// Decides whether `op` can read its weight in panels of `options.panel`
+/// outputs (0: by shape, the tile's decode width for a decode step's few
+/// rows, else its prefill width), and the activation's blocks; the plan or
+/// why not. Where the weight comes from, and whether its N is a multiple of
+/// the panel, are the caller's questions.
+FailureOr<PanelPlan> planPanels(linalg::LinalgOp op,
+                                const PanelOptions &options, std::string &why);
 
 /// Whether a stored matrix of `shape`, contracted along `axis` and read
 /// through the layout ops `chain`, is the projection's k x n itself,

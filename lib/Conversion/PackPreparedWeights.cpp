@@ -94,8 +94,8 @@ bool passedFromPrepare(ModuleOp module, func::FuncOp fn, func::FuncOp prepare,
 
 FailureOr<ArgumentPlan> planArgument(ModuleOp module, func::FuncOp fn,
                                      func::FuncOp prepare, unsigned arg,
-                                     unsigned result, int64_t panel,
-                                     const RegisterTile &tile,
+                                     unsigned result,
+                                     const PanelOptions &options,
                                      std::string &why) {
   auto fail = [&](const Twine &msg) {
     why = msg.str();
@@ -112,7 +112,7 @@ FailureOr<ArgumentPlan> planArgument(ModuleOp module, func::FuncOp fn,
   fn.walk([&](linalg::LinalgOp op) { candidates.push_back(op); });
   for (linalg::LinalgOp op : candidates) {
     std::string panelWhy;
-    FailureOr<PanelPlan> p = planPanels(op, panel, tile, panelWhy);
+    FailureOr<PanelPlan> p = planPanels(op, options, panelWhy);
     if (failed(p))
       continue;
     FailureOr<WeightSource> source =
@@ -181,14 +181,15 @@ Value packAtRuntime(OpBuilder &b, Location loc, Value weight,
 struct PackPreparedWeightsPass
     : flashnorm::impl::PackPreparedWeightsBase<PackPreparedWeightsPass> {
   using PackPreparedWeightsBase::PackPreparedWeightsBase;
-  /// The micro-kernel's register tile (vector-bits, resolved).
-  RegisterTile tile;
+  /// The panels' options (vector-bits resolved into the register tile).
+  PanelOptions options;
 
   void runOnOperation() override {
-    if (panel < 0 || threads < 0 || parallelMinBytes < 0) {
+    if (panel < 0 || threads < 0 || parallelMinBytes < 0 ||
+        activationBlockBytes < 0) {
       emitError(getOperation().getLoc())
-          << kPass << ": panel, threads and parallel-min-bytes must not be "
-          << "negative";
+          << kPass << ": panel, threads, parallel-min-bytes and "
+          << "activation-block-bytes must not be negative";
       return signalPassFailure();
     }
     FailureOr<RegisterTile> resolved = registerTileFor(vectorBits);
@@ -197,7 +198,7 @@ struct PackPreparedWeightsPass
                                          << ", not " << vectorBits.getValue();
       return signalPassFailure();
     }
-    tile = *resolved;
+    options = {panel, *resolved, activationBlockBytes};
     ModuleOp module = getOperation();
     SmallVector<func::FuncOp> functions(module.getOps<func::FuncOp>());
     for (func::FuncOp fn : functions) {
@@ -224,7 +225,7 @@ struct PackPreparedWeightsPass
     for (auto [result, arg] : llvm::enumerate(folded)) {
       std::string why;
       FailureOr<ArgumentPlan> plan =
-          planArgument(module, fn, prepare, arg, result, panel, tile, why);
+          planArgument(module, fn, prepare, arg, result, options, why);
       if (failed(plan)) {
         reporter.refused(fn, "argument #" + Twine(arg) +
                                  " left in its layout: " + why);

@@ -42,10 +42,10 @@ struct PackPlan {
 
 /// Decides whether `op` is packed; the plan or why not (for -debug-only,
 /// and as a remark once the weight is known to be in the IR: `constant`).
-FailureOr<PackPlan> planPacking(linalg::LinalgOp op, int64_t panel,
-                                const RegisterTile &tile, std::string &why,
+FailureOr<PackPlan> planPacking(linalg::LinalgOp op,
+                                const PanelOptions &options, std::string &why,
                                 bool &constant) {
-  FailureOr<PanelPlan> plan = planPanels(op, panel, tile, why);
+  FailureOr<PanelPlan> plan = planPanels(op, options, why);
   if (failed(plan))
     return failure();
   std::string traceWhy;
@@ -82,15 +82,23 @@ struct PackWeightsPass : flashnorm::impl::PackWeightsBase<PackWeightsPass> {
           << panel.getValue();
       return signalPassFailure();
     }
-    if (threads < 0 || parallelMinBytes < 0) {
+    if (threads < 0) {
       emitError(getOperation().getLoc())
-          << "flashnorm-pack-weights: "
-          << (threads < 0 ? "threads must be 0 (this machine's) or positive, "
-                            "not "
-                          : "parallel-min-bytes must not be negative, not ")
-          << (threads < 0 ? threads.getValue() : parallelMinBytes.getValue());
+          << "flashnorm-pack-weights: threads must be 0 (this machine's) or "
+             "positive, not "
+          << threads.getValue();
       return signalPassFailure();
     }
+    for (auto [name, value] :
+         {std::make_pair("parallel-min-bytes", parallelMinBytes.getValue()),
+          std::make_pair("activation-block-bytes",
+                         activationBlockBytes.getValue())})
+      if (value < 0) {
+        emitError(getOperation().getLoc())
+            << "flashnorm-pack-weights: " << name
+            << " must not be negative, not " << value;
+        return signalPassFailure();
+      }
     FailureOr<RegisterTile> tile = registerTileFor(vectorBits);
     if (failed(tile)) {
       emitError(getOperation().getLoc())
@@ -103,7 +111,8 @@ struct PackWeightsPass : flashnorm::impl::PackWeightsBase<PackWeightsPass> {
     getOperation().walk([&](linalg::LinalgOp op) {
       std::string why;
       bool constant = false;
-      FailureOr<PackPlan> plan = planPacking(op, panel, *tile, why, constant);
+      FailureOr<PackPlan> plan =
+          planPacking(op, {panel, *tile, activationBlockBytes}, why, constant);
       LLVM_DEBUG(llvm::dbgs()
                  << "[pack-weights] " << op->getName() << " at " << op.getLoc()
                  << ": " << (succeeded(plan) ? "packed" : why) << "\n");

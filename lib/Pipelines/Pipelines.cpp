@@ -54,7 +54,10 @@ static constexpr llvm::StringLiteral kTosaToLinalg =
 /// After flashnorm-lower-to-linalg: checkpoint globals to memref globals,
 /// bufferized across function boundaries (identity layouts). Empty tensors that
 /// are inserted into a bigger one become that tensor's slice (an op that fills
-/// a panel of a packed projection's output writes it in place).
+/// a panel of a packed projection's output writes it in place). Buffers
+/// allocated in a loop move out of it (a packed projection's activation
+/// block, copied once per block: allocated once per core's chunk, not once
+/// per block, where 128 KiB is glibc's threshold for a fresh mmap).
 static constexpr llvm::StringLiteral kToBuffers =
     "flashnorm-ml-program-to-memref,"
     "convert-elementwise-to-linalg,eliminate-empty-tensors,"
@@ -83,6 +86,8 @@ static LogicalResult checkCpuOptions(const CpuPipelineOptions &options,
       : options.concurrentMinBytes < 0
           ? "concurrent-min-bytes must not be negative"
       : options.vectorWidth < 0 ? "vector-width must not be negative"
+      : options.activationBlockBytes < 0
+          ? "activation-block-bytes must not be negative"
       : failed(registerTileFor(options.vectorBits)) ? kVectorBitsValues
                                                     : nullptr;
   if (!why)
@@ -142,10 +147,12 @@ static LogicalResult buildCpuToBuffers(OpPassManager &pm,
     PackPreparedWeightsOptions prepared;
     prepared.threads = options.threads;
     prepared.vectorBits = options.vectorBits;
+    prepared.activationBlockBytes = options.activationBlockBytes;
     pm.addPass(createPackPreparedWeights(prepared));
     PackWeightsOptions pack;
     pack.threads = options.threads;
     pack.vectorBits = options.vectorBits;
+    pack.activationBlockBytes = options.activationBlockBytes;
     pm.addNestedPass<func::FuncOp>(createPackWeights(pack));
   }
   // Vectorized statistics sum a row in one vector of partial sums.

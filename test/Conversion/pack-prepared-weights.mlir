@@ -14,6 +14,14 @@
 // both are called with the types the packing leaves.
 // RUN: flashnorm-run %s -e g --prepare | FileCheck %s --check-prefix=EXEC
 // RUN: flashnorm-run %s -e h --prepare | FileCheck %s --check-prefix=EXEC
+// The activation read in blocks of 4 of k (16 bytes; the panels' loop in a
+// loop over the blocks, as flashnorm-pack-weights builds it).
+// RUN: flashnorm-opt %s --flashnorm-pack-prepared-weights='panel=16 activation-block-bytes=16' | FileCheck %s --check-prefix=BLOCKS
+// RUN: flashnorm-run %s -e f --prepare --pipeline='flashnorm-pack-prepared-weights{panel=16 activation-block-bytes=16}' | FileCheck %s --check-prefix=EXEC
+// BLOCKS-LABEL: func.func @f(
+// BLOCKS: scf.for %{{.*}} = %c0 to %c8 step %c4 iter_args
+// BLOCKS: linalg.copy
+// BLOCKS: linalg.contract
 // The step timed on the prepared weights, as a server runs it.
 // RUN: flashnorm-run %s -e f --prepare --time 3 | FileCheck %s --check-prefix=TIME
 // TIME: time: median {{[0-9.]+}} ms of 3 calls
@@ -48,7 +56,7 @@
 // REMARK-COUNT-2: remark: [Passed] flashnorm-pack-prepared-weights {{.*}}Remark="weight packed into 4 panels of 16 outputs
 // EXEC-NOT: max abs error {{[1-9]}}
 // EXEC: MATCH
-// BAD: flashnorm-pack-prepared-weights: panel, threads and parallel-min-bytes must not be negative
+// BAD: flashnorm-pack-prepared-weights: panel, threads, parallel-min-bytes and activation-block-bytes must not be negative
 
 #nk = [affine_map<(m, n, k) -> (m, k)>, affine_map<(m, n, k) -> (n, k)>, affine_map<(m, n, k) -> (m, n)>]
 func.func @f(%x: tensor<2x8xf32>, %w: tensor<8x64xf32> {flashnorm.folded},

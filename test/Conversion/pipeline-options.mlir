@@ -11,6 +11,8 @@
 // CPU-THREADS-NOT: error
 // CPU-MIN: flashnorm-cpu-pipeline: concurrent-min-bytes must not be negative
 // CPU-WIDTH: flashnorm-cpu-pipeline: vector-width must not be negative
+// RUN: not flashnorm-opt %s --flashnorm-cpu-pipeline=activation-block-bytes=-1 2>&1 | FileCheck %s --check-prefix=CPU-BLOCK
+// CPU-BLOCK: flashnorm-cpu-pipeline: activation-block-bytes must not be negative
 // RUN: not flashnorm-opt %s --flashnorm-cpu-pipeline=vector-bits=1024 2>&1 | FileCheck %s --check-prefix=CPU-BITS
 // RUN: not flashnorm-opt %s --flashnorm-cpu-buffers-to-llvm=vector-bits=100 2>&1 | FileCheck %s --check-prefix=CPU-BITS
 // RUN: not flashnorm-opt %s --flashnorm-pack-weights=vector-bits=-1 2>&1 | FileCheck %s --check-prefix=PACK-BITS

@@ -424,6 +424,16 @@ def PackWeights : Pass<"flashnorm-pack-weights", "func::FuncOp"> {
     split over the cores leaves no core for a concurrent statistic: its
     group's marks are removed and the group runs serially.
 
+    Prefill on an activation larger than `activation-block-bytes` reads it
+    in blocks (256 of k by the rows that fill the budget; GotoBLAS's
+    blocking of A): each chunk is a loop over the blocks, each block copied
+    into a contiguous tensor and then read by every panel of the chunk while
+    it is in cache (rather than each panel reading the whole activation
+    again); the post-scale then runs over the chunk's outputs after its last
+    block. Narrow weights (bf16, f16) read by several row tiles have each
+    panel's block (at most 64 KiB widened) widened once, before the row
+    tiles read it.
+
     Projections whose N is not a multiple of P, whose weight is not a
     constant (an argument, an ml_program global) or that have an empty
     dimension are left as they are. Runs in flashnorm-cpu-pipeline after
@@ -454,6 +464,12 @@ def PackWeights : Pass<"flashnorm-pack-weights", "func::FuncOp"> {
            "Cores to split a large weight's panels over: one task per core, "
            "each a loop over consecutive panels (default 0: this machine's "
            "hardware threads)">,
+    Option<"activationBlockBytes", "activation-block-bytes", "int64_t",
+           /*default=*/"262144",
+           "An activation of more bytes (f32 as the kernel reads it) is read "
+           "in blocks of at most this many, every panel passing over one "
+           "block while it is in cache (default 256 KiB, half an L2; 0: "
+           "never)">,
   ];
 }
 
@@ -497,6 +513,12 @@ def PackPreparedWeights : Pass<"flashnorm-pack-prepared-weights", "ModuleOp"> {
     Option<"threads", "threads", "int64_t", /*default=*/"0",
            "Cores to split a large weight's panels over (default 0: this "
            "machine's hardware threads)">,
+    Option<"activationBlockBytes", "activation-block-bytes", "int64_t",
+           /*default=*/"262144",
+           "An activation of more bytes (f32 as the kernel reads it) is read "
+           "in blocks of at most this many, every panel passing over one "
+           "block while it is in cache (default 256 KiB, half an L2; 0: "
+           "never)">,
   ];
 }
 

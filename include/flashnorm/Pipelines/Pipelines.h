@@ -115,6 +115,13 @@ struct CpuPipelineOptions : public PassPipelineOptions<CpuPipelineOptions> {
                      "serially (flashnorm-async-mark's cost rule; default "
                      "16 MiB, where the overlap stopped losing on 2 cores)"),
       llvm::cl::init(16 << 20)};
+  PassOptions::Option<int64_t> activationBlockBytes{
+      *this, "activation-block-bytes",
+      llvm::cl::desc("Packed projections read an activation of more bytes "
+                     "in blocks of at most this many, each held in cache "
+                     "while the panels pass over it (default 256 KiB, half "
+                     "an L2; 0: never)"),
+      llvm::cl::init(256 << 10)};
 };
 
 /// Appends the CPU lowering to LLVM (flashnorm-cpu-pipeline) to a
