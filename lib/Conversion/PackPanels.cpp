@@ -42,10 +42,11 @@ static constexpr int64_t kWidenedPanelBytes = 64 << 10;
 /// where it fits `budget` bytes, else blocks of kBlockK of k (fewer where
 /// one row of that is over the budget) by the rows of the innermost row
 /// dimension that fill the budget, at least the register tile's `tileRows`
-/// (a thinner block would leave the micro-kernel's rows idle). Without them
-/// each panel reads the whole activation again: at 128 x 2048 f32 (1 MiB, twice
-/// the measured machine's L2) from L3, 128 MiB per call at N = 2048
-/// (PERFORMANCE.md).
+/// (a thinner block would leave the micro-kernel's rows idle); and the
+/// groups of outputs whose accumulator fills the budget
+/// (PanelPlan::groupOutputs). Without blocks each panel reads the whole
+/// activation again: at 128 x 2048 f32 (1 MiB, twice the measured
+/// machine's L2) from L3, 128 MiB per call at N = 2048 (PERFORMANCE.md).
 static void planActivationBlocks(PanelPlan &plan, const ContractionRoles &roles,
                                  ArrayRef<int64_t> ranges, int64_t budget,
                                  int64_t tileRows) {
@@ -60,9 +61,10 @@ static void planActivationBlocks(PanelPlan &plan, const ContractionRoles &roles,
   Type acc = getElementTypeOrSelf(op.getDpsInitOperand(0)->get());
   if (!activation.isIntOrFloat() || !acc.isIntOrFloat())
     return;
-  int64_t bytes = std::max(activation.getIntOrFloatBitWidth(),
-                           acc.getIntOrFloatBitWidth()) /
-                  8;
+  int64_t bytes =
+      std::max<int64_t>(1, std::max(activation.getIntOrFloatBitWidth(),
+                                    acc.getIntOrFloatBitWidth()) /
+                               8);
   if (rows * numK * bytes <= budget)
     return;
   unsigned m = roles.dims.m.back();
@@ -73,6 +75,11 @@ static void planActivationBlocks(PanelPlan &plan, const ContractionRoles &roles,
   plan.mDim = m;
   plan.kBlock = kBlock < numK ? kBlock : 0;
   plan.rowBlock = rowBlock < ranges[m] ? rowBlock : 0;
+  int64_t accBytes = std::max<int64_t>(1, acc.getIntOrFloatBitWidth() / 8);
+  // A group's accumulator fills the budget too (its rows by the group's
+  // outputs), beside the activation's block.
+  plan.groupOutputs =
+      std::max<int64_t>(1, budget / (rowBlock * otherRows * accBytes));
 }
 
 FailureOr<PanelPlan> flashnorm::planPanels(linalg::LinalgOp op,
@@ -297,8 +304,8 @@ void flashnorm::applyPacking(RewriterBase &rewriter, const PanelPlan &plan,
   int64_t rowBlock = plan.rowBlock ? plan.rowBlock : numRows;
   bool blocked = kBlock < numK || rowBlock < numRows;
   bool panelPost = post && !blocked;
-  // A zero accumulator under a fused post-scale is filled where it is
-  // first needed (in cache), rather than all at once before.
+  // A zero accumulator under a post-scale fused per panel is filled panel
+  // by panel, in cache, rather than all at once before.
   auto fill = post ? init.getDefiningOp<linalg::FillOp>() : nullptr;
   bool zeroFill = fill && matchPattern(fill.value(), m_AnyZeroFloat());
   Value base = zeroFill ? fill.getOutputs()[0] : init;
@@ -379,70 +386,100 @@ void flashnorm::applyPacking(RewriterBase &rewriter, const PanelPlan &plan,
         columns(rewriter, loc, acc, chunkOffset, perChunk * panel);
     Value chunkAcc = extract(rewriter, loc, acc, chunkSlice);
     Value first = times(rewriter, loc, chunk, perChunk);
+    // The loops of a chunk, outermost first: groups of panels whose
+    // accumulator stays in cache while the activation's blocks pass
+    // (GotoBLAS's nc), row blocks, k blocks, then the group's panels.
+    int64_t perGroup =
+        plan.groupOutputs
+            ? fitTile(perChunk, std::max<int64_t>(1, plan.groupOutputs / panel))
+            : perChunk;
+    // One k block (rows at `rowOffset`, k at `kOffset`) of the panels from
+    // `groupFirst` into `blockAcc` (the group's columns of those rows).
+    auto panelsOverBlock = [&](Value groupFirst, OpFoldResult rowOffset,
+                               OpFoldResult kOffset, Value blockAcc) {
+      // The activation's block, for every panel of the group: copied,
+      // contiguous (in place its rows are a whole row of k apart, a power
+      // of two for real models, and share L1 sets with each other and
+      // with the accumulator's rows).
+      SmallVector<Value> inputs;
+      for (auto [in, activation] :
+           llvm::zip_equal(op.getDpsInputOperands(), activations)) {
+        if (!activation || !blocked) {
+          inputs.push_back(activation);
+          continue;
+        }
+        Slice block = sliceOf(
+            rewriter, loc, activation, op.getMatchingIndexingMap(in),
+            {{plan.mDim, rowOffset, rowBlock}, {plan.kDim, kOffset, kBlock}});
+        Value copy = tensor::EmptyOp::create(
+            rewriter, loc, block.type.getShape(), block.type.getElementType());
+        inputs.push_back(
+            linalg::CopyOp::create(
+                rewriter, loc, extract(rewriter, loc, activation, block), copy)
+                .getResult(0));
+      }
+      // The panels: independent (a forall, so that nothing is carried from
+      // one to the next), run one after the other.
+      auto inner = scf::ForallOp::create(
+          rewriter, loc,
+          ArrayRef<OpFoldResult>{rewriter.getIndexAttr(perGroup)},
+          ValueRange{blockAcc}, std::nullopt);
+      inner->setAttr(kSerialPanelsAttr, rewriter.getUnitAttr());
+      OpBuilder::InsertionGuard innerGuard(rewriter);
+      rewriter.setInsertionPoint(inner.getTerminator());
+      Value c = inner.getInductionVars().front();
+      Value index = arith::AddIOp::create(rewriter, loc, groupFirst, c);
+      Value innerAcc = inner.getRegionIterArgs().front();
+      auto [value, slice] = panelStep(rewriter, loc, index, kOffset, inputs,
+                                      innerAcc, times(rewriter, loc, c, panel),
+                                      times(rewriter, loc, index, panel));
+      rewriter.setInsertionPointToStart(inner.getTerminator().getBody());
+      tensor::ParallelInsertSliceOp::create(rewriter, loc, value, innerAcc,
+                                            slice.offsets, slice.sizes,
+                                            slice.strides);
+      return inner.getResult(0);
+    };
+    // The k blocks of one row block (at `rowOffset`) of a group.
+    auto rowsOverK = [&](Value groupFirst, OpFoldResult rowOffset,
+                         Value rowsIn) -> Value {
+      Slice rows = sliceOf(rewriter, loc, rowsIn, outMap,
+                           {{plan.mDim, rowOffset, rowBlock}});
+      Value rowsAcc =
+          rowBlock < numRows ? extract(rewriter, loc, rowsIn, rows) : rowsIn;
+      Value rowsOut = overBlocks(
+          loc, numK / kBlock, kBlock, rowsAcc,
+          [&](OpFoldResult kOffset, Value blockAcc) -> Value {
+            return panelsOverBlock(groupFirst, rowOffset, kOffset, blockAcc);
+          });
+      if (rowBlock == numRows)
+        return rowsOut;
+      return tensor::InsertSliceOp::create(rewriter, loc, rowsOut, rowsIn,
+                                           rows.offsets, rows.sizes,
+                                           rows.strides)
+          .getResult();
+    };
     Value chunkResult = overBlocks(
-        loc, numRows / rowBlock, rowBlock, chunkAcc,
-        [&](OpFoldResult rowOffset, Value rowsIn) -> Value {
-          Slice rows = sliceOf(rewriter, loc, rowsIn, outMap,
-                               {{plan.mDim, rowOffset, rowBlock}});
-          Value rowsAcc = rowBlock < numRows
-                              ? extract(rewriter, loc, rowsIn, rows)
-                              : rowsIn;
-          Value rowsOut = overBlocks(
-              loc, numK / kBlock, kBlock, rowsAcc,
-              [&](OpFoldResult kOffset, Value blockAcc) -> Value {
-                // The activation's block, for every panel of the chunk:
-                // copied, contiguous (in place its rows are a whole row of
-                // k apart, a power of two for real models, and share L1
-                // sets with each other and with the accumulator's rows).
-                SmallVector<Value> inputs;
-                for (auto [in, activation] :
-                     llvm::zip_equal(op.getDpsInputOperands(), activations)) {
-                  if (!activation || !blocked) {
-                    inputs.push_back(activation);
-                    continue;
-                  }
-                  Slice block = sliceOf(rewriter, loc, activation,
-                                        op.getMatchingIndexingMap(in),
-                                        {{plan.mDim, rowOffset, rowBlock},
-                                         {plan.kDim, kOffset, kBlock}});
-                  Value copy = tensor::EmptyOp::create(
-                      rewriter, loc, block.type.getShape(),
-                      block.type.getElementType());
-                  inputs.push_back(
-                      linalg::CopyOp::create(
-                          rewriter, loc,
-                          extract(rewriter, loc, activation, block), copy)
-                          .getResult(0));
-                }
-                // The chunk's panels: independent (a forall, so that
-                // nothing is carried from one to the next), run one after
-                // the other.
-                auto inner = scf::ForallOp::create(
-                    rewriter, loc,
-                    ArrayRef<OpFoldResult>{rewriter.getIndexAttr(perChunk)},
-                    ValueRange{blockAcc}, std::nullopt);
-                inner->setAttr(kSerialPanelsAttr, rewriter.getUnitAttr());
-                OpBuilder::InsertionGuard innerGuard(rewriter);
-                rewriter.setInsertionPoint(inner.getTerminator());
-                Value c = inner.getInductionVars().front();
-                Value index = arith::AddIOp::create(rewriter, loc, first, c);
-                Value innerAcc = inner.getRegionIterArgs().front();
-                auto [value, slice] =
-                    panelStep(rewriter, loc, index, kOffset, inputs, innerAcc,
-                              times(rewriter, loc, c, panel),
-                              times(rewriter, loc, index, panel));
-                rewriter.setInsertionPointToStart(
-                    inner.getTerminator().getBody());
-                tensor::ParallelInsertSliceOp::create(
-                    rewriter, loc, value, innerAcc, slice.offsets, slice.sizes,
-                    slice.strides);
-                return inner.getResult(0);
-              });
-          if (rowBlock == numRows)
-            return rowsOut;
-          return tensor::InsertSliceOp::create(rewriter, loc, rowsOut, rowsIn,
-                                               rows.offsets, rows.sizes,
-                                               rows.strides)
+        loc, perChunk / perGroup, perGroup, chunkAcc,
+        [&](OpFoldResult groupOffset, Value groupIn) -> Value {
+          if (perGroup == perChunk)
+            return overBlocks(loc, numRows / rowBlock, rowBlock, groupIn,
+                              [&](OpFoldResult rowOffset, Value rowsIn) {
+                                return rowsOverK(first, rowOffset, rowsIn);
+                              });
+          Value g = cast<Value>(groupOffset);
+          Value groupFirst = arith::AddIOp::create(rewriter, loc, first, g);
+          Slice cols =
+              columns(rewriter, loc, groupIn, times(rewriter, loc, g, panel),
+                      perGroup * panel);
+          Value groupOut =
+              overBlocks(loc, numRows / rowBlock, rowBlock,
+                         extract(rewriter, loc, groupIn, cols),
+                         [&](OpFoldResult rowOffset, Value rowsIn) {
+                           return rowsOverK(groupFirst, rowOffset, rowsIn);
+                         });
+          return tensor::InsertSliceOp::create(rewriter, loc, groupOut, groupIn,
+                                               cols.offsets, cols.sizes,
+                                               cols.strides)
               .getResult();
         });
     SmallVector<Value> results{chunkResult};

@@ -42,6 +42,12 @@ struct PanelPlan {
   /// 0: whole (no blocks).
   unsigned mDim = 0;
   int64_t rowBlock = 0, kBlock = 0;
+  /// With blocks: the outputs of a group of panels whose accumulator stays
+  /// in cache while the blocks pass over it (each chunk's panels are taken
+  /// a group at a time, the blocks inside; 0: the whole chunk). Without
+  /// groups a wide chunk's accumulator is read and written from memory
+  /// once per k block.
+  int64_t groupOutputs = 0;
   /// Narrow weights (bf16, f16) read by several row tiles: each panel's
   /// block is widened to the accumulator's type once, before the row tiles
   /// read it (rather than in every row tile, where the widening costs

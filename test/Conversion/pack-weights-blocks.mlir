@@ -2,7 +2,8 @@
 // `activation-block-bytes`: read in blocks (rows by k), each copied into a
 // contiguous tensor once and then read by every panel of the chunk, the
 // post-scale over a chunk's outputs after its last block, bf16 panels
-// widened block by block. Blocks of 4 rows by 4 of k here (16 bytes), 4 rows
+// widened block by block; a chunk's panels in groups whose accumulator fits
+// the budget too, the blocks inside each group. Blocks of 4 rows by 4 of k here (16 bytes), 4 rows
 // by all 8 of k at 128 bytes, none at the default (256 KiB); never fewer
 // rows than the register tile's (4 on AVX2).
 // RUN: flashnorm-opt %s --flashnorm-pack-weights='panel=2 threads=1 vector-bits=256 activation-block-bytes=16' | FileCheck %s
@@ -32,23 +33,29 @@
 // block's k (a vector carried by the k loop, read and written outside it).
 // RUN: flashnorm-opt %s --flashnorm-cpu-to-buffers='vector-bits=256 threads=1 activation-block-bytes=16' | flashnorm-opt --pass-pipeline='builtin.module(func.func(flashnorm-cpu-codegen{vector-bits=256 threads=1}))' | FileCheck %s --check-prefix=KERNEL
 
-// f32: two row blocks of 4 rows, each two k blocks of 4, each the loop over
-// the panels reading the block's copy.
+// f32: two groups of one panel (a group's accumulator fills the budget
+// too, at least one panel), each two row blocks of 4 rows, each two k
+// blocks of 4, each the group's panel loop reading the block's copy.
 // CHECK-LABEL: func.func @blocks
 // CHECK: scf.forall (%{{.*}}) in (1) shared_outs(%[[ACC:.*]] = %{{.*}}) -> (tensor<8x4xf32>)
 // CHECK: %[[CHUNK:.*]] = tensor.extract_slice %[[ACC]][0, %{{.*}}] [8, 4] [1, 1]
-// CHECK: %[[RDONE:.*]] = scf.for %[[R:.*]] = %{{.*}} to %{{.*}} step %{{.*}} iter_args(%[[RACC:.*]] = %[[CHUNK]]) -> (tensor<8x4xf32>)
-// CHECK: %[[RSLICE:.*]] = tensor.extract_slice %[[RACC]][%[[R]], 0] [4, 4] [1, 1]
-// CHECK: %[[KS:.*]] = scf.for %[[K:.*]] = %{{.*}} to %{{.*}} step %{{.*}} iter_args(%[[KACC:.*]] = %[[RSLICE]]) -> (tensor<4x4xf32>)
+// CHECK: %[[GDONE:.*]] = scf.for %[[G:.*]] = %{{.*}} to %{{.*}} step %{{.*}} iter_args(%[[GACC:.*]] = %[[CHUNK]]) -> (tensor<8x4xf32>)
+// CHECK: %[[FIRST:.*]] = arith.addi %{{.*}}, %[[G]]
+// CHECK: %[[GSLICE:.*]] = tensor.extract_slice %[[GACC]][0, %{{.*}}] [8, 2] [1, 1]
+// CHECK: %[[RDONE:.*]] = scf.for %[[R:.*]] = %{{.*}} to %{{.*}} step %{{.*}} iter_args(%[[RACC:.*]] = %[[GSLICE]]) -> (tensor<8x2xf32>)
+// CHECK: %[[RSLICE:.*]] = tensor.extract_slice %[[RACC]][%[[R]], 0] [4, 2] [1, 1]
+// CHECK: %[[KS:.*]] = scf.for %[[K:.*]] = %{{.*}} to %{{.*}} step %{{.*}} iter_args(%[[KACC:.*]] = %[[RSLICE]]) -> (tensor<4x2xf32>)
 // CHECK: %[[XB:.*]] = tensor.extract_slice %arg0[%[[R]], %[[K]]] [4, 4] [1, 1] : tensor<8x8xf32> to tensor<4x4xf32>
 // CHECK: %[[COPY:.*]] = linalg.copy ins(%[[XB]] : tensor<4x4xf32>)
-// CHECK: scf.forall (%{{.*}}) in (2) shared_outs(%{{.*}} = %[[KACC]])
-// CHECK: tensor.extract_slice %{{.*}}[%{{.*}}, %[[K]], 0] [1, 4, 2] [1, 1, 1] : tensor<2x8x2xf32> to tensor<4x2xf32>
+// CHECK: scf.forall (%[[P:.*]]) in (1) shared_outs(%{{.*}} = %[[KACC]])
+// CHECK: %[[IDX:.*]] = arith.addi %[[FIRST]], %[[P]]
+// CHECK: tensor.extract_slice %{{.*}}[%[[IDX]], %[[K]], 0] [1, 4, 2] [1, 1, 1] : tensor<2x8x2xf32> to tensor<4x2xf32>
 // CHECK: linalg.contract {{.*}} ins(%[[COPY]], %{{.*}} : tensor<4x4xf32>, tensor<4x2xf32>) outs(%{{.*}} : tensor<4x2xf32>)
 // CHECK: } {flashnorm.serial_panels}
 // CHECK: scf.yield
-// CHECK: tensor.insert_slice %[[KS]] into %[[RACC]][%[[R]], 0] [4, 4] [1, 1]
-// CHECK: tensor.parallel_insert_slice %[[RDONE]] into %[[ACC]]
+// CHECK: tensor.insert_slice %[[KS]] into %[[RACC]][%[[R]], 0] [4, 2] [1, 1]
+// CHECK: tensor.insert_slice %[[RDONE]] into %[[GACC]][0, %{{.*}}] [8, 2] [1, 1]
+// CHECK: tensor.parallel_insert_slice %[[GDONE]] into %[[ACC]]
 // ROWS-LABEL: func.func @blocks
 // ROWS: scf.forall (%{{.*}}) in (2)
 // ROWS: scf.for %{{.*}} = %c0 to %c8 step %c4

@@ -426,13 +426,14 @@ def PackWeights : Pass<"flashnorm-pack-weights", "func::FuncOp"> {
 
     Prefill on an activation larger than `activation-block-bytes` reads it
     in blocks (256 of k by the rows that fill the budget; GotoBLAS's
-    blocking of A): each chunk is a loop over the blocks, each block copied
-    into a contiguous tensor and then read by every panel of the chunk while
-    it is in cache (rather than each panel reading the whole activation
-    again); the post-scale then runs over the chunk's outputs after its last
-    block. Narrow weights (bf16, f16) read by several row tiles have each
-    panel's block (at most 64 KiB widened) widened once, before the row
-    tiles read it.
+    blocking of A): each chunk is a loop over groups of panels whose
+    accumulator fills the same budget, each a loop over the blocks, each
+    block copied into a contiguous tensor and then read by every panel of
+    the group while it is in cache (rather than each panel reading the
+    whole activation again); the post-scale then runs over the chunk's
+    outputs after its last block. Narrow weights (bf16, f16) read by
+    several row tiles have each panel's block (at most 64 KiB widened)
+    widened once, before the row tiles read it.
 
     Projections whose N is not a multiple of P, whose weight is not a
     constant (an argument, an ml_program global) or that have an empty
