@@ -54,10 +54,7 @@ static constexpr llvm::StringLiteral kTosaToLinalg =
 /// After flashnorm-lower-to-linalg: checkpoint globals to memref globals,
 /// bufferized across function boundaries (identity layouts). Empty tensors that
 /// are inserted into a bigger one become that tensor's slice (an op that fills
-/// a panel of a packed projection's output writes it in place). Buffers
-/// allocated in a loop move out of it (a packed projection's activation
-/// block, copied once per block: allocated once per core's chunk, not once
-/// per block, where 128 KiB is glibc's threshold for a fresh mmap).
+/// a panel of a packed projection's output writes it in place).
 static constexpr llvm::StringLiteral kToBuffers =
     "flashnorm-ml-program-to-memref,"
     "convert-elementwise-to-linalg,eliminate-empty-tensors,"
