@@ -46,10 +46,14 @@ linalg::LinalgOp flashnorm::copyWidened(OpBuilder &b, Location loc, Value src,
   Type wide = getElementTypeOrSelf(dst);
   if (getElementTypeOrSelf(src) == wide)
     return linalg::CopyOp::create(b, loc, src, dst);
-  unsigned rank = cast<MemRefType>(dst.getType()).getRank();
+  auto type = cast<ShapedType>(dst.getType());
+  SmallVector<Type> results;
+  if (isa<RankedTensorType>(type))
+    results.push_back(type);
+  unsigned rank = type.getRank();
   AffineMap id = b.getMultiDimIdentityMap(rank);
   return linalg::GenericOp::create(
-      b, loc, TypeRange{}, ValueRange{src}, ValueRange{dst},
+      b, loc, results, ValueRange{src}, ValueRange{dst},
       ArrayRef<AffineMap>{id, id},
       SmallVector<utils::IteratorType>(rank, utils::IteratorType::parallel),
       [&](OpBuilder &nb, Location l, ValueRange args) {

@@ -29,7 +29,7 @@ void readWidened(RewriterBase &rewriter, linalg::GenericOp op, OpOperand &input,
                  Type wide);
 
 /// `dst` = `src` widened to `dst`'s element type (a copy where they are the
-/// same), as a linalg op on buffers.
+/// same), as a linalg op on buffers, or on tensors (its result).
 linalg::LinalgOp copyWidened(OpBuilder &b, Location loc, Value src, Value dst);
 
 } // namespace mlir::flashnorm

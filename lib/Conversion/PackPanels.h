@@ -64,9 +64,6 @@ struct PanelOptions {
   /// widened to the accumulator's type) is read in blocks of at most this
   /// many (0: never blocked).
   int64_t activationBlockBytes = kActivationBlockBytes;
-  /// Half of the 512 KiB L2 of the AVX2 machine measured (PERFORMANCE.md):
-  /// a block in L2 beside the panels that stream past it.
-  static constexpr int64_t kActivationBlockBytes = 256 << 10;
 };
 
 /// Decides whether `op` can read its weight in panels of `options.panel`

@@ -3,6 +3,7 @@
 
 #include "flashnorm/Conversion/GpuOptions.h"
 #include "flashnorm/Dialect/FlashNorm/IR/FlashNormDialect.h"
+#include "flashnorm/Utils/RegisterTile.h"
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Async/IR/Async.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"

@@ -466,7 +466,7 @@ def PackWeights : Pass<"flashnorm-pack-weights", "func::FuncOp"> {
            "each a loop over consecutive panels (default 0: this machine's "
            "hardware threads)">,
     Option<"activationBlockBytes", "activation-block-bytes", "int64_t",
-           /*default=*/"262144",
+           /*default=*/"::mlir::flashnorm::kActivationBlockBytes",
            "An activation of more bytes (f32 as the kernel reads it) is read "
            "in blocks of at most this many, every panel passing over one "
            "block while it is in cache (default 256 KiB, half an L2; 0: "
@@ -515,7 +515,7 @@ def PackPreparedWeights : Pass<"flashnorm-pack-prepared-weights", "ModuleOp"> {
            "Cores to split a large weight's panels over (default 0: this "
            "machine's hardware threads)">,
     Option<"activationBlockBytes", "activation-block-bytes", "int64_t",
-           /*default=*/"262144",
+           /*default=*/"::mlir::flashnorm::kActivationBlockBytes",
            "An activation of more bytes (f32 as the kernel reads it) is read "
            "in blocks of at most this many, every panel passing over one "
            "block while it is in cache (default 256 KiB, half an L2; 0: "

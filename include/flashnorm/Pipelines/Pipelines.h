@@ -2,6 +2,7 @@
 #define FLASHNORM_PIPELINES_PIPELINES_H
 
 #include "flashnorm/Conversion/GpuOptions.h"
+#include "flashnorm/Utils/RegisterTile.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassOptions.h"
 
@@ -121,7 +122,7 @@ struct CpuPipelineOptions : public PassPipelineOptions<CpuPipelineOptions> {
                      "in blocks of at most this many, each held in cache "
                      "while the panels pass over it (default 256 KiB, half "
                      "an L2; 0: never)"),
-      llvm::cl::init(256 << 10)};
+      llvm::cl::init(kActivationBlockBytes)};
 };
 
 /// Appends the CPU lowering to LLVM (flashnorm-cpu-pipeline) to a

@@ -41,6 +41,12 @@ struct RegisterTile {
   int64_t dotAccumulators() const { return registers / 2; }
 };
 
+/// The bytes of activation a packed projection holds in cache at once
+/// (the default of flashnorm-pack-weights' `activation-block-bytes`): half
+/// of the 512 KiB L2 of the AVX2 machine measured (PERFORMANCE.md), a block
+/// in L2 beside the panels that stream past it.
+inline constexpr int64_t kActivationBlockBytes = 256 << 10;
+
 /// What a pass says of a `vector-bits` that registerTileFor refuses.
 inline constexpr const char *kVectorBitsValues =
     "vector-bits must be 0 (this machine's), 128, 256 or 512";
