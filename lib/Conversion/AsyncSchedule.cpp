@@ -79,15 +79,15 @@ struct AsyncMarkPass : flashnorm::impl::AsyncMarkBase<AsyncMarkPass> {
       auto [it, inserted] = groups.try_emplace(stat, groups.size());
       int64_t group = it->second;
       if (inserted)
-        mark(stat, group, "stat");
+        mark(stat, group, kRoleStat);
       // The projection: the op producing the raw product, if it is one.
       Operation *proj = post.getInput().getDefiningOp();
       if (proj && proj->getNumResults() == 1 && proj->getNumRegions() == 1 &&
           !proj->hasAttr(kAsyncGroupAttr)) {
-        mark(proj, group, "proj", pairs);
-        mark(post, group, "post", pairs++);
+        mark(proj, group, kRoleProj, pairs);
+        mark(post, group, kRolePost, pairs++);
       } else {
-        mark(post, group, "post");
+        mark(post, group, kRolePost);
       }
     });
   }
@@ -114,9 +114,9 @@ struct AsyncSchedulePass
       if (!group || !role)
         return;
       Group &g = groups[group.getInt()];
-      (role.getValue() == "stat"   ? g.stat
-       : role.getValue() == "proj" ? g.proj
-                                   : g.post)
+      (role.getValue() == kRoleStat   ? g.stat
+       : role.getValue() == kRoleProj ? g.proj
+                                      : g.post)
           .push_back(op);
     });
     for (auto &[id, group] : groups) {

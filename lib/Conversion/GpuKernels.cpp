@@ -6,12 +6,13 @@
 // pass tries them in order:
 // 1. fused mode: each deferred projection with its statistic and
 //    post-scale (FusedNormProjection.cpp);
-// 2. post-scales into their element-wise consumer (PostScaleFusion.cpp);
-// 3. projections through cuBLASLt where `gemm` says so (GemmLt.cpp);
-// 4. f16 and bf16 projections on tensor cores (TensorCoreTile.cpp);
-// 5. row reductions, projections whose weight is contiguous in k among
+// 2. projections through cuBLASLt where `gemm` says so (GemmLt.cpp);
+// 3. f16 and bf16 projections on tensor cores (TensorCoreTile.cpp);
+// 4. row reductions, projections whose weight is contiguous in k among
 //    them (RowReduction.cpp);
-// 6. everything else as parallel loops (ParallelLoops.cpp).
+// 5. everything else as parallel loops (ParallelLoops.cpp).
+// A post-scale and its element-wise reader are one op already
+// (flashnorm-gpu-fuse-post-scales, on tensors): one kernel.
 // Earlier strategies see the ops as the frontends' passes left them (the
 // zero fill of an accumulator, the marks); later ones see what is left.
 //
@@ -121,7 +122,6 @@ struct GpuKernelsPass : flashnorm::impl::GpuKernelsBase<GpuKernelsPass> {
     }
     if (fused && failed(fuseNormProjections(builder)))
       return signalPassFailure();
-    fusePostScales(fn, reporter);
     std::string why;
     // Before any kernel exists: the zero fill of each accumulator is still
     // visible.
@@ -195,27 +195,6 @@ struct GpuKernelsPass : flashnorm::impl::GpuKernelsBase<GpuKernelsPass> {
       op->removeAttr(kAsyncRoleAttr);
       op->removeAttr(kAsyncPairAttr);
     });
-  }
-
-  /// Each post-scale whose result only feeds one element-wise op is
-  /// computed inside that op's kernel instead of a kernel of its own.
-  void fusePostScales(func::FuncOp fn, PassReporter &reporter) {
-    SmallVector<linalg::GenericOp> posts;
-    fn.walk([&](linalg::GenericOp op) {
-      if (roleOf(op) == "post_scale")
-        posts.push_back(op);
-    });
-    // Last first: fusing a post-scale erases its consumer, which may be a
-    // later post-scale (a LayerNorm's after an RMSNorm's); processed
-    // already, it is no longer in the list's future.
-    std::string why;
-    for (linalg::GenericOp post : llvm::reverse(posts)) {
-      if (FailureOr<PostScaleFusionPlan> plan = planPostScaleFusion(post, why);
-          succeeded(plan))
-        buildPostScaleFusion(*plan);
-      else
-        reporter.refused(post, "post-scale kept as its own kernel: " + why);
-    }
   }
 };
 } // namespace

@@ -4,6 +4,7 @@
 #include "flashnorm/Transforms/Passes.h"
 #include "flashnorm/Utils/RegisterTile.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/Passes.h"
 #include "mlir/Dialect/Math/Transforms/Passes.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/PassRegistry.h"
@@ -303,6 +304,11 @@ static LogicalResult buildGpuToKernels(OpPassManager &pm,
   // Weights in the layout the kernels read, before their bytes become
   // buffers: no transpose of a constant runs on the device.
   pm.addNestedPass<func::FuncOp>(createGpuWeightLayout());
+  // A post-scale and its element-wise reader as one kernel, decided on
+  // tensors, where its readers are exactly its uses (element-wise arith on
+  // tensors, a residual add, as generics first).
+  pm.addNestedPass<func::FuncOp>(createConvertElementwiseToLinalgPass());
+  pm.addNestedPass<func::FuncOp>(createGpuFusePostScales());
   if (failed(parsePassPipeline(kToBuffers, pm, errors)))
     return failure();
   if (mode == DeferMode::Streams)

@@ -13,12 +13,14 @@
 // ...and reported on a live op: the checks read the named projection as it
 // is, nothing is generalized before the plan is accepted (a use-after-free
 // once).
-// Two post-scales in a chain (a LayerNorm after an RMSNorm): fusing the
-// earlier one erases the later one's kernel; the later is fused first.
+// Two post-scales in a chain (a LayerNorm after an RMSNorm): the earlier
+// one's reader is the later one, which waits for another norm's join, so
+// neither fuses (flashnorm-gpu-fuse-post-scales) and each is a kernel.
 // RUN: flashnorm-opt %S/../Integration/Inputs/chained-post-scales.mlir --flashnorm | flashnorm-opt --flashnorm-gpu-to-kernels=defer-mode=serial | FileCheck %s --check-prefix=CHAIN
 // RUN: flashnorm-opt %S/../Integration/Inputs/chained-post-scales.mlir --flashnorm | flashnorm-opt --flashnorm-gpu-to-kernels=defer-mode=streams | FileCheck %s --check-prefix=CHAIN
 // CHAIN: gpu.launch {{.*}} function(@forward_proj_{{[0-9]+}})
-// CHAIN: gpu.launch {{.*}} function(@forward_post_scale_fused_{{[0-9]+}})
+// CHAIN: gpu.launch {{.*}} function(@forward_post_scale_{{[0-9]+}})
+// CHAIN: gpu.launch {{.*}} function(@forward_post_scale_{{[0-9]+}})
 // The prepare function of a LayerNorm with argument weights runs on the GPU:
 // its centering (a reduction over k outside the loop over n) becomes a
 // kernel with a thread per output, not a host loop over device memory.

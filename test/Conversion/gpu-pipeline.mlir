@@ -62,27 +62,32 @@ func.func @f(%x: tensor<4x16xf32>, %w: tensor<16x32xf32>, %bias: tensor<4x32xf32
 // STREAMS-NOT: mgpuStream{{Create|Destroy}}(
 // STREAMS: llvm.return
 
-// Fused: one stream; the projection kernel computes the statistic and the
-// post-scale itself.
+// Fused: one stream; the projection kernel computes the statistic, the
+// post-scale and the bias add (one op with the post-scale since
+// flashnorm-gpu-fuse-post-scales) itself: one launch.
 // FUSED-LABEL: llvm.func @f(
 // FUSED: %[[S:.*]] = llvm.call @mgpuStreamCreate()
 // FUSED-NOT: mgpuEvent
 // FUSED-NOT: norm_stat
 // FUSED: gpu.launch_func <%[[S]] : !llvm.ptr> @f_kernels::@f_fused_norm_proj_0
-// FUSED: gpu.launch_func <%[[S]] : !llvm.ptr> @f_kernels::@f_elementwise_
+// FUSED-NOT: gpu.launch_func
 // FUSED: llvm.call @mgpuStreamSynchronize(%[[S]])
 // FUSED-NEXT: llvm.call @mgpuStreamDestroy(%[[S]])
 // FUSED-NOT: mgpuStreamCreate()
 // FUSED: llvm.return
 // The fused kernel: the product and the sum of squares in one k loop, 1/RMS
-// in the epilogue.
+// in the epilogue, then the post-scale and the bias (loaded) added.
 // FUSED-KERNEL: llvm.func @f_fused_norm_proj_0(
 // FUSED-KERNEL: llvm.fmul
 // FUSED-KERNEL: llvm.fadd
 // FUSED-KERNEL: llvm.fmul
 // FUSED-KERNEL: llvm.fadd
 // FUSED-KERNEL: llvm.br
-// FUSED-KERNEL: llvm.call @__nv_rsqrtf
+// FUSED-KERNEL: %[[RS:.*]] = llvm.call @__nv_rsqrtf
+// FUSED-KERNEL: %[[BIAS:.*]] = llvm.load
+// FUSED-KERNEL: %[[SCALED:.*]] = llvm.fmul %{{.*}}, %[[RS]]
+// FUSED-KERNEL: %[[POST:.*]] = llvm.select %{{.*}}, %{{.*}}, %[[SCALED]]
+// FUSED-KERNEL: llvm.fadd %[[POST]], %[[BIAS]]
 // FUSED-KERNEL: llvm.return
 
 // Serial: every kernel on one stream, no events.

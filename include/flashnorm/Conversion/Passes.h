@@ -29,13 +29,20 @@ namespace mlir::flashnorm {
 #include "flashnorm/Conversion/Passes.h.inc"
 
 /// Marks of the CPU async schedule: which deferred norm (group) an op belongs
-/// to and its role in it ("stat", "proj" or "post"). Set on tensors by
-/// flashnorm-async-mark, kept through the lowering and bufferization, and
+/// to and its role in it (kRoleStat, kRoleProj, kRolePost...). Set on tensors
+/// by flashnorm-async-mark, kept through the lowering and bufferization, and
 /// consumed by flashnorm-async-schedule.
 constexpr llvm::StringLiteral kAsyncGroupAttr = "flashnorm.async_group";
 constexpr llvm::StringLiteral kAsyncRoleAttr = "flashnorm.async_role";
 /// Pairs a projection with the post-scale that reads it.
 constexpr llvm::StringLiteral kAsyncPairAttr = "flashnorm.async_pair";
+/// The values of kAsyncRoleAttr: the statistic's ops, the projection, the
+/// post-scale, and a post-scale fused with its element-wise reader
+/// (flashnorm-gpu-fuse-post-scales), which schedules as the post-scale.
+constexpr llvm::StringLiteral kRoleStat = "stat";
+constexpr llvm::StringLiteral kRoleProj = "proj";
+constexpr llvm::StringLiteral kRolePost = "post";
+constexpr llvm::StringLiteral kRolePostFused = "post_fused";
 
 /// Set by flashnorm-pack-weights on an scf.forall over a projection's
 /// panels that runs as a loop on one core (a small weight, or a chunk's

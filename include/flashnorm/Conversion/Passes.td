@@ -260,6 +260,27 @@ def GpuMma : Pass<"flashnorm-gpu-mma", "func::FuncOp"> {
   let options = [];
 }
 
+def GpuFusePostScales : Pass<"flashnorm-gpu-fuse-post-scales",
+                              "func::FuncOp"> {
+  let summary = "Each post-scale fused into its element-wise reader, on "
+                "tensors";
+  let description = [{
+    A deferred norm's post-scale (lowered: a `linalg.generic` marked with
+    the role "post") read by exactly one element-wise `linalg.generic` over
+    the same rows (a residual add, a bias, a gate) becomes one op with it,
+    through upstream's element-wise fusion (linalg::fuseElementwiseOps):
+    on the GPU one kernel instead of two, and no round trip of the scaled
+    product through memory. The fused op keeps the post-scale's group and
+    pair, with the role "post_fused", so the async schedule joins the
+    statistic before it and fused mode takes it into the projection's
+    epilogue. Refused, with a remark: a post-scale with several readers,
+    a reader that is not element-wise over the same rows (a broadcast, a
+    reduction) or that belongs to another norm's schedule (a chain of
+    post-scales). Runs in flashnorm-gpu-pipeline before bufferization.
+  }];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect"];
+}
+
 def GpuWeightLayout : Pass<"flashnorm-gpu-weight-layout", "func::FuncOp"> {
   let summary = "Projection weights read as N x K, relaid at compile time";
   let description = [{

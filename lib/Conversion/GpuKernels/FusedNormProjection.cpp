@@ -7,8 +7,10 @@
 // With a weight contiguous in k (N x K) that is a block per output, built
 // like the projection's row reduction (the same buildKLoop: vector loads,
 // then two block all-reduces and thread 0's epilogue); otherwise a thread
-// per output. The statistic's own kernels go away once every post-scale
-// reading it is fused.
+// per output. A post-scale fused with its element-wise reader on tensors
+// (flashnorm-gpu-fuse-post-scales: a residual add) is taken whole, the
+// reader's other inputs loaded in the epilogue. The statistic's own
+// kernels go away once every post-scale reading it is fused.
 //
 // The kernel runs where the post-scale ran, so everything it reads must
 // still hold the values the statistic and the projection read: the plan
@@ -81,7 +83,7 @@ static FailureOr<FusedPlan> planFusedPair(const Statistic &stat,
   auto post = dyn_cast_or_null<linalg::GenericOp>(postOp);
   if (!postOp)
     return fail("its post-scale was not found");
-  if (!post || post.getNumDpsInputs() != 2 || usesOutput(post) ||
+  if (!post || post.getNumDpsInputs() < 2 || usesOutput(post) ||
       post.getNumReductionLoops() != 0)
     return fail("the post-scale is not an element-wise row scale");
   auto proj = dyn_cast<linalg::LinalgOp>(projOp);
@@ -110,15 +112,22 @@ static FailureOr<FusedPlan> planFusedPair(const Statistic &stat,
   if (actMap.getResults() != ArrayRef(expected))
     return fail("the projection's rows are not the statistic's rows");
   // The post-scale reads the raw product element-wise and the scale by
-  // row, and the product buffer has no other reader.
+  // row, once each (fused with its reader, it reads that reader's other
+  // inputs too: the epilogue loads them), and the product buffer has no
+  // other reader.
   Value product = proj.getDpsInitOperand(0)->get();
   Value scale = finalize.getDpsInitOperand(0)->get();
   AffineMap identity = AffineMap::getMultiDimIdentityMap(n - 1, ctx);
-  if (post.getDpsInputOperand(0)->get() != product ||
-      post.getDpsInputOperand(1)->get() != scale ||
-      post.getIndexingMapsArray()[0] != identity ||
-      post.getIndexingMapsArray()[1] != identity.getMajorSubMap(rows) ||
-      post.getIndexingMapsArray()[2] != identity)
+  auto readOnce = [&](Value v, AffineMap map) {
+    return llvm::count_if(post.getDpsInputOperands(),
+                          [&](OpOperand *in) { return in->get() == v; }) == 1 &&
+           llvm::all_of(post.getDpsInputOperands(), [&](OpOperand *in) {
+             return in->get() != v || post.getMatchingIndexingMap(in) == map;
+           });
+  };
+  if (!readOnce(product, identity) ||
+      !readOnce(scale, identity.getMajorSubMap(rows)) ||
+      post.getMatchingIndexingMap(post.getDpsInitOperand(0)) != identity)
     return fail("the post-scale does not read the product and the scale "
                 "element-wise by row");
   // Besides the projection and the post-scale, only initializations of
@@ -161,6 +170,28 @@ static FailureOr<FusedPlan> planFusedPair(const Statistic &stat,
       getElementTypeOrSelf(reduce.getDpsInitOperand(0)->get().getType())
           .isF32();
   return plan;
+}
+
+/// The post-scale's body arguments at the output `ivs`: the product's
+/// `total`, the row's `scale`, the fused reader's other inputs loaded, and
+/// a stand-in for the output (the plan checked it is not read).
+static SmallVector<Value> epilogueArgs(OpBuilder &b, Location loc,
+                                       const FusedPlan &plan, Value total,
+                                       Value scale, ValueRange ivs) {
+  // (The op handles' methods are not const.)
+  linalg::GenericOp post = plan.post, finalize = plan.finalize;
+  linalg::LinalgOp proj = plan.proj;
+  Value product = proj.getDpsInitOperand(0)->get();
+  Value scaleBuffer = finalize.getDpsInitOperand(0)->get();
+  SmallVector<Value> args;
+  for (OpOperand *in : post.getDpsInputOperands())
+    args.push_back(
+        in->get() == product ? total
+        : in->get() == scaleBuffer
+            ? scale
+            : loadAt(b, loc, in->get(), post.getMatchingIndexingMap(in), ivs));
+  args.push_back(total);
+  return args;
 }
 
 /// A block per output: thread `tid` sums the products and the squares of
@@ -211,8 +242,8 @@ static void buildBlockPerOutput(KernelBuilder &builder, const FusedPlan &plan) {
   Value total = arith::AddFOp::create(
       b, loc, memref::LoadOp::create(b, loc, product, ivs), dot);
   Value scale = inlineBody(b, finalize, {ss, ss0}, rowIvs)[0];
-  // The post-scale does not read its output (checked by the plan).
-  Value y = inlineBody(b, post, {total, scale, total}, ivs)[0];
+  Value y = inlineBody(b, post, epilogueArgs(b, loc, plan, total, scale, ivs),
+                       ivs)[0];
   memref::StoreOp::create(b, loc, y, post.getDpsInitOperand(0)->get(), ivs);
   b.setInsertionPointToEnd(&launch.getBody().front());
   gpu::TerminatorOp::create(b, loc);
@@ -268,10 +299,9 @@ static LogicalResult buildThreadPerOutput(KernelBuilder &builder,
         SmallVector<Value> rowIvs(ivs.take_front(plan.rows));
         Value s =
             inlineBody(nb, finalize, {kLoop.getResult(1), ss0}, rowIvs)[0];
-        // The post-scale does not read its output (checked): any value
-        // stands in for it.
         Value acc = kLoop.getResult(0);
-        Value y = inlineBody(nb, post, {acc, s, acc}, ivs)[0];
+        Value y = inlineBody(nb, post, epilogueArgs(nb, l, plan, acc, s, ivs),
+                             ivs)[0];
         memref::StoreOp::create(nb, l, y, out, ivs);
       });
   return builder.launchParallel(loop, "fused_norm_proj");
@@ -340,11 +370,12 @@ LogicalResult kernels::fuseNormProjections(KernelBuilder &builder) {
       return;
     Group &g = groups[group.getInt()];
     auto pair = op->getAttrOfType<IntegerAttr>(kAsyncPairAttr);
-    if (role.getValue() == "stat")
+    if (role.getValue() == kRoleStat)
       g.stat.push_back(op);
-    else if (pair && role.getValue() == "proj")
+    else if (pair && role.getValue() == kRoleProj)
       g.proj[pair.getInt()] = op;
-    else if (pair && role.getValue() == "post")
+    else if (pair && (role.getValue() == kRolePost ||
+                      role.getValue() == kRolePostFused))
       g.post[pair.getInt()] = op;
     else
       g.unpairedPost.push_back(op);

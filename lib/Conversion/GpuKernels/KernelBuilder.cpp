@@ -214,10 +214,10 @@ StringRef kernels::roleOf(Operation *op) {
   if (!role)
     return "";
   return llvm::StringSwitch<StringRef>(role.getValue())
-      .Case("stat", "norm_stat")
-      .Case("proj", "proj")
-      .Case("post", "post_scale")
-      .Case("post_fused", "post_scale_fused")
+      .Case(kRoleStat, "norm_stat")
+      .Case(kRoleProj, "proj")
+      .Case(kRolePost, "post_scale")
+      .Case(kRolePostFused, "post_scale_fused")
       .Default("");
 }
 

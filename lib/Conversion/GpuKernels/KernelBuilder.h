@@ -214,17 +214,6 @@ void buildRowReduction(KernelBuilder &builder, const RowReductionPlan &plan);
 /// nest could not be mapped (an error was emitted).
 LogicalResult fuseNormProjections(KernelBuilder &builder);
 
-/// PostScaleFusion.cpp: a post-scale whose result only feeds one
-/// element-wise op is computed inside that op's kernel.
-struct PostScaleFusionPlan {
-  linalg::GenericOp post, consumer;
-  /// The consumer's operand that reads the post-scale's result.
-  OpOperand *use = nullptr;
-};
-FailureOr<PostScaleFusionPlan> planPostScaleFusion(linalg::GenericOp post,
-                                                   std::string &why);
-void buildPostScaleFusion(const PostScaleFusionPlan &plan);
-
 /// GemmLt.cpp: a projection as `flashnorm.gemm_lt` (cuBLASLt).
 struct GemmLtPlan {
   linalg::LinalgOp op;
