@@ -118,17 +118,22 @@ public:
           return WalkResult::interrupt();
         }
       if (auto read = dyn_cast<vector::TransferReadOp>(op)) {
-        if (!placeable(read.getBase(), read.getPermutationMap(), why))
+        if (!placeable(read, why))
           return WalkResult::interrupt();
-        if (roleOf(read.getVectorType()) != MatMulOperandRole::C)
-          return WalkResult::advance();
-        why = "an accumulator read from memory";
-        return WalkResult::interrupt();
+        if (roleOf(read.getVectorType()) == MatMulOperandRole::C) {
+          why = "an accumulator read from memory";
+          return WalkResult::interrupt();
+        }
+        if (maskedRows(read) &&
+            roleOf(read.getVectorType()) != MatMulOperandRole::A) {
+          why = "a weight fragment past its buffer's edge";
+          return WalkResult::interrupt();
+        }
+        return WalkResult::advance();
       }
       if (auto write = dyn_cast<vector::TransferWriteOp>(op))
-        return placeable(write.getBase(), write.getPermutationMap(), why)
-                   ? WalkResult::advance()
-                   : WalkResult::interrupt();
+        return placeable(write, why) ? WalkResult::advance()
+                                     : WalkResult::interrupt();
       if (auto constant = dyn_cast<arith::ConstantOp>(op)) {
         if (isZero(constant))
           return WalkResult::advance();
@@ -203,13 +208,31 @@ private:
            llvm::any_of(op->getOperandTypes(), isFragment);
   }
 
-  static bool placeable(Value buffer, AffineMap map, std::string &why) {
-    if (cast<MemRefType>(buffer.getType()).getRank() != 2 ||
-        !map.isPermutation()) {
+  /// Whether a fragment's transfer is a 2-D block of a 2-D buffer, in
+  /// bounds but possibly along the rows of an identity read or write
+  /// (TensorCoreTile's padded rows).
+  static bool placeable(VectorTransferOpInterface transfer, std::string &why) {
+    auto type = cast<MemRefType>(transfer.getBase().getType());
+    AffineMap map = transfer.getPermutationMap();
+    if (type.getRank() != 2 || !map.isPermutation()) {
       why = "a fragment that is not a 2-D block of a 2-D buffer";
       return false;
     }
+    if (!transfer.isDimInBounds(1) ||
+        (!transfer.isDimInBounds(0) &&
+         (!map.isIdentity() || type.isDynamicDim(0)))) {
+      why = "a fragment past its buffer's edge other than along static rows";
+      return false;
+    }
     return true;
+  }
+
+  /// The buffer's rows when `transfer` may run past the last of them (its
+  /// rows padded), else nullopt.
+  static std::optional<int64_t> maskedRows(VectorTransferOpInterface transfer) {
+    if (transfer.isDimInBounds(0))
+      return std::nullopt;
+    return cast<MemRefType>(transfer.getBase().getType()).getDimSize(0);
   }
 
   /// The lane map (lane, value) -> (row, column) of a fragment of `type`.
@@ -261,19 +284,28 @@ private:
     VectorType partType = lanePart(type);
     Value part =
         arith::ConstantOp::create(b, loc, partType, b.getZeroAttr(partType));
+    // Padded rows (A only, checked) read the last row again: a row of A
+    // only reaches the same row of the product, which is never stored.
+    std::optional<int64_t> rows = maskedRows(read);
+    auto at = [&](int64_t v) {
+      SmallVector<Value> indices =
+          indicesOf(b, loc, lanes, v, origin, permutation);
+      if (rows)
+        indices[0] = arith::MinUIOp::create(
+            b, loc, indices[0],
+            arith::ConstantIndexOp::create(b, loc, *rows - 1));
+      return indices;
+    };
     for (int64_t v = 0; v < type.getNumElements() / 32; v += 2) {
       Value pair;
       if (contiguous) {
-        pair = vector::LoadOp::create(
-            b, loc, pairType, buffer,
-            indicesOf(b, loc, lanes, v, origin, permutation),
-            /*nontemporal=*/false, llvm::MaybeAlign(*aligned));
+        pair = vector::LoadOp::create(b, loc, pairType, buffer, at(v),
+                                      /*nontemporal=*/false,
+                                      llvm::MaybeAlign(*aligned));
       } else {
         SmallVector<Value> elements;
         for (int64_t e = 0; e < 2; ++e)
-          elements.push_back(memref::LoadOp::create(
-              b, loc, buffer,
-              indicesOf(b, loc, lanes, v + e, origin, permutation)));
+          elements.push_back(memref::LoadOp::create(b, loc, buffer, at(v + e)));
         pair = vector::FromElementsOp::create(b, loc, pairType, elements);
       }
       part = vector::InsertOp::create(b, loc, pair, part, v / 2);
@@ -331,7 +363,18 @@ private:
     Value buffer = write.getBase(), acc = mapping.lookup(write.getVector());
     std::optional<int64_t> aligned = pairAlignment(buffer);
     AffineMap permutation = write.getPermutationMap();
+    std::optional<int64_t> rows = maskedRows(write);
     for (int64_t v = 0; v < 4; v += 2) {
+      // A lane's pair shares its row: padded rows are not stored.
+      OpBuilder::InsertionGuard guard(b);
+      if (rows) {
+        Value row = indicesOf(b, loc, lanes, v, origin, permutation)[0];
+        Value real = arith::CmpIOp::create(
+            b, loc, arith::CmpIPredicate::ult, row,
+            arith::ConstantIndexOp::create(b, loc, *rows));
+        auto inside = scf::IfOp::create(b, loc, real, /*withElseRegion=*/false);
+        b.setInsertionPoint(inside.thenBlock()->getTerminator());
+      }
       if (permutation.isIdentity() && aligned) {
         Value pair = vector::ExtractStridedSliceOp::create(
             b, loc, acc, ArrayRef<int64_t>{v}, ArrayRef<int64_t>{2},

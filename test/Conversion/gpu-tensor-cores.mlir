@@ -18,6 +18,30 @@
 // only); it compiles in every mode.
 // RUN: flashnorm-opt %s --flashnorm-gpu-pipeline="defer-mode=serial format=isa gemm=codegen" -o /dev/null
 // RUN: flashnorm-opt %s --flashnorm-gpu-pipeline="defer-mode=streams format=isa gemm=codegen" -o /dev/null
+// 2-15 rows (5 and 7 tokens) run in one tile of padded rows: A's fragment
+// read and the output tile's write are masked along the rows; with slices
+// of k, the partial tiles' sum covers the real rows only (5 x 16 = 80
+// elements). flashnorm-gpu-mma clamps the padded rows' loads to the last
+// row (a row of A reaches only its own row of the product) and stores a
+// lane's pair only where its row is real. The numbers: gpu-kernels-on-cpu.
+// RUN: flashnorm-opt %S/../Integration/Inputs/bf16-few-tokens.mlir --flashnorm | flashnorm-opt --flashnorm-gpu-to-kernels=gemm=codegen | FileCheck %s --check-prefix=PADDED
+// RUN: flashnorm-opt %S/../Integration/Inputs/bf16-few-tokens.mlir --flashnorm | flashnorm-opt --flashnorm-gpu-to-kernels=gemm=codegen | flashnorm-opt --pass-pipeline='builtin.module(func.func(flashnorm-gpu-mma))' | FileCheck %s --check-prefix=PADDED-MMA
+// RUN: flashnorm-opt %S/../Integration/Inputs/bf16-few-tokens.mlir --flashnorm | flashnorm-opt --flashnorm-gpu-pipeline="format=isa gemm=codegen" | FileCheck %s --check-prefix=PADDED-PTX
+// PADDED: gpu.launch blocks({{.*}}) in (%{{.*}} = %c1, %{{.*}} = %c1, %{{.*}} = %c1) threads({{.*}}) in (%{{.*}} = %c32, %{{.*}} = %c2, %{{.*}} = %c4) {{.*}} function(@f_proj_mma_0) workgroup(%{{.*}} : memref<64x16xf32, #gpu.address_space<workgroup>>)
+// PADDED: vector.transfer_read %{{.*}} {in_bounds = [false, true]} : memref<5x2560xbf16>, vector<16x16xbf16>
+// PADDED: vector.transfer_read %{{.*}} {in_bounds = [true, true], permutation_map = #{{.*}}} : memref<2560x16xbf16>, vector<8x16xbf16>
+// PADDED: gpu.barrier
+// PADDED: scf.for %{{.*}} = %{{.*}} to %c80 step %c256
+// PADDED: function(@f_proj_mma_2)
+// PADDED: vector.transfer_read %{{.*}} {in_bounds = [false, true]} : memref<7x512xbf16>, vector<16x16xbf16>
+// PADDED: vector.transfer_write %{{.*}} {in_bounds = [false, true]} : vector<16x8xf32>, memref<7x64xf32>
+// PADDED-MMA: function(@f_proj_mma_2)
+// PADDED-MMA: %[[ROW:.*]] = arith.minui %{{.*}}, %c6{{.*}} : index
+// PADDED-MMA-NEXT: vector.load %{{.*}}[%[[ROW]], %{{.*}}] {alignment = 4 : i64} : memref<7x512xbf16>, vector<2xbf16>
+// PADDED-MMA: %[[REAL:.*]] = arith.cmpi ult, %{{.*}}, %c7{{.*}} : index
+// PADDED-MMA-NEXT: scf.if %[[REAL]] {
+// PADDED-MMA: vector.store %{{.*}} {alignment = 8 : i64} : memref<7x64xf32>, vector<2xf32>
+// PADDED-PTX-COUNT-3: mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32
 // Sizes that are not multiples of the tile (here N = 96 is, M = 130 is not)
 // keep the generated SIMT kernels, and say why.
 // RUN: flashnorm-opt %s --flashnorm | flashnorm-opt --flashnorm-gpu-to-streams=gemm=codegen --remarks-filter=flashnorm --remark-format=emitRemark -o /dev/null 2>&1 | FileCheck %s --check-prefix=SIZES
@@ -42,7 +66,7 @@
 // BF16-NVVM: nvvm.read.ptx.sreg.laneid
 // BF16-NVVM: nvvm.mma.sync A[{{.*}}] B[{{.*}}] C[{{.*}}] {layoutA = #nvvm.mma_layout<row>, layoutB = #nvvm.mma_layout<col>, multiplicandAPtxType = #nvvm.mma_type<bf16>, multiplicandBPtxType = #nvvm.mma_type<bf16>, shape = #nvvm.shape<m = 16, n = 8, k = 16>} : (i32, i32, f32) -> !llvm.struct<(f32, f32, f32, f32)>
 // BF16-NVVM: llvm.return
-// SIZES: remark: [Missed] flashnorm-gpu-kernels {{.*}}projection not on tensor cores: sizes are not static multiples of the 16 x 8 x 16 tile
+// SIZES: remark: [Missed] flashnorm-gpu-kernels {{.*}}projection not on tensor cores: sizes are not static multiples of the 16 x 8 x 16 tile (nor 2-15 rows)
 func.func @g(%x: tensor<130x64xf16>, %w: tensor<64x96xf16>) -> tensor<130x96xf16> {
   %n = flashnorm.rms_norm %x eps(1.0e-5) : tensor<130x64xf16>
   %z = arith.constant 0.0 : f16

@@ -238,6 +238,9 @@ struct TensorCorePlan {
   int64_t slices = 1;
   /// k steps of 16 per loop iteration, loaded one iteration ahead.
   int64_t unroll = 1;
+  /// 2-15 rows in one tile: A's rows past the last and the output's are
+  /// masked (transfer ops not in bounds along the rows).
+  bool paddedRows = false;
 };
 /// The most k steps a tensor-core warp loads ahead: 8 x 256 bytes of weight
 /// fragments in flight per warp; the group being multiplied and the next

@@ -1,12 +1,13 @@
 //===- TensorCoreTile.cpp - f16 and bf16 projections on tensor cores ------===//
 //
 // f16 and bf16 projections whose sizes are multiples of the m16n8k16 MMA
-// tile. Each 16 x 8 output tile is computed by one warp per slice of k
-// (up to four tiles per block, side by side along n), its k loop a
-// vector.contract of 16 x 16 by 8 x 16 fragments, which flashnorm-gpu-mma
-// turns into mma.sync. No shared memory for the operands: each warp loads
-// its fragments from global memory, so what keeps the tensor cores fed is
-// how many of those loads are in flight:
+// tile, or whose 2-15 rows (a decode step of a few tokens: speculative
+// decoding, a small batch) are padded to one tile. Each 16 x 8 output tile is
+// computed by one warp per slice of k (up to four tiles per block, side by side
+// along n), its k loop a vector.contract of 16 x 16 by 8 x 16 fragments, which
+// flashnorm-gpu-mma turns into mma.sync. No shared memory for the operands:
+// each warp loads its fragments from global memory, so what keeps the tensor
+// cores fed is how many of those loads are in flight:
 // - The k loop takes up to kMaxUnroll steps per iteration, so that a warp
 //   has that many 256-byte weight fragments in flight instead of one load
 //   waiting for each. It is written as a register prefetch (an iteration
@@ -22,6 +23,9 @@
 //   tiles meet in shared memory and the block sums them in a fixed order:
 //   deterministic, no atomics, no second kernel, no workspace.
 // Each tile is written once, from zero.
+// Padded rows cost tensor-core work, which decode has to spare, and no
+// weight bytes: the weight is read once for all the rows, where the SIMT
+// GEMV (a block per output row) reads it once per row.
 //
 //===----------------------------------------------------------------------===//
 
@@ -53,14 +57,21 @@ FailureOr<TensorCorePlan> kernels::planTensorCoreTile(linalg::LinalgOp op,
   // The accumulator must start at zero (deferred projections do).
   if (!startsAtZero(p->c, op))
     return fail("the accumulator does not start at zero");
+  // Rows: multiples of the tile's 16, or a decode step of 2-15 tokens in
+  // one tile of padded rows. One row stays a GEMV (RowReduction.cpp reads
+  // the weight once too, without 15 rows of padding).
+  bool paddedRows = p->m >= 2 && p->m < 16;
   if (ShapedType::isDynamic(p->m) || ShapedType::isDynamic(p->n) ||
-      ShapedType::isDynamic(p->k) || p->m % 16 || p->n % 8 || p->k % 16)
-    return fail("sizes are not static multiples of the 16 x 8 x 16 tile");
+      ShapedType::isDynamic(p->k) || (p->m % 16 && !paddedRows) || p->n % 8 ||
+      p->k % 16)
+    return fail("sizes are not static multiples of the 16 x 8 x 16 tile "
+                "(nor 2-15 rows)");
   TensorCorePlan plan{op, *p, deadZeroFill(p->c, op)};
+  plan.paddedRows = paddedRows;
   // Slices of k, doubled while the kernel has fewer than kTargetWarps and
   // each slice keeps kMinSliceSteps: 16 x 4096 x 4096 (512 tiles) takes 4,
   // 16 x 4096 x 14336 (1792 tiles) 2, 16 x 14336 x 4096 8.
-  int64_t tiles = p->m / 16 * (p->n / 8), steps = p->k / 16;
+  int64_t tiles = (p->m + 15) / 16 * (p->n / 8), steps = p->k / 16;
   while (plan.slices < kMaxBlockWarps && tiles * plan.slices < kTargetWarps &&
          steps % (2 * plan.slices) == 0 &&
          steps / (2 * plan.slices) >= kMinSliceSteps)
@@ -102,8 +113,8 @@ void kernels::buildTensorCoreTile(KernelBuilder &builder,
         gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup)));
   // Tiles are threads y, slices threads z.
   auto launch = gpu::LaunchOp::create(
-      b, loc, index(m / 16), index(n / 8 / warps), one, index(32), index(warps),
-      index(slices), /*dynamicSharedMemorySize=*/nullptr,
+      b, loc, index((m + 15) / 16), index(n / 8 / warps), one, index(32),
+      index(warps), index(slices), /*dynamicSharedMemorySize=*/nullptr,
       /*asyncTokenType=*/nullptr, /*asyncDependencies=*/{}, shared);
   b.setInsertionPointToStart(&launch.getBody().front());
   AffineExpr d0, d1;
@@ -122,11 +133,16 @@ void kernels::buildTensorCoreTile(KernelBuilder &builder,
   Type type = cast<MemRefType>(p.a.getType()).getElementType();
   Value pad = arith::ConstantOp::create(b, loc, b.getZeroAttr(type));
   SmallVector<bool> inBounds{true, true};
+  // Padded rows: A's fragment and the output tile run past the last row
+  // (zeros read, nothing written there; flashnorm-gpu-mma clamps the reads
+  // and guards the stores).
+  SmallVector<bool> rowsInBounds{!plan.paddedRows, true};
   auto fragment = [&](OpBuilder &fb, Value buffer, ValueRange at,
-                      VectorType type, AffineMap map) -> Value {
+                      VectorType type, AffineMap map,
+                      ArrayRef<bool> within) -> Value {
     return vector::TransferReadOp::create(fb, loc, type, buffer, at,
                                           AffineMapAttr::get(map), pad, Value(),
-                                          fb.getBoolArrayAttr(inBounds));
+                                          fb.getBoolArrayAttr(within));
   };
   auto accType = VectorType::get({16, 8}, f32);
   Value acc0 = arith::ConstantOp::create(
@@ -151,15 +167,16 @@ void kernels::buildTensorCoreTile(KernelBuilder &builder,
       ks.push_back(apply(rb, l, d0 + 16 * step, {k0}));
     SmallVector<Value> fragments;
     for (Value kk : ks)
-      fragments.push_back(
-          fragment(rb, a, {m0, kk}, VectorType::get({16, 16}, type), id2));
+      fragments.push_back(fragment(
+          rb, a, {m0, kk}, VectorType::get({16, 16}, type), id2, rowsInBounds));
     // B as n x k: read directly (N x K) or transposed (K x N).
     for (Value kk : ks)
       fragments.push_back(
           p.transposeB
-              ? fragment(rb, w, {n0, kk}, VectorType::get({8, 16}, type), id2)
+              ? fragment(rb, w, {n0, kk}, VectorType::get({8, 16}, type), id2,
+                         inBounds)
               : fragment(rb, w, {kk, n0}, VectorType::get({8, 16}, type),
-                         transposed));
+                         transposed, inBounds));
     return fragments;
   };
   auto multiplyGroup = [&](OpBuilder &mb, Location l, Value acc,
@@ -192,11 +209,12 @@ void kernels::buildTensorCoreTile(KernelBuilder &builder,
       multiplyGroup(b, loc, loop.getResult(0), loop.getResults().drop_front());
   if (slices == 1) {
     vector::TransferWriteOp::create(b, loc, sums, c, ValueRange{m0, n0},
-                                    inBounds);
+                                    rowsInBounds);
   } else {
     // Each slice's partial tile into shared memory; after the barrier the
     // block's threads sum the slices of each element in slice order and
-    // write the block's tiles, consecutive threads along a row.
+    // write the block's tiles, consecutive threads along a row (the real
+    // rows only, when they are padded).
     Value partials = launch.getWorkgroupAttributions()[0];
     vector::TransferWriteOp::create(b, loc, sums, partials,
                                     ValueRange{apply(b, loc, d0 * 16, {tid.z}),
@@ -208,8 +226,9 @@ void kernels::buildTensorCoreTile(KernelBuilder &builder,
     Value flat =
         apply(b, loc, d0 + 32 * (d1 + warps * d2), {tid.x, tid.y, tid.z});
     Value blockN = apply(b, loc, d0 * rowLength, {blockId.y});
+    int64_t rows = plan.paddedRows ? m : 16;
     scf::ForOp::create(
-        b, loc, flat, index(16 * rowLength), index(threads), ValueRange{},
+        b, loc, flat, index(rows * rowLength), index(threads), ValueRange{},
         [&](OpBuilder &rb, Location l, Value e, ValueRange) {
           Value row = apply(rb, l, d0.floorDiv(rowLength), {e});
           Value column = apply(rb, l, d0 % rowLength, {e});
