@@ -166,9 +166,9 @@ struct GpuFusePostScalesPass
       return;
     PassReporter reporter(fn, kPass);
     IRRewriter rewriter(&getContext());
-    // In block order: a fused op is never another post-scale's consumer
-    // (consumers with marks are refused), so each plan reads IR that the
-    // fusions before it left alone.
+    // In block order, each planned on the IR the fusions before it left: a
+    // fused op carries marks, so a later post-scale it reads is refused
+    // rather than taken in as a second one.
     for (linalg::GenericOp post : posts) {
       std::string why;
       FailureOr<FusionPlan> plan = planFusion(post, why);

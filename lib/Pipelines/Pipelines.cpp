@@ -223,7 +223,9 @@ static StringRef formatName(BinaryFormat format) {
 
 static std::string gpuTail(const GpuPipelineOptions &options) {
   // Constants and index math move into the kernels: static loop bounds.
-  std::string text = "gpu-launch-sink-index-computations,gpu-kernel-outlining,";
+  // Shared buffers aligned for the vector accesses LLVM may merge.
+  std::string text = "gpu-launch-sink-index-computations,gpu-kernel-outlining,"
+                     "flashnorm-gpu-align-workgroup,";
   if (options.verify)
     text += "flashnorm-verify-async,";
   text += "lower-affine,nvvm-attach-target{chip=" + options.chip +

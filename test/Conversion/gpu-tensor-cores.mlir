@@ -156,7 +156,11 @@ func.func @loop(%x: memref<16x512xbf16>, %w: memref<64x512xbf16>, %y: memref<16x
 // SPLIT-PTX: gpu.launch_func {{.*}} @f_kernels::@f_proj_mma_1
 // SPLIT-PTX: .entry f_proj_mma_0
 // SPLIT-PTX: .maxntid 32, 2, 4
+// The partial tiles' buffer is declared aligned for the v2 stores LLVM
+// merges the lanes' pairs into (flashnorm-gpu-align-workgroup).
+// SPLIT-PTX: .shared .align 16 .b8 __wg_f_proj_mma_0_0[4096];
 // SPLIT-PTX-COUNT-16: mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32
+// SPLIT-PTX: st.shared.v2.b32
 // SPLIT-PTX: bar.sync
 // SPLIT-PTX: .entry f_proj_mma_1
 // SPLIT-PTX: .maxntid 32, 2, 4

@@ -260,6 +260,21 @@ def GpuMma : Pass<"flashnorm-gpu-mma", "func::FuncOp"> {
   let options = [];
 }
 
+def GpuAlignWorkgroup : Pass<"flashnorm-gpu-align-workgroup", "ModuleOp"> {
+  let summary = "Shared-memory buffers of outlined kernels aligned to 16 "
+                "bytes";
+  let description = [{
+    Each workgroup attribution of a `gpu.func` without an alignment of its
+    own gets `llvm.align = 16`, which the NVVM lowering gives the buffer's
+    global: LLVM's load-store vectorizer merges a lane's neighbouring
+    shared-memory accesses into vector accesses (the split-k kernel's
+    `st.shared.v2.b32`) that need more than the element's alignment, which
+    is all a buffer is declared with otherwise (`.align 4` for f32). Runs
+    in flashnorm-gpu-pipeline right after outlining.
+  }];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
+}
+
 def GpuFusePostScales : Pass<"flashnorm-gpu-fuse-post-scales",
                               "func::FuncOp"> {
   let summary = "Each post-scale fused into its element-wise reader, on "
