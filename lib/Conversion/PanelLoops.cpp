@@ -59,8 +59,10 @@ private:
     RankedTensorType type;
   };
 
-  /// `v` widened to the accumulator's type when it is a narrower float
-  /// (bf16, f16), else `v`.
+  /// The accumulator's type when `element` is a narrower float (bf16, f16),
+  /// else `element`.
+  Type widened(Type element);
+  /// `v` widened to widened() of its element type (`v` when that is its own).
   Value widen(Value v);
   /// The slice of `v` (indexed through `map`) at each of `bounds`, all of
   /// the other loops.
@@ -161,11 +163,18 @@ PanelLoops::PanelLoops(RewriterBase &rewriter, const PanelPlan &plan,
   base = zeroFill ? zeroFill.getOutputs()[0] : init;
 }
 
-Value PanelLoops::widen(Value v) {
-  auto type = dyn_cast<RankedTensorType>(v.getType());
-  auto from = type ? dyn_cast<FloatType>(type.getElementType()) : nullptr;
+Type PanelLoops::widened(Type element) {
+  auto from = dyn_cast<FloatType>(element);
   auto to = dyn_cast<FloatType>(initType.getElementType());
   if (!from || !to || from.getWidth() >= to.getWidth())
+    return element;
+  return to;
+}
+
+Value PanelLoops::widen(Value v) {
+  auto type = dyn_cast<RankedTensorType>(v.getType());
+  Type to = type ? widened(type.getElementType()) : Type();
+  if (!type || to == type.getElementType())
     return v;
   Value empty = tensor::EmptyOp::create(
       rewriter, loc, tensor::getMixedSizes(rewriter, loc, v), to);
@@ -294,11 +303,12 @@ Value PanelLoops::panelsOverBlock(Value groupFirst, OpFoldResult rowOffset,
     Slice block = sliceOf(
         activation, op.getMatchingIndexingMap(in),
         {{plan.mDim, rowOffset, rowBlock}, {plan.kDim, kOffset, kBlock}});
+    // Widened by the copy (build()).
     Value copy = tensor::EmptyOp::create(rewriter, loc, block.type.getShape(),
-                                         block.type.getElementType());
+                                         widened(block.type.getElementType()));
     inputs.push_back(
-        linalg::CopyOp::create(rewriter, loc, extract(activation, block), copy)
-            .getResult(0));
+        copyWidened(rewriter, loc, extract(activation, block), copy)
+            ->getResult(0));
   }
   // The panels: independent (a forall, so that nothing is carried from one
   // to the next), run one after the other.
@@ -361,15 +371,18 @@ scf::ForallOp PanelLoops::build(int64_t chunks) {
   // A fused post-scale's scale may be computed after the projection; the
   // projection's operands dominate the post-scale, which uses its result.
   rewriter.setInsertionPoint(post ? post.getOperation() : op.getOperation());
-  // Activations narrower than the accumulator (bf16, f16) are widened once,
-  // here, rather than at every k of every panel: the micro-kernel then
-  // broadcasts f32 straight from memory (on AVX2 the per-k widening of a
-  // bf16 tile's rows was about half of its instructions). Exact, as the
-  // contraction's own widening is.
+  // Activations narrower than the accumulator (bf16, f16) are widened once
+  // rather than at every k of every panel: the micro-kernel then broadcasts
+  // f32 straight from memory (on AVX2 the per-k widening of a bf16 tile's
+  // rows was about half of its instructions). Exact, as the contraction's
+  // own widening is. Whole, here, when the panels read the activation in
+  // place; by the copy of each block when it is blocked, which then reads
+  // half the bytes and leaves no widened copy of the whole activation (a
+  // buffer of M x K f32, written and read once more per call).
   for (OpOperand *in : op.getDpsInputOperands())
-    activations.push_back(in->getOperandNumber() == plan.weightIndex
-                              ? Value()
-                              : widen(in->get()));
+    activations.push_back(in->getOperandNumber() == plan.weightIndex ? Value()
+                          : blocked                                  ? in->get()
+                                    : widen(in->get()));
   perChunk = numPanels / chunks;
   perGroup =
       plan.groupOutputs

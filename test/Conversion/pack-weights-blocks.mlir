@@ -78,17 +78,19 @@ func.func @blocks(%x: tensor<8x8xf32>) -> tensor<8x4xf32> {
 
 // bf16 with a post-scale to bf16: the forall carries the f32 accumulator
 // (the projection's zero fill, whole) beside the bf16 result; each chunk's
-// outputs are post-scaled after the blocks. The activation is widened
-// once, before the chunks; each panel's block is widened before the row
-// tiles (8 rows: two tiles of 4 on AVX2) read it.
+// outputs are post-scaled after the blocks. The activation is widened by
+// the copy of each block, never whole (no M x K f32 copy of it); each
+// panel's block is widened before the row tiles (8 rows: two tiles of 4 on
+// AVX2) read it.
 // CHECK-LABEL: func.func @post_blocks
 // CHECK: %[[FILL:.*]] = linalg.fill ins(%{{.*}} : f32) outs(%{{.*}} : tensor<8x4xf32>)
 // CHECK: %[[S:.*]] = flashnorm.rms_inv
-// CHECK: %[[WIDE:.*]] = linalg.generic {{.*}} ins(%arg0 : tensor<8x8xbf16>) outs(%{{.*}} : tensor<8x8xf32>)
+// CHECK-NOT: tensor<8x8xf32>
 // CHECK: %[[OUT:.*]] = tensor.empty() : tensor<8x4xbf16>
 // CHECK: scf.forall (%{{.*}}) in (1) shared_outs(%[[ACC:.*]] = %[[FILL]], %[[RES:.*]] = %[[OUT]]) -> (tensor<8x4xf32>, tensor<8x4xbf16>)
-// CHECK: tensor.extract_slice %[[WIDE]]
-// CHECK: linalg.copy
+// CHECK: %[[BLOCK:.*]] = tensor.extract_slice %arg0{{.*}} : tensor<8x8xbf16> to tensor<4x4xbf16>
+// CHECK: linalg.generic {{.*}} ins(%[[BLOCK]] : tensor<4x4xbf16>) outs(%{{.*}} : tensor<4x4xf32>)
+// CHECK: arith.extf
 // CHECK: %[[PANEL:.*]] = tensor.extract_slice %{{.*}} : tensor<2x8x2xbf16> to tensor<4x2xbf16>
 // CHECK: %[[WPANEL:.*]] = linalg.generic {{.*}} ins(%[[PANEL]] : tensor<4x2xbf16>) outs(%{{.*}} : tensor<4x2xf32>)
 // CHECK: linalg.contract {{.*}} ins(%{{.*}}, %[[WPANEL]] : tensor<4x4xf32>, tensor<4x2xf32>)
