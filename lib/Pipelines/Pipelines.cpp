@@ -61,13 +61,16 @@ static constexpr llvm::StringLiteral kToBuffers =
     "convert-elementwise-to-linalg,eliminate-empty-tensors,"
     "one-shot-bufferize{bufferize-function-boundaries "
     "function-boundary-type-conversion=identity-layout-map}";
-/// Buffers to LLVM: vector and scalar loops, async tasks on the MLIR async
-/// runtime, LLVM. Transfers are fully unrolled and vector.contract becomes
-/// outer products (FMAs on the innermost tile).
-static constexpr llvm::StringLiteral kBuffersToLLVM =
+/// Buffers to loops: vector and scalar loops; no linalg op is left, whose
+/// region verifiers know only the arith ops they were built with.
+/// Transfers are fully unrolled.
+static constexpr llvm::StringLiteral kBuffersToLoops =
     "func.func(lower-vector-multi-reduction),"
     "convert-vector-to-scf{full-unroll=true},"
-    "convert-linalg-to-loops,"
+    "convert-linalg-to-loops";
+/// Loops to LLVM: async tasks on the MLIR async runtime, LLVM;
+/// vector.contract becomes outer products (FMAs on the innermost tile).
+static constexpr llvm::StringLiteral kLoopsToLLVM =
     "async-to-async-runtime,async-runtime-ref-counting,"
     "async-runtime-ref-counting-opt,convert-async-to-llvm,"
     "expand-strided-metadata,lower-affine,convert-scf-to-cf,"
@@ -185,7 +188,15 @@ static LogicalResult buildCpuBuffersToLLVM(OpPassManager &pm,
   if (failed(parsePassPipeline("convert-scf-to-openmp,func.func(canonicalize)",
                                pm, errors)))
     return failure();
-  return parsePassPipeline(kBuffersToLLVM, pm, errors);
+  if (failed(parsePassPipeline(kBuffersToLoops, pm, errors)))
+    return failure();
+  // After the vectorizer, which reads a bf16 input's widening as such, and
+  // on loops (a named op's region takes no integer ops).
+  if (options.expandBF16 &&
+      failed(parsePassPipeline("func.func(arith-expand{include-bf16=true})", pm,
+                               errors)))
+    return failure();
+  return parsePassPipeline(kLoopsToLLVM, pm, errors);
 }
 
 LogicalResult flashnorm::buildCpuPipeline(OpPassManager &pm,

@@ -18,6 +18,14 @@ int64_t flashnorm::hostVectorBits() {
   return bits;
 }
 
+bool flashnorm::hostConvertsBF16() {
+  static const bool native = [] {
+    llvm::StringMap<bool> features = llvm::sys::getHostCPUFeatures();
+    return features.lookup("avx512bf16") || features.lookup("avxneconvert");
+  }();
+  return native;
+}
+
 FailureOr<RegisterTile> flashnorm::registerTileFor(int64_t bits) {
   switch (bits == 0 ? hostVectorBits() : bits) {
   case 512:

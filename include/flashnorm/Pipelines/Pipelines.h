@@ -123,6 +123,14 @@ struct CpuPipelineOptions : public PassPipelineOptions<CpuPipelineOptions> {
                      "while the panels pass over it (default 256 KiB, half "
                      "an L2; 0: never)"),
       llvm::cl::init(kActivationBlockBytes)};
+  PassOptions::Option<bool> expandBF16{
+      *this, "expand-bf16",
+      llvm::cl::desc("Conversions to and from bf16 as integer vector code "
+                     "(upstream arith-expand's bf16 patterns: round to "
+                     "nearest even, NaN kept) rather than LLVM's call per "
+                     "element (default: true where this machine has no bf16 "
+                     "conversion instructions)"),
+      llvm::cl::init(!hostConvertsBF16())};
 };
 
 /// Appends the CPU lowering to LLVM (flashnorm-cpu-pipeline) to a

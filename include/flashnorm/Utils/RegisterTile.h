@@ -59,6 +59,11 @@ FailureOr<RegisterTile> registerTileFor(int64_t bits);
 /// read once per process.
 int64_t hostVectorBits();
 
+/// Whether the host converts f32 to bf16 in vector registers (AVX512-BF16,
+/// AVX-NE-CONVERT). Without them LLVM lowers each element's conversion to a
+/// call of a runtime function (__truncsfbf2), even in a vector loop.
+bool hostConvertsBF16();
+
 } // namespace mlir::flashnorm
 
 #endif
