@@ -31,10 +31,10 @@ using namespace mlir::flashnorm;
 namespace {
 constexpr StringLiteral kSchedulePass = "flashnorm-async-schedule";
 
-void mark(Operation *op, int64_t group, StringRef role, int64_t pair = -1) {
+void mark(Operation *op, int64_t group, AsyncRole role, int64_t pair = -1) {
   Builder b(op->getContext());
   op->setAttr(kAsyncGroupAttr, b.getI64IntegerAttr(group));
-  op->setAttr(kAsyncRoleAttr, b.getStringAttr(role));
+  op->setAttr(kAsyncRoleAttr, AsyncRoleAttr::get(op->getContext(), role));
   if (pair >= 0)
     op->setAttr(kAsyncPairAttr, b.getI64IntegerAttr(pair));
 }
@@ -79,15 +79,15 @@ struct AsyncMarkPass : flashnorm::impl::AsyncMarkBase<AsyncMarkPass> {
       auto [it, inserted] = groups.try_emplace(stat, groups.size());
       int64_t group = it->second;
       if (inserted)
-        mark(stat, group, kRoleStat);
+        mark(stat, group, AsyncRole::stat);
       // The projection: the op producing the raw product, if it is one.
       Operation *proj = post.getInput().getDefiningOp();
       if (proj && proj->getNumResults() == 1 && proj->getNumRegions() == 1 &&
           !proj->hasAttr(kAsyncGroupAttr)) {
-        mark(proj, group, kRoleProj, pairs);
-        mark(post, group, kRolePost, pairs++);
+        mark(proj, group, AsyncRole::proj, pairs);
+        mark(post, group, AsyncRole::post, pairs++);
       } else {
-        mark(post, group, kRolePost);
+        mark(post, group, AsyncRole::post);
       }
     });
   }
@@ -110,13 +110,14 @@ struct AsyncSchedulePass
     llvm::MapVector<int64_t, Group> groups;
     fn.walk([&](Operation *op) {
       auto group = op->getAttrOfType<IntegerAttr>(kAsyncGroupAttr);
-      auto role = op->getAttrOfType<StringAttr>(kAsyncRoleAttr);
+      std::optional<AsyncRole> role = getAsyncRole(op);
       if (!group || !role)
         return;
       Group &g = groups[group.getInt()];
-      (role.getValue() == kRoleStat   ? g.stat
-       : role.getValue() == kRoleProj ? g.proj
-                                      : g.post)
+      // A fused post-scale schedules as the post-scale.
+      (*role == AsyncRole::stat   ? g.stat
+       : *role == AsyncRole::proj ? g.proj
+                                  : g.post)
           .push_back(op);
     });
     for (auto &[id, group] : groups) {

@@ -56,10 +56,7 @@ struct FusionPlan {
   OpOperand *unreadInit = nullptr;
 };
 
-bool isPostScale(Operation *op) {
-  auto role = op->getAttrOfType<StringAttr>(kAsyncRoleAttr);
-  return role && role.getValue() == kRolePost;
-}
+bool isPostScale(Operation *op) { return getAsyncRole(op) == AsyncRole::post; }
 
 bool isAllParallel(linalg::GenericOp op) {
   return op.getNumLoops() == op.getNumParallelLoops();
@@ -137,8 +134,9 @@ LogicalResult applyFusion(RewriterBase &rewriter, const FusionPlan &plan) {
     return failure();
   for (NamedAttribute mark : marks)
     fused->fusedOp->setAttr(mark.getName(), mark.getValue());
-  fused->fusedOp->setAttr(kAsyncRoleAttr,
-                          rewriter.getStringAttr(kRolePostFused));
+  fused->fusedOp->setAttr(
+      kAsyncRoleAttr,
+      AsyncRoleAttr::get(rewriter.getContext(), AsyncRole::post_fused));
   // The post-scale had one reader: only the consumer's results remain.
   for (auto [original, replacement] : fused->replacements)
     if (original.getDefiningOp() == consumer)

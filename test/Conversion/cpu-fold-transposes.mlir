@@ -23,7 +23,7 @@
 // CHECK-NOT: linalg.transpose
 // CHECK-NOT: tensor.empty() : tensor<64x48xf32>
 // CHECK: linalg.generic {indexing_maps = [#[[MK]], #[[NK]], #[[MN]]], iterator_types = ["parallel", "parallel", "reduction"]} ins(%[[X]], %[[W]] : tensor<4x64xf32>, tensor<48x64xf32>)
-// CHECK-SAME: flashnorm.mark = 3
+// CHECK-SAME: user.mark = 3
 // WIDE-LABEL: func.func @linear
 // WIDE: linalg.transpose
 func.func @linear(%x: tensor<4x64xf32>, %w: tensor<48x64xf32>) -> tensor<4x48xf32> {
@@ -32,7 +32,7 @@ func.func @linear(%x: tensor<4x64xf32>, %w: tensor<48x64xf32>) -> tensor<4x48xf3
   %wt = linalg.transpose ins(%w : tensor<48x64xf32>) outs(%et : tensor<64x48xf32>) permutation = [1, 0]
   %e = tensor.empty() : tensor<4x48xf32>
   %z = linalg.fill ins(%c0 : f32) outs(%e : tensor<4x48xf32>) -> tensor<4x48xf32>
-  %y = linalg.matmul {flashnorm.mark = 3} ins(%x, %wt : tensor<4x64xf32>, tensor<64x48xf32>) outs(%z : tensor<4x48xf32>) -> tensor<4x48xf32>
+  %y = linalg.matmul {user.mark = 3} ins(%x, %wt : tensor<4x64xf32>, tensor<64x48xf32>) outs(%z : tensor<4x48xf32>) -> tensor<4x48xf32>
   return %y : tensor<4x48xf32>
 }
 

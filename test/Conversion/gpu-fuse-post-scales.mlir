@@ -20,8 +20,8 @@
 // REMARK-DAG: remark: {{.*}}Function=residual | Remark="post-scale at {{.*}} fused into its reader, linalg.generic at
 // CHECK-LABEL: func.func @residual
 // CHECK-SAME: (%[[X:.*]]: tensor<4x8xf32>, %[[H:.*]]: tensor<4x8xf32>, %[[S:.*]]: tensor<4xf32>)
-// CHECK-NOT: flashnorm.async_role = "post"}
-// CHECK: %[[Y:.*]] = linalg.generic {indexing_maps = [#{{.*}}, #{{.*}}, #{{.*}}, #{{.*}}], iterator_types = ["parallel", "parallel"]} ins(%[[H]], %[[X]], %[[S]] : tensor<4x8xf32>, tensor<4x8xf32>, tensor<4xf32>) outs(%{{.*}} : tensor<4x8xf32>) attrs =  {flashnorm.async_group = 0 : i64, flashnorm.async_pair = 0 : i64, flashnorm.async_role = "post_fused"}
+// CHECK-NOT: flashnorm.async_role = #flashnorm.async_role<post>}
+// CHECK: %[[Y:.*]] = linalg.generic {indexing_maps = [#{{.*}}, #{{.*}}, #{{.*}}, #{{.*}}], iterator_types = ["parallel", "parallel"]} ins(%[[H]], %[[X]], %[[S]] : tensor<4x8xf32>, tensor<4x8xf32>, tensor<4xf32>) outs(%{{.*}} : tensor<4x8xf32>) attrs =  {flashnorm.async_group = 0 : i64, flashnorm.async_pair = 0 : i64, flashnorm.async_role = #flashnorm.async_role<post_fused>}
 // CHECK: ^bb0(%[[IH:.*]]: f32, %[[IX:.*]]: f32, %[[IS:.*]]: f32, %{{.*}}: f32):
 // CHECK:   %[[M:.*]] = arith.mulf %[[IX]], %[[IS]]
 // CHECK:   %[[SEL:.*]] = arith.select %{{.*}}, %{{.*}}, %[[M]]
@@ -30,8 +30,8 @@
 // CHECK-NOT: linalg.generic
 // CHECK: return %[[Y]]
 func.func @residual(%x: tensor<4x8xf32>, %h: tensor<4x8xf32>, %s: tensor<4xf32>) -> tensor<4x8xf32> {
-  %e = tensor.empty() {flashnorm.async_group = 0 : i64, flashnorm.async_pair = 0 : i64, flashnorm.async_role = "post"} : tensor<4x8xf32>
-  %p = linalg.generic {indexing_maps = [#id, #row, #id], iterator_types = ["parallel", "parallel"]} ins(%x, %s : tensor<4x8xf32>, tensor<4xf32>) outs(%e : tensor<4x8xf32>) attrs = {flashnorm.async_group = 0 : i64, flashnorm.async_pair = 0 : i64, flashnorm.async_role = "post"} {
+  %e = tensor.empty() {flashnorm.async_group = 0 : i64, flashnorm.async_pair = 0 : i64, flashnorm.async_role = #flashnorm.async_role<post>} : tensor<4x8xf32>
+  %p = linalg.generic {indexing_maps = [#id, #row, #id], iterator_types = ["parallel", "parallel"]} ins(%x, %s : tensor<4x8xf32>, tensor<4xf32>) outs(%e : tensor<4x8xf32>) attrs = {flashnorm.async_group = 0 : i64, flashnorm.async_pair = 0 : i64, flashnorm.async_role = #flashnorm.async_role<post>} {
   ^bb0(%in: f32, %sc: f32, %out: f32):
     %m = arith.mulf %in, %sc : f32
     %z = arith.constant 0.0 : f32
@@ -54,12 +54,12 @@ func.func @residual(%x: tensor<4x8xf32>, %h: tensor<4x8xf32>, %s: tensor<4xf32>)
 // REMARK-DAG: remark: {{.*}}Function=writes_over | Remark="post-scale at {{.*}} fused into its reader, linalg.generic at
 // CHECK-LABEL: func.func @writes_over
 // CHECK: %[[OWN:.*]] = tensor.empty() {flashnorm.async_group = 0
-// CHECK-NEXT: %[[Y:.*]] = linalg.generic {{.*}} outs(%[[OWN]] : tensor<4x8xf32>) attrs =  {flashnorm.async_group = 0 : i64, flashnorm.async_pair = 0 : i64, flashnorm.async_role = "post_fused"}
+// CHECK-NEXT: %[[Y:.*]] = linalg.generic {{.*}} outs(%[[OWN]] : tensor<4x8xf32>) attrs =  {flashnorm.async_group = 0 : i64, flashnorm.async_pair = 0 : i64, flashnorm.async_role = #flashnorm.async_role<post_fused>}
 // CHECK-NOT: linalg.generic
 // CHECK: return %[[Y]]
 func.func @writes_over(%x: tensor<4x8xf32>, %h: tensor<4x8xf32>, %s: tensor<4xf32>) -> tensor<4x8xf32> {
-  %e = tensor.empty() {flashnorm.async_group = 0 : i64, flashnorm.async_pair = 0 : i64, flashnorm.async_role = "post"} : tensor<4x8xf32>
-  %p = linalg.generic {indexing_maps = [#id, #row, #id], iterator_types = ["parallel", "parallel"]} ins(%x, %s : tensor<4x8xf32>, tensor<4xf32>) outs(%e : tensor<4x8xf32>) attrs = {flashnorm.async_group = 0 : i64, flashnorm.async_pair = 0 : i64, flashnorm.async_role = "post"} {
+  %e = tensor.empty() {flashnorm.async_group = 0 : i64, flashnorm.async_pair = 0 : i64, flashnorm.async_role = #flashnorm.async_role<post>} : tensor<4x8xf32>
+  %p = linalg.generic {indexing_maps = [#id, #row, #id], iterator_types = ["parallel", "parallel"]} ins(%x, %s : tensor<4x8xf32>, tensor<4xf32>) outs(%e : tensor<4x8xf32>) attrs = {flashnorm.async_group = 0 : i64, flashnorm.async_pair = 0 : i64, flashnorm.async_role = #flashnorm.async_role<post>} {
   ^bb0(%in: f32, %sc: f32, %out: f32):
     %m = arith.mulf %in, %sc : f32
     linalg.yield %m : f32
@@ -78,7 +78,7 @@ func.func @writes_over(%x: tensor<4x8xf32>, %h: tensor<4x8xf32>, %s: tensor<4xf3
 // CHECK-COUNT-3: linalg.generic
 func.func @two_readers(%x: tensor<4x8xf32>, %s: tensor<4xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>) {
   %e = tensor.empty() : tensor<4x8xf32>
-  %p = linalg.generic {indexing_maps = [#id, #row, #id], iterator_types = ["parallel", "parallel"]} ins(%x, %s : tensor<4x8xf32>, tensor<4xf32>) outs(%e : tensor<4x8xf32>) attrs = {flashnorm.async_group = 0 : i64, flashnorm.async_role = "post"} {
+  %p = linalg.generic {indexing_maps = [#id, #row, #id], iterator_types = ["parallel", "parallel"]} ins(%x, %s : tensor<4x8xf32>, tensor<4xf32>) outs(%e : tensor<4x8xf32>) attrs = {flashnorm.async_group = 0 : i64, flashnorm.async_role = #flashnorm.async_role<post>} {
   ^bb0(%in: f32, %sc: f32, %out: f32):
     %m = arith.mulf %in, %sc : f32
     linalg.yield %m : f32
@@ -102,7 +102,7 @@ func.func @two_readers(%x: tensor<4x8xf32>, %s: tensor<4xf32>) -> (tensor<4x8xf3
 // CHECK-COUNT-2: linalg.generic
 func.func @transposed(%x: tensor<4x4xf32>, %s: tensor<4xf32>) -> tensor<4x4xf32> {
   %e = tensor.empty() : tensor<4x4xf32>
-  %p = linalg.generic {indexing_maps = [#id, #row, #id], iterator_types = ["parallel", "parallel"]} ins(%x, %s : tensor<4x4xf32>, tensor<4xf32>) outs(%e : tensor<4x4xf32>) attrs = {flashnorm.async_group = 0 : i64, flashnorm.async_role = "post"} {
+  %p = linalg.generic {indexing_maps = [#id, #row, #id], iterator_types = ["parallel", "parallel"]} ins(%x, %s : tensor<4x4xf32>, tensor<4xf32>) outs(%e : tensor<4x4xf32>) attrs = {flashnorm.async_group = 0 : i64, flashnorm.async_role = #flashnorm.async_role<post>} {
   ^bb0(%in: f32, %sc: f32, %out: f32):
     %m = arith.mulf %in, %sc : f32
     linalg.yield %m : f32
@@ -121,7 +121,7 @@ func.func @transposed(%x: tensor<4x4xf32>, %s: tensor<4xf32>) -> tensor<4x4xf32>
 // CHECK-COUNT-2: linalg.generic
 func.func @reduced(%x: tensor<4x8xf32>, %s: tensor<4xf32>, %acc: tensor<4xf32>) -> tensor<4xf32> {
   %e = tensor.empty() : tensor<4x8xf32>
-  %p = linalg.generic {indexing_maps = [#id, #row, #id], iterator_types = ["parallel", "parallel"]} ins(%x, %s : tensor<4x8xf32>, tensor<4xf32>) outs(%e : tensor<4x8xf32>) attrs = {flashnorm.async_group = 0 : i64, flashnorm.async_role = "post"} {
+  %p = linalg.generic {indexing_maps = [#id, #row, #id], iterator_types = ["parallel", "parallel"]} ins(%x, %s : tensor<4x8xf32>, tensor<4xf32>) outs(%e : tensor<4x8xf32>) attrs = {flashnorm.async_group = 0 : i64, flashnorm.async_role = #flashnorm.async_role<post>} {
   ^bb0(%in: f32, %sc: f32, %out: f32):
     %m = arith.mulf %in, %sc : f32
     linalg.yield %m : f32
@@ -140,16 +140,16 @@ func.func @reduced(%x: tensor<4x8xf32>, %s: tensor<4xf32>, %acc: tensor<4xf32>) 
 // REMARK-DAG: remark: {{.*}}Function=chain | Remark="post-scale kept as its own kernel: its reader is a post-scale itself"
 // REMARK-DAG: remark: {{.*}}Function=chain | Remark="post-scale kept as its own kernel: its reader is not a linalg.generic"
 // CHECK-LABEL: func.func @chain
-// CHECK: flashnorm.async_group = 0 : i64, flashnorm.async_role = "post"
-// CHECK: flashnorm.async_group = 1 : i64, flashnorm.async_role = "post"
+// CHECK: flashnorm.async_group = 0 : i64, flashnorm.async_role = #flashnorm.async_role<post>
+// CHECK: flashnorm.async_group = 1 : i64, flashnorm.async_role = #flashnorm.async_role<post>
 func.func @chain(%x: tensor<4x8xf32>, %s: tensor<4xf32>, %t: tensor<4xf32>) -> tensor<4x8xf32> {
   %e = tensor.empty() : tensor<4x8xf32>
-  %p = linalg.generic {indexing_maps = [#id, #row, #id], iterator_types = ["parallel", "parallel"]} ins(%x, %s : tensor<4x8xf32>, tensor<4xf32>) outs(%e : tensor<4x8xf32>) attrs = {flashnorm.async_group = 0 : i64, flashnorm.async_role = "post"} {
+  %p = linalg.generic {indexing_maps = [#id, #row, #id], iterator_types = ["parallel", "parallel"]} ins(%x, %s : tensor<4x8xf32>, tensor<4xf32>) outs(%e : tensor<4x8xf32>) attrs = {flashnorm.async_group = 0 : i64, flashnorm.async_role = #flashnorm.async_role<post>} {
   ^bb0(%in: f32, %sc: f32, %out: f32):
     %m = arith.mulf %in, %sc : f32
     linalg.yield %m : f32
   } -> tensor<4x8xf32>
-  %q = linalg.generic {indexing_maps = [#id, #row, #id], iterator_types = ["parallel", "parallel"]} ins(%p, %t : tensor<4x8xf32>, tensor<4xf32>) outs(%e : tensor<4x8xf32>) attrs = {flashnorm.async_group = 1 : i64, flashnorm.async_role = "post"} {
+  %q = linalg.generic {indexing_maps = [#id, #row, #id], iterator_types = ["parallel", "parallel"]} ins(%p, %t : tensor<4x8xf32>, tensor<4xf32>) outs(%e : tensor<4x8xf32>) attrs = {flashnorm.async_group = 1 : i64, flashnorm.async_role = #flashnorm.async_role<post>} {
   ^bb0(%in: f32, %sc: f32, %out: f32):
     %m = arith.mulf %in, %sc : f32
     linalg.yield %m : f32
@@ -163,17 +163,17 @@ func.func @chain(%x: tensor<4x8xf32>, %s: tensor<4xf32>, %t: tensor<4xf32>) -> t
 // REMARK-DAG: remark: {{.*}}Function=gate | Remark="post-scale at {{.*}} fused into its reader, linalg.generic at
 // REMARK-DAG: remark: {{.*}}Function=gate | Remark="post-scale kept as its own kernel: its reader is a post-scale itself"
 // CHECK-LABEL: func.func @gate
-// CHECK: linalg.generic {{.*}} attrs =  {flashnorm.async_group = 0 : i64, flashnorm.async_pair = 1 : i64, flashnorm.async_role = "post"}
-// CHECK: linalg.generic {{.*}} attrs =  {flashnorm.async_group = 0 : i64, flashnorm.async_pair = 0 : i64, flashnorm.async_role = "post_fused"}
+// CHECK: linalg.generic {{.*}} attrs =  {flashnorm.async_group = 0 : i64, flashnorm.async_pair = 1 : i64, flashnorm.async_role = #flashnorm.async_role<post>}
+// CHECK: linalg.generic {{.*}} attrs =  {flashnorm.async_group = 0 : i64, flashnorm.async_pair = 0 : i64, flashnorm.async_role = #flashnorm.async_role<post_fused>}
 // CHECK-NOT: linalg.generic
 func.func @gate(%g: tensor<4x8xf32>, %u: tensor<4x8xf32>, %s: tensor<4xf32>) -> tensor<4x8xf32> {
   %e = tensor.empty() : tensor<4x8xf32>
-  %pg = linalg.generic {indexing_maps = [#id, #row, #id], iterator_types = ["parallel", "parallel"]} ins(%g, %s : tensor<4x8xf32>, tensor<4xf32>) outs(%e : tensor<4x8xf32>) attrs = {flashnorm.async_group = 0 : i64, flashnorm.async_pair = 0 : i64, flashnorm.async_role = "post"} {
+  %pg = linalg.generic {indexing_maps = [#id, #row, #id], iterator_types = ["parallel", "parallel"]} ins(%g, %s : tensor<4x8xf32>, tensor<4xf32>) outs(%e : tensor<4x8xf32>) attrs = {flashnorm.async_group = 0 : i64, flashnorm.async_pair = 0 : i64, flashnorm.async_role = #flashnorm.async_role<post>} {
   ^bb0(%in: f32, %sc: f32, %out: f32):
     %m = arith.mulf %in, %sc : f32
     linalg.yield %m : f32
   } -> tensor<4x8xf32>
-  %pu = linalg.generic {indexing_maps = [#id, #row, #id], iterator_types = ["parallel", "parallel"]} ins(%u, %s : tensor<4x8xf32>, tensor<4xf32>) outs(%e : tensor<4x8xf32>) attrs = {flashnorm.async_group = 0 : i64, flashnorm.async_pair = 1 : i64, flashnorm.async_role = "post"} {
+  %pu = linalg.generic {indexing_maps = [#id, #row, #id], iterator_types = ["parallel", "parallel"]} ins(%u, %s : tensor<4x8xf32>, tensor<4xf32>) outs(%e : tensor<4x8xf32>) attrs = {flashnorm.async_group = 0 : i64, flashnorm.async_pair = 1 : i64, flashnorm.async_role = #flashnorm.async_role<post>} {
   ^bb0(%in: f32, %sc: f32, %out: f32):
     %m = arith.mulf %in, %sc : f32
     linalg.yield %m : f32

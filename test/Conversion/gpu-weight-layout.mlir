@@ -16,7 +16,7 @@
 // CHECK-NOT: linalg.transpose
 // CHECK-NOT: tensor<2x3xf32>
 // CHECK: linalg.generic {indexing_maps = [#[[MK]], #[[NK]], #[[MN]]], iterator_types = ["parallel", "parallel", "reduction"]} ins(%{{.*}}, %[[W]] : tensor<4x2xf32>, tensor<3x2xf32>)
-// CHECK-SAME: flashnorm.async_role = "proj"
+// CHECK-SAME: flashnorm.async_role = #flashnorm.async_role<proj>
 // REMARK: remark: [Passed] flashnorm-gpu-weight-layout | {{.*}} Function=torch_linear | Remark="weight read as stored, N x K (1 layout op(s) dropped)"
 func.func @torch_linear(%x: tensor<4x2xf32>) -> tensor<4x3xf32> {
   %w = arith.constant dense<[[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]]> : tensor<3x2xf32>
@@ -25,7 +25,7 @@ func.func @torch_linear(%x: tensor<4x2xf32>) -> tensor<4x3xf32> {
   %z = arith.constant 0.0 : f32
   %o = tensor.empty() : tensor<4x3xf32>
   %f = linalg.fill ins(%z : f32) outs(%o : tensor<4x3xf32>) -> tensor<4x3xf32>
-  %y = linalg.matmul {flashnorm.async_role = "proj"} ins(%x, %t : tensor<4x2xf32>, tensor<2x3xf32>) outs(%f : tensor<4x3xf32>) -> tensor<4x3xf32>
+  %y = linalg.matmul {flashnorm.async_role = #flashnorm.async_role<proj>} ins(%x, %t : tensor<4x2xf32>, tensor<2x3xf32>) outs(%f : tensor<4x3xf32>) -> tensor<4x3xf32>
   return %y : tensor<4x3xf32>
 }
 

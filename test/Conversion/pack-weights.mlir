@@ -99,9 +99,9 @@ func.func @fused_post_scale(%x: tensor<3x2xf32>) -> tensor<3x4xf32> {
 // leaves no core for the statistic: the post-scale is fused and the group's
 // marks are removed (it runs serially).
 // CHECK-LABEL: func.func @marked
-// CHECK: flashnorm.rms_inv %{{.*}} {flashnorm.async_group = 0 : i64, flashnorm.async_role = "stat"}
-// CHECK: } {flashnorm.async_group = 0 : i64, flashnorm.async_pair = 0 : i64, flashnorm.async_role = "proj", flashnorm.serial_panels}
-// CHECK: flashnorm.post_scale {{.*}} {flashnorm.async_group = 0 : i64, flashnorm.async_pair = 0 : i64, flashnorm.async_role = "post"}
+// CHECK: flashnorm.rms_inv %{{.*}} {flashnorm.async_group = 0 : i64, flashnorm.async_role = #flashnorm.async_role<stat>}
+// CHECK: } {flashnorm.async_group = 0 : i64, flashnorm.async_pair = 0 : i64, flashnorm.async_role = #flashnorm.async_role<proj>, flashnorm.serial_panels}
+// CHECK: flashnorm.post_scale {{.*}} {flashnorm.async_group = 0 : i64, flashnorm.async_pair = 0 : i64, flashnorm.async_role = #flashnorm.async_role<post>}
 // SPLIT-LABEL: func.func @marked
 // SPLIT-NOT: flashnorm.async
 // SPLIT: flashnorm.post_scale
@@ -112,9 +112,9 @@ func.func @marked(%x: tensor<3x2xf32>) -> tensor<3x4xf32> {
   %z = arith.constant 0.0 : f32
   %e = tensor.empty() : tensor<3x4xf32>
   %f = linalg.fill ins(%z : f32) outs(%e : tensor<3x4xf32>) -> tensor<3x4xf32>
-  %s = flashnorm.rms_inv %x eps(1.0e-05) {flashnorm.async_group = 0 : i64, flashnorm.async_role = "stat"} : tensor<3x2xf32> -> tensor<3xf32>
-  %p = linalg.matmul {flashnorm.async_group = 0 : i64, flashnorm.async_pair = 0 : i64, flashnorm.async_role = "proj"} ins(%x, %w : tensor<3x2xf32>, tensor<2x4xf32>) outs(%f : tensor<3x4xf32>) -> tensor<3x4xf32>
-  %y = flashnorm.post_scale %p, %s {flashnorm.async_group = 0 : i64, flashnorm.async_pair = 0 : i64, flashnorm.async_role = "post"} : tensor<3x4xf32>, tensor<3xf32> -> tensor<3x4xf32>
+  %s = flashnorm.rms_inv %x eps(1.0e-05) {flashnorm.async_group = 0 : i64, flashnorm.async_role = #flashnorm.async_role<stat>} : tensor<3x2xf32> -> tensor<3xf32>
+  %p = linalg.matmul {flashnorm.async_group = 0 : i64, flashnorm.async_pair = 0 : i64, flashnorm.async_role = #flashnorm.async_role<proj>} ins(%x, %w : tensor<3x2xf32>, tensor<2x4xf32>) outs(%f : tensor<3x4xf32>) -> tensor<3x4xf32>
+  %y = flashnorm.post_scale %p, %s {flashnorm.async_group = 0 : i64, flashnorm.async_pair = 0 : i64, flashnorm.async_role = #flashnorm.async_role<post>} : tensor<3x4xf32>, tensor<3xf32> -> tensor<3x4xf32>
   return %y : tensor<3x4xf32>
 }
 

@@ -28,28 +28,6 @@ namespace mlir::flashnorm {
 #define GEN_PASS_REGISTRATION
 #include "flashnorm/Conversion/Passes.h.inc"
 
-/// Marks of the CPU async schedule: which deferred norm (group) an op belongs
-/// to and its role in it (kRoleStat, kRoleProj, kRolePost...). Set on tensors
-/// by flashnorm-async-mark, kept through the lowering and bufferization, and
-/// consumed by flashnorm-async-schedule.
-constexpr llvm::StringLiteral kAsyncGroupAttr = "flashnorm.async_group";
-constexpr llvm::StringLiteral kAsyncRoleAttr = "flashnorm.async_role";
-/// Pairs a projection with the post-scale that reads it.
-constexpr llvm::StringLiteral kAsyncPairAttr = "flashnorm.async_pair";
-/// The values of kAsyncRoleAttr: the statistic's ops, the projection, the
-/// post-scale, and a post-scale fused with its element-wise reader
-/// (flashnorm-gpu-fuse-post-scales), which schedules as the post-scale.
-constexpr llvm::StringLiteral kRoleStat = "stat";
-constexpr llvm::StringLiteral kRoleProj = "proj";
-constexpr llvm::StringLiteral kRolePost = "post";
-constexpr llvm::StringLiteral kRolePostFused = "post_fused";
-
-/// Set by flashnorm-pack-weights on an scf.forall over a projection's
-/// panels that runs as a loop on one core (a small weight, or a chunk's
-/// panels); flashnorm-cpu-codegen turns the others into scf.parallel, which
-/// the CPU pipeline runs on OpenMP threads.
-constexpr llvm::StringLiteral kSerialPanelsAttr = "flashnorm.serial_panels";
-
 /// Why the GPU pipeline leaves `fn` on the host, or "" if `fn` is a device
 /// function: a definition whose calls pass and return no buffers or
 /// tensors. Helpers such as a timer stay host calls in it, in order; a

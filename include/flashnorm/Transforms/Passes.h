@@ -10,11 +10,6 @@
 
 namespace mlir::flashnorm {
 
-/// Marks the arguments of `@f` that take the results of its generated
-/// `@f_flashnorm_prepare` (fold-gains' prepare-function), in argument order:
-/// folded weights, and on the CPU their panels.
-constexpr llvm::StringLiteral kFoldedArgAttr = "flashnorm.folded";
-
 #define GEN_PASS_DECL
 #include "flashnorm/Transforms/Passes.h.inc"
 

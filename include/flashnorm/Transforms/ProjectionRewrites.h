@@ -9,10 +9,6 @@
 
 namespace mlir::flashnorm {
 
-/// Discardable attribute set on a projection whose weight fold-gains has
-/// already mean-centered for a LayerNorm, so defer-scale does not again.
-constexpr StringLiteral kCenteredWeightsAttr = "flashnorm.centered_weights";
-
 /// Replaces the weight operand of `projection` by a constant holding
 /// `folded` (a new global `<name>.flashnorm` when the weight is a global),
 /// re-creating the layout ops of `source.chain` on top of it, so that a

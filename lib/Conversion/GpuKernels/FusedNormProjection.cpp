@@ -365,17 +365,17 @@ LogicalResult kernels::fuseNormProjections(KernelBuilder &builder) {
   llvm::MapVector<int64_t, Group> groups;
   builder.getFunction().walk([&](Operation *op) {
     auto group = op->getAttrOfType<IntegerAttr>(kAsyncGroupAttr);
-    auto role = op->getAttrOfType<StringAttr>(kAsyncRoleAttr);
+    std::optional<AsyncRole> role = getAsyncRole(op);
     if (!group || !role || op->getNumResults() != 0)
       return;
     Group &g = groups[group.getInt()];
     auto pair = op->getAttrOfType<IntegerAttr>(kAsyncPairAttr);
-    if (role.getValue() == kRoleStat)
+    if (*role == AsyncRole::stat)
       g.stat.push_back(op);
-    else if (pair && role.getValue() == kRoleProj)
+    else if (pair && *role == AsyncRole::proj)
       g.proj[pair.getInt()] = op;
-    else if (pair && (role.getValue() == kRolePost ||
-                      role.getValue() == kRolePostFused))
+    else if (pair &&
+             (*role == AsyncRole::post || *role == AsyncRole::post_fused))
       g.post[pair.getInt()] = op;
     else
       g.unpairedPost.push_back(op);

@@ -210,15 +210,20 @@ int64_t kernels::projectionThreads(int64_t k, int64_t width) {
 }
 
 StringRef kernels::roleOf(Operation *op) {
-  auto role = op->getAttrOfType<StringAttr>(kAsyncRoleAttr);
+  std::optional<AsyncRole> role = getAsyncRole(op);
   if (!role)
     return "";
-  return llvm::StringSwitch<StringRef>(role.getValue())
-      .Case(kRoleStat, "norm_stat")
-      .Case(kRoleProj, "proj")
-      .Case(kRolePost, "post_scale")
-      .Case(kRolePostFused, "post_scale_fused")
-      .Default("");
+  switch (*role) {
+  case AsyncRole::stat:
+    return "norm_stat";
+  case AsyncRole::proj:
+    return "proj";
+  case AsyncRole::post:
+    return "post_scale";
+  case AsyncRole::post_fused:
+    return "post_scale_fused";
+  }
+  llvm_unreachable("an async role without a kernel name");
 }
 
 StringRef kernels::kindOf(linalg::LinalgOp op) {

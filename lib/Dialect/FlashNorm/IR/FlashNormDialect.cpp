@@ -22,3 +22,48 @@ void FlashNormDialect::initialize() {
 #include "flashnorm/Dialect/FlashNorm/IR/FlashNormOps.cpp.inc"
       >();
 }
+
+/// The discardable attributes' values are checked here, where they are
+/// declared: a pass that reads one may then trust its type. Names of the
+/// dialect's namespace that it does not declare are refused, so that a
+/// misspelt mark is not silently ignored.
+LogicalResult
+FlashNormDialect::verifyOperationAttribute(Operation *op,
+                                           NamedAttribute attribute) {
+  StringRef name = attribute.getName().getValue();
+  Attribute value = attribute.getValue();
+  auto expect = [&](bool ok, StringRef what) -> LogicalResult {
+    if (ok)
+      return success();
+    return op->emitOpError() << "attribute '" << name << "' must be " << what
+                             << ", not " << value;
+  };
+  if (name == kAsyncGroupAttr || name == kAsyncPairAttr) {
+    auto integer = dyn_cast<IntegerAttr>(value);
+    return expect(integer && integer.getType().isSignlessInteger(64) &&
+                      integer.getInt() >= 0,
+                  "a non-negative i64");
+  }
+  if (name == kAsyncRoleAttr)
+    return expect(isa<AsyncRoleAttr>(value),
+                  "#flashnorm.async_role<stat|proj|post|post_fused>");
+  if (name == kSerialPanelsAttr || name == kCenteredWeightsAttr)
+    return expect(isa<UnitAttr>(value), "a unit attribute");
+  return op->emitOpError() << "attribute '" << name
+                           << "' is not one the flashnorm dialect declares";
+}
+
+LogicalResult
+FlashNormDialect::verifyRegionArgAttribute(Operation *op, unsigned region,
+                                           unsigned argument,
+                                           NamedAttribute attribute) {
+  StringRef name = attribute.getName().getValue();
+  if (name != kFoldedArgAttr)
+    return op->emitOpError() << "argument attribute '" << name
+                             << "' is not one the flashnorm dialect declares";
+  if (!isa<UnitAttr>(attribute.getValue()))
+    return op->emitOpError()
+           << "argument attribute '" << name
+           << "' must be a unit attribute, not " << attribute.getValue();
+  return success();
+}

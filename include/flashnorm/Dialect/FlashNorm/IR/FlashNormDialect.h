@@ -5,6 +5,44 @@
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/IR/Dialect.h"
 
+// The enums and attributes first: the dialect's discardable attribute
+// helpers name them.
+#include "flashnorm/Dialect/FlashNorm/IR/FlashNormEnums.h.inc"
+
+#define GET_ATTRDEF_CLASSES
+#include "flashnorm/Dialect/FlashNorm/IR/FlashNormAttrs.h.inc"
+
 #include "flashnorm/Dialect/FlashNorm/IR/FlashNormDialect.h.inc"
+
+namespace mlir::flashnorm {
+
+/// The names of the discardable attributes the dialect declares
+/// (FlashNormDialect.td says what each means and the dialect verifies
+/// their types), for hasAttr / getAttrOfType / removeAttr.
+inline constexpr llvm::StringLiteral kAsyncGroupAttr =
+    FlashNormDialect::AsyncGroupAttrHelper::getNameStr();
+inline constexpr llvm::StringLiteral kAsyncRoleAttr =
+    FlashNormDialect::AsyncRoleAttrHelper::getNameStr();
+inline constexpr llvm::StringLiteral kAsyncPairAttr =
+    FlashNormDialect::AsyncPairAttrHelper::getNameStr();
+inline constexpr llvm::StringLiteral kSerialPanelsAttr =
+    FlashNormDialect::SerialPanelsAttrHelper::getNameStr();
+inline constexpr llvm::StringLiteral kCenteredWeightsAttr =
+    FlashNormDialect::CenteredWeightsAttrHelper::getNameStr();
+
+/// A unit attribute on the arguments of `@f` that take the results of its
+/// generated `@f_flashnorm_prepare` (fold-gains' prepare-function), in
+/// argument order: folded weights, and on the CPU their panels. Verified by
+/// the dialect (verifyRegionArgAttribute).
+inline constexpr llvm::StringLiteral kFoldedArgAttr = "flashnorm.folded";
+
+/// The async role of `op`, or none when it carries no valid mark.
+inline std::optional<AsyncRole> getAsyncRole(Operation *op) {
+  if (auto role = op->getAttrOfType<AsyncRoleAttr>(kAsyncRoleAttr))
+    return role.getValue();
+  return std::nullopt;
+}
+
+} // namespace mlir::flashnorm
 
 #endif

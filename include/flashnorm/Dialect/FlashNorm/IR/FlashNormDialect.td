@@ -21,6 +21,50 @@ def FlashNorm_Dialect : Dialect {
   // gemm_lt returns a GPU async token.
   let dependentDialects = ["::mlir::arith::ArithDialect",
                            "::mlir::gpu::GPUDialect"];
+  // What the passes leave on ops for later passes (each a generated
+  // <Name>AttrHelper: its name, typed get/set). The dialect verifies their
+  // types, so that a malformed mark in the input is an error, not a crash
+  // or a silent misreading of a later pass.
+  let discardableAttrs = (ins
+    // A deferred norm's ops (flashnorm-async-mark): the norm they belong to,
+    // what each computes, and which post-scale reads which projection.
+    // Kept through the lowering and bufferization; read by the async
+    // schedule, the CPU packing and the GPU kernels.
+    "::mlir::IntegerAttr":$async_group,
+    "::mlir::flashnorm::AsyncRoleAttr":$async_role,
+    "::mlir::IntegerAttr":$async_pair,
+    // On an scf.forall over a projection's panels that runs as a loop on
+    // one core (flashnorm-pack-weights); flashnorm-cpu-codegen makes the
+    // others scf.parallel, on OpenMP threads.
+    "::mlir::UnitAttr":$serial_panels,
+    // On a projection whose weight fold-gains has mean-centered for a
+    // LayerNorm, so that defer-scale does not again.
+    "::mlir::UnitAttr":$centered_weights
+  );
+  let hasOperationAttrVerify = 1;
+  // flashnorm.folded, on function arguments (kFoldedArgAttr).
+  let hasRegionArgAttrVerify = 1;
+}
+
+def FlashNorm_AsyncRole : I32EnumAttr<"AsyncRole",
+    "what an op computes of a deferred norm", [
+      // The statistic's ops (1/RMS of each row).
+      I32EnumAttrCase<"stat", 0>,
+      // The projection on the raw input.
+      I32EnumAttrCase<"proj", 1>,
+      // The post-scale, which waits for both.
+      I32EnumAttrCase<"post", 2>,
+      // A post-scale fused with its element-wise reader
+      // (flashnorm-gpu-fuse-post-scales): it schedules as the post-scale.
+      I32EnumAttrCase<"post_fused", 3>
+    ]> {
+  let genSpecializedAttr = 0;
+  let cppNamespace = "::mlir::flashnorm";
+}
+
+def FlashNorm_AsyncRoleAttr
+    : EnumAttr<FlashNorm_Dialect, FlashNorm_AsyncRole, "async_role"> {
+  let assemblyFormat = "`<` $value `>`";
 }
 
 def FlashNorm_GainConvention : I32EnumAttr<"GainConvention",

@@ -7,11 +7,6 @@
 #include "mlir/IR/OpDefinition.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
-#include "flashnorm/Dialect/FlashNorm/IR/FlashNormEnums.h.inc"
-
-#define GET_ATTRDEF_CLASSES
-#include "flashnorm/Dialect/FlashNorm/IR/FlashNormAttrs.h.inc"
-
 #define GET_OP_CLASSES
 #include "flashnorm/Dialect/FlashNorm/IR/FlashNormOps.h.inc"
 
