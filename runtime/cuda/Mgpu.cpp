@@ -567,6 +567,14 @@ CUmodule mgpuModuleLoadJIT(void *data, int32_t optLevel) {
 }
 
 void mgpuModuleUnload(CUmodule module) {
+  // A program's modules are unloaded by its global destructors, which run
+  // after the exit handlers: by then the driver's own handler has shut the
+  // driver down, and every module went with it.
+  if (driverShutDown()) {
+    FN_TRACE("module unload %p: the driver has shut down",
+             static_cast<void *>(module));
+    return;
+  }
   Entry entry;
   FN_TRACE("module unload %p", static_cast<void *>(module));
   FN_CHECK(cuModuleUnload(module), nullptr);

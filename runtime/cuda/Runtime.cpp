@@ -34,7 +34,10 @@ FILE *traceFile() {
 void flashnorm::cuda::fail(CUresult result, const char *call, CUstream stream,
                            const char *kernel) {
   const char *name = "unknown CUresult", *text = "";
-  cuGetErrorName(result, &name);
+  // (A driver that has shut down names no error.)
+  if (cuGetErrorName(result, &name) != CUDA_SUCCESS &&
+      result == CUDA_ERROR_DEINITIALIZED)
+    name = "CUDA_ERROR_DEINITIALIZED";
   cuGetErrorString(result, &text);
   std::fprintf(stderr,
                "flashnorm-cuda: %s failed: %s (%d): %s\n"
@@ -94,6 +97,11 @@ int flashnorm::cuda::currentDevice() {
     device = env && *env ? std::atoi(env) : 0;
   }
   return device;
+}
+
+bool flashnorm::cuda::driverShutDown() {
+  CUcontext current;
+  return cuCtxGetCurrent(&current) == CUDA_ERROR_DEINITIALIZED;
 }
 
 void flashnorm::cuda::makeContextCurrent() {

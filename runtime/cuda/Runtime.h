@@ -47,6 +47,9 @@ void setDevice(int ordinal);
 int currentDevice();
 /// Retains the device's primary context on first use and makes it current.
 void makeContextCurrent();
+/// Whether the driver has shut down: at exit, after its own exit handler
+/// ran, every call answers CUDA_ERROR_DEINITIALIZED.
+bool driverShutDown();
 
 /// Serializes all runtime state.
 std::mutex &runtimeMutex();

@@ -8,7 +8,10 @@
 // counted but never run, so the numbers a program computes are meaningless:
 // what a test checks is the traffic. Graph capture is not supported.
 //
-// At exit it prints one summary line to stderr:
+// At exit, as the real driver does from the handler cuInit registers, it
+// shuts down: calls made after that (the global destructors that unload a
+// program's modules run after the exit handlers) return
+// CUDA_ERROR_DEINITIALIZED. Then it prints one summary line to stderr:
 //   fake-cuda: launches=L h2d=N (B bytes) d2h=N (B bytes) d2d=N (B bytes)
 //              allocs=N (B bytes)
 // A test loads it ahead of the system's driver with LD_LIBRARY_PATH.
@@ -18,6 +21,7 @@
 #include <cuda.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -61,8 +65,10 @@ struct Driver {
 };
 
 Driver &D = *new Driver; // Never destroyed: the runtime unloads at exit.
+std::atomic<bool> shutDown{false};
 
-void printSummary() {
+void exitHandler() {
+  shutDown = true;
   std::fprintf(stderr,
                "fake-cuda: launches=%llu h2d=%llu (%llu bytes) d2h=%llu "
                "(%llu bytes) d2d=%llu (%llu bytes) allocs=%llu (%llu bytes)\n",
@@ -128,7 +134,7 @@ CUresult launch() {
 extern "C" {
 
 CUresult cuInit(unsigned int) {
-  static bool registered = (std::atexit(printSummary), true);
+  static bool registered = (std::atexit(exitHandler), true);
   (void)registered;
   return CUDA_SUCCESS;
 }
@@ -146,6 +152,9 @@ CUresult cuGetErrorName(CUresult error, const char **name) {
     return CUDA_SUCCESS;
   case CUDA_ERROR_NOT_SUPPORTED:
     *name = "CUDA_ERROR_NOT_SUPPORTED";
+    return CUDA_SUCCESS;
+  case CUDA_ERROR_DEINITIALIZED:
+    *name = "CUDA_ERROR_DEINITIALIZED";
     return CUDA_SUCCESS;
   default:
     *name = "CUDA_ERROR_UNKNOWN";
@@ -189,8 +198,12 @@ CUresult cuDevicePrimaryCtxRetain(CUcontext *context, CUdevice) {
   return CUDA_SUCCESS;
 }
 
-CUresult cuCtxSetCurrent(CUcontext) { return CUDA_SUCCESS; }
+CUresult cuCtxSetCurrent(CUcontext) {
+  return shutDown ? CUDA_ERROR_DEINITIALIZED : CUDA_SUCCESS;
+}
 CUresult cuCtxGetCurrent(CUcontext *context) {
+  if (shutDown)
+    return CUDA_ERROR_DEINITIALIZED;
   return cuDevicePrimaryCtxRetain(context, 0);
 }
 CUresult cuCtxSynchronize() { return CUDA_SUCCESS; }
@@ -237,7 +250,9 @@ CUresult cuModuleLoadDataEx(CUmodule *module, const void *image, unsigned int,
                             CUjit_option *, void **) {
   return cuModuleLoadData(module, image);
 }
-CUresult cuModuleUnload(CUmodule) { return CUDA_SUCCESS; }
+CUresult cuModuleUnload(CUmodule) {
+  return shutDown ? CUDA_ERROR_DEINITIALIZED : CUDA_SUCCESS;
+}
 CUresult cuModuleGetFunction(CUfunction *function, CUmodule, const char *name) {
   if (!name)
     return CUDA_ERROR_INVALID_VALUE;
