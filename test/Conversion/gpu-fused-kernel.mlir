@@ -2,12 +2,14 @@
 // projection and the post-scale of one output are one block that loads the
 // activation and the weight row in 16-byte vectors, sums the products and
 // the squares of the activation it loaded for them, reduces both across the
-// block and applies 1/RMS once, in thread 0. (Its numbers are checked on
+// block and applies 1/RMS once, in thread 0, to a sum it started from zero:
+// the raw product's zero fill goes with the product buffer, no kernel of its
+// own before the fused one. (Its numbers are checked on
 // the CPU by test/Integration/gpu-kernels-on-cpu.test, with a mutant.)
 // RUN: flashnorm-opt %s --flashnorm-gpu-to-kernels="defer-mode=fused gemm=codegen" | FileCheck %s
 
 // CHECK-LABEL: func.func @f(
-// CHECK-NOT: norm_stat
+// CHECK-NOT: gpu.launch
 // CHECK: gpu.launch blocks({{.*}}) in (%{{.*}} = %c4096, {{.*}} threads({{.*}}) in (%{{.*}} = %c128, {{.*}} function(@f_fused_norm_proj_{{[0-9]+}})
 // CHECK: scf.for {{.*}} iter_args(%[[DOT:.*]] = %{{.*}}, %[[SS:.*]] = %{{.*}}) -> (f32, f32)
 // CHECK-COUNT-8: vector.load {{.*}} {alignment = 16 : i64} : memref<{{.*}}xbf16>, vector<8xbf16>
@@ -16,15 +18,31 @@
 // CHECK: gpu.all_reduce add
 // CHECK: gpu.all_reduce add
 // CHECK: scf.if
+// CHECK-NOT: memref.load
 // CHECK: math.rsqrt
 // CHECK: memref.store
 // CHECK: gpu.terminator
+// CHECK-NOT: gpu.launch
+// CHECK: return
 func.func @f(%x: tensor<1x4096xbf16>, %w: tensor<4096x4096xbf16>) -> tensor<1x4096xf32> {
   %s = flashnorm.rms_inv %x eps(1.0e-5) : tensor<1x4096xbf16> -> tensor<1xf32>
   %z = arith.constant 0.0 : f32
   %e = tensor.empty() : tensor<1x4096xf32>
   %f = linalg.fill ins(%z : f32) outs(%e : tensor<1x4096xf32>) -> tensor<1x4096xf32>
   %p = linalg.matmul indexing_maps = [affine_map<(m, n, k) -> (m, k)>, affine_map<(m, n, k) -> (n, k)>, affine_map<(m, n, k) -> (m, n)>] ins(%x, %w : tensor<1x4096xbf16>, tensor<4096x4096xbf16>) outs(%f : tensor<1x4096xf32>) -> tensor<1x4096xf32>
+  %y = flashnorm.post_scale %p, %s : tensor<1x4096xf32>, tensor<1xf32> -> tensor<1x4096xf32>
+  return %y : tensor<1x4096xf32>
+}
+
+// A bias as the product's init: thread 0 adds what was copied in.
+// CHECK-LABEL: func.func @bias(
+// CHECK: function(@bias_fused_norm_proj_{{[0-9]+}})
+// CHECK: scf.if
+// CHECK: memref.load
+// CHECK: math.rsqrt
+func.func @bias(%x: tensor<1x4096xbf16>, %w: tensor<4096x4096xbf16>, %b: tensor<1x4096xf32>) -> tensor<1x4096xf32> {
+  %s = flashnorm.rms_inv %x eps(1.0e-5) : tensor<1x4096xbf16> -> tensor<1xf32>
+  %p = linalg.matmul indexing_maps = [affine_map<(m, n, k) -> (m, k)>, affine_map<(m, n, k) -> (n, k)>, affine_map<(m, n, k) -> (m, n)>] ins(%x, %w : tensor<1x4096xbf16>, tensor<4096x4096xbf16>) outs(%b : tensor<1x4096xf32>) -> tensor<1x4096xf32>
   %y = flashnorm.post_scale %p, %s : tensor<1x4096xf32>, tensor<1xf32> -> tensor<1x4096xf32>
   return %y : tensor<1x4096xf32>
 }

@@ -54,6 +54,11 @@ struct FusedPlan {
   unsigned rows = 0;
   /// A block per output (weight contiguous in k), else a thread per output.
   bool blockPerOutput = false;
+  /// The zero fill of the raw product, if that is its init: the kernel
+  /// starts its sum from zero instead of reading the product back, and the
+  /// fill (its own kernel, before the fused one) goes with the product
+  /// buffer.
+  linalg::FillOp productFill;
 };
 } // namespace
 
@@ -169,6 +174,7 @@ static FailureOr<FusedPlan> planFusedPair(const Statistic &stat,
       getElementTypeOrSelf(product.getType()).isF32() &&
       getElementTypeOrSelf(reduce.getDpsInitOperand(0)->get().getType())
           .isF32();
+  plan.productFill = deadZeroFill(product, proj);
   return plan;
 }
 
@@ -192,6 +198,18 @@ static SmallVector<Value> epilogueArgs(OpBuilder &b, Location loc,
             : loadAt(b, loc, in->get(), post.getMatchingIndexingMap(in), ivs));
   args.push_back(total);
   return args;
+}
+
+/// The product's init at the output `ivs`: zero for a zero fill, else what
+/// was stored there (a bias copied in).
+static Value productInit(OpBuilder &b, Location loc, const FusedPlan &plan,
+                         ValueRange ivs) {
+  linalg::LinalgOp proj = plan.proj;
+  Value product = proj.getDpsInitOperand(0)->get();
+  if (plan.productFill)
+    return arith::ConstantOp::create(
+        b, loc, b.getZeroAttr(getElementTypeOrSelf(product.getType())));
+  return memref::LoadOp::create(b, loc, product, ivs);
 }
 
 /// A block per output: thread `tid` sums the products and the squares of
@@ -238,9 +256,8 @@ static void buildBlockPerOutput(KernelBuilder &builder, const FusedPlan &plan) {
   auto store = scf::IfOp::create(b, loc, first, /*withElse=*/false);
   b.setInsertionPointToStart(store.thenBlock());
   // The product's init (a zero fill, or a bias copied in) plus the sum.
-  Value product = proj.getDpsInitOperand(0)->get();
-  Value total = arith::AddFOp::create(
-      b, loc, memref::LoadOp::create(b, loc, product, ivs), dot);
+  Value total =
+      arith::AddFOp::create(b, loc, productInit(b, loc, plan, ivs), dot);
   Value scale = inlineBody(b, finalize, {ss, ss0}, rowIvs)[0];
   Value y = inlineBody(b, post, epilogueArgs(b, loc, plan, total, scale, ivs),
                        ivs)[0];
@@ -265,12 +282,11 @@ static LogicalResult buildThreadPerOutput(KernelBuilder &builder,
   Value zero = arith::ConstantIndexOp::create(b, loc, 0);
   Value one = arith::ConstantIndexOp::create(b, loc, 1);
   SmallVector<Value> lbs(n - 1, zero), steps(n - 1, one);
-  Value product = proj.getDpsInitOperand(0)->get();
   Value out = post.getDpsInitOperand(0)->get();
   auto loop = scf::ParallelOp::create(
       b, loc, lbs, ArrayRef(ubs).drop_back(), steps,
       [&](OpBuilder &nb, Location l, ValueRange ivs) {
-        Value acc0 = memref::LoadOp::create(nb, l, product, ivs);
+        Value acc0 = productInit(nb, l, plan, ivs);
         Type statType =
             getElementTypeOrSelf(reduce.getDpsInitOperand(0)->get().getType());
         Value ss0 = arith::ConstantOp::create(nb, l, nb.getZeroAttr(statType));
@@ -316,6 +332,8 @@ static LogicalResult buildFusedPair(KernelBuilder &builder,
   // The projection and post-scale go only once their kernel exists.
   plan.proj->erase();
   plan.post->erase();
+  if (plan.productFill)
+    plan.productFill->erase();
   return success();
 }
 

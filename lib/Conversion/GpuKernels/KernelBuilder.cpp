@@ -117,6 +117,9 @@ bool kernels::startsAtZero(Value buffer, Operation *user) {
 
 linalg::FillOp kernels::deadZeroFill(Value buffer, Operation *user) {
   Value root = HappensBefore::getRoot(buffer);
+  // A fill of a larger buffer this one views initializes the rest too.
+  if (buffer.getType() != root.getType())
+    return {};
   for (Operation *op = user->getPrevNode(); op; op = op->getPrevNode()) {
     auto fill = dyn_cast<linalg::FillOp>(op);
     if (fill && HappensBefore::getRoot(fill.getOutputs()[0]) == root)

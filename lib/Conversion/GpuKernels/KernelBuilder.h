@@ -60,8 +60,9 @@ bool isZeroFill(linalg::FillOp fill);
 /// block is a zero fill, or a copy from a buffer that holds zeros.
 bool startsAtZero(Value buffer, Operation *user);
 
-/// The zero fill that last wrote all of `buffer` before `user`, if nothing
-/// touches the buffer in between: it can go when `user` overwrites it.
+/// The zero fill that last wrote all of `buffer` (a whole allocation, not a
+/// view into one) before `user`, if nothing touches the buffer in between:
+/// it can go when `user` overwrites it or starts from zero instead.
 linalg::FillOp deadZeroFill(Value buffer, Operation *user);
 
 /// The zero fill of `reduce`'s output, if it is the op just before.
