@@ -13,6 +13,12 @@
 //   nvgpu.mma.sync has no bf16 lowering to NVVM;
 // - in its pass form walks whole functions and fails on the other kernels'
 //   scalar code.
+// Fragments two steps wide (16 x 32, 8 x 32: TensorCoreTile's with an N x K
+// weight) are placed by this file instead: each lane loads 16 contiguous
+// bytes of every row it holds, and the two mma.sync take them in an order
+// that permutes k within the 32 columns, the same for A and B
+// (loadPairedPart), so that a lane's fragments are one 16-byte load per row
+// where the PTX layout alone asks for a 4-byte load per register.
 // The m16n8k16 layouts of f16 and bf16 are the same (PTX ISA, "Matrix
 // Fragments for mma.m16n8k16 with floating point type": two 16-bit
 // elements per 32-bit register, same positions), so a bf16 fragment is
@@ -53,9 +59,33 @@ bool isFragment(Type type) {
   ArrayRef<int64_t> shape = vector.getShape();
   Type element = vector.getElementType();
   return ((element.isF16() || element.isBF16()) &&
-          (shape == ArrayRef<int64_t>{16, 16} ||
-           shape == ArrayRef<int64_t>{8, 16})) ||
+          (shape[0] == 16 || shape[0] == 8) &&
+          (shape[1] == 16 || shape[1] == 32)) ||
          (element.isF32() && shape == ArrayRef<int64_t>{16, 8});
+}
+
+/// An A or B fragment two steps wide along k (16 x 32 or 8 x 32).
+bool isPaired(VectorType type) {
+  return !type.getElementType().isF32() && type.getDimSize(1) == 32;
+}
+
+/// The alignment in bytes of eight consecutive 16-bit values of `buffer`
+/// from a column that is a multiple of 8: 16 when its offset and row
+/// strides keep that (a paired fragment starts at a multiple of 32 along k,
+/// a lane's values at 8 t past it), else the element's.
+int64_t rowAlignment(Value buffer) {
+  auto type = cast<MemRefType>(buffer.getType());
+  int64_t element = type.getElementTypeBitWidth() / 8;
+  if (gpu::GPUDialect::hasWorkgroupMemoryAddressSpace(type))
+    return element;
+  auto [strides, offset] = type.getStridesAndOffset();
+  if (strides.empty() || strides.back() != 1 || ShapedType::isDynamic(offset) ||
+      offset % 8)
+    return element;
+  for (int64_t stride : ArrayRef(strides).drop_back())
+    if (ShapedType::isDynamic(stride) || stride % 8)
+      return element;
+  return 8 * element;
 }
 
 /// The static alignment in bytes of `buffer`'s elements at even offsets
@@ -90,8 +120,9 @@ MatMulOperandRole roleOf(VectorType type) {
 /// Converts one tensor-core kernel. `check` decides, touching nothing;
 /// `convert` then rebuilds the fragment ops with each lane's part: an A or
 /// B fragment becomes a vector<4x2xT> or vector<2x2xT> (a row per 32-bit
-/// register), an accumulator a vector<4xf32>. Fragments may be carried by
-/// loops (TensorCoreTile's prefetched steps).
+/// register), a paired one a vector<2x8xT> or vector<1x8xT> (eight values
+/// of each row the lane holds), an accumulator a vector<4xf32>. Fragments
+/// may be carried by loops (TensorCoreTile's prefetched steps).
 class TensorKernel {
 public:
   explicit TensorKernel(gpu::LaunchOp launch) : launch(launch) {}
@@ -127,6 +158,12 @@ public:
         if (maskedRows(read) &&
             roleOf(read.getVectorType()) != MatMulOperandRole::A) {
           why = "a weight fragment past its buffer's edge";
+          return WalkResult::interrupt();
+        }
+        if (isPaired(read.getVectorType()) &&
+            !read.getPermutationMap().isIdentity()) {
+          why = "a fragment two steps wide whose k is not its buffer's "
+                "last dimension";
           return WalkResult::interrupt();
         }
         return WalkResult::advance();
@@ -275,6 +312,8 @@ private:
                      ValueRange origin) {
     Location loc = read.getLoc();
     VectorType type = read.getVectorType();
+    if (isPaired(type))
+      return loadPairedPart(b, read, origin);
     AffineMap lanes = laneMap(b, type, roleOf(type));
     AffineMap permutation = read.getPermutationMap();
     Value buffer = read.getBase();
@@ -313,40 +352,113 @@ private:
     return part;
   }
 
-  /// The registers NVVM's mma.sync takes for a lane's part of an A or B
-  /// fragment: vector<2xf16> for f16, i32 for bf16.
-  SmallVector<Value> registersOf(OpBuilder &b, Location loc, Value part) {
+  /// This lane's part of a fragment two steps wide (16 x 32 or 8 x 32): of
+  /// its group g = lane / 4, rows g and g + 8 (A) or row g (B), eight
+  /// values from column 8 t (t = lane % 4) of each, one 16-byte load per
+  /// row. The mma of step s (mmaRegisters) takes values 4s, 4s + 1 of a row
+  /// as the pair the fragment map places at k = 2t, 2t + 1 and 4s + 2,
+  /// 4s + 3 as the one at 2t + 8, 2t + 9: a permutation of k within the 32
+  /// columns, the same for A and B, so that the two mma.sync sum the same
+  /// products as two 16-wide steps, in another order.
+  Value loadPairedPart(OpBuilder &b, vector::TransferReadOp read,
+                       ValueRange origin) {
+    Location loc = read.getLoc();
+    VectorType type = read.getVectorType();
+    Value buffer = read.getBase();
+    AffineExpr d0, d1;
+    bindDims(b.getContext(), d0, d1);
+    auto apply = [&](AffineExpr e, Value at) {
+      return affine::AffineApplyOp::create(
+                 b, loc, AffineMap::get(2, 0, e, b.getContext()),
+                 ValueRange{at, lane})
+          .getResult();
+    };
+    Value column = apply(d0 + (d1 % 4) * 8, origin[1]);
+    // Padded rows (A only, checked) read the last row again, as above.
+    std::optional<int64_t> rows = maskedRows(read);
+    auto rowType = VectorType::get({8}, type.getElementType());
+    VectorType partType = lanePart(type);
+    Value part =
+        arith::ConstantOp::create(b, loc, partType, b.getZeroAttr(partType));
+    for (int64_t r = 0; r < partType.getDimSize(0); ++r) {
+      Value row = apply(d0 + d1.floorDiv(4) + 8 * r, origin[0]);
+      if (rows)
+        row = arith::MinUIOp::create(
+            b, loc, row, arith::ConstantIndexOp::create(b, loc, *rows - 1));
+      Value values = vector::LoadOp::create(
+          b, loc, rowType, buffer, ValueRange{row, column},
+          /*nontemporal=*/false, llvm::MaybeAlign(rowAlignment(buffer)));
+      part = vector::InsertOp::create(b, loc, values, part, r);
+    }
+    return part;
+  }
+
+  /// The register NVVM's mma.sync takes for a pair: vector<2xf16> for f16,
+  /// i32 for bf16.
+  static Value asRegister(OpBuilder &b, Location loc, Value pair) {
+    if (!cast<VectorType>(pair.getType()).getElementType().isBF16())
+      return pair;
+    return vector::ExtractOp::create(
+        b, loc,
+        vector::BitCastOp::create(b, loc, VectorType::get({1}, b.getI32Type()),
+                                  pair),
+        0);
+  }
+
+  /// The registers of a lane's part of an A or B fragment for the mma of
+  /// step `step` of it: a row per register, or for a paired part (see
+  /// loadPairedPart) the step's pairs of each row, the first pair of every
+  /// row before the second (the fragment map's register order: k = 2t
+  /// before 2t + 8, rows g before g + 8 within each).
+  SmallVector<Value> mmaRegisters(OpBuilder &b, Location loc, Value part,
+                                  int64_t step) {
     auto type = cast<VectorType>(part.getType());
     SmallVector<Value> registers;
-    for (int64_t r = 0; r < type.getDimSize(0); ++r) {
-      Value pair = vector::ExtractOp::create(b, loc, part, r);
-      if (type.getElementType().isBF16())
-        pair = vector::ExtractOp::create(
-            b, loc,
-            vector::BitCastOp::create(
-                b, loc, VectorType::get({1}, b.getI32Type()), pair),
-            0);
-      registers.push_back(pair);
+    if (type.getDimSize(1) == 2) {
+      for (int64_t r = 0; r < type.getDimSize(0); ++r)
+        registers.push_back(
+            asRegister(b, loc, vector::ExtractOp::create(b, loc, part, r)));
+      return registers;
     }
+    for (int64_t half = 0; half < 2; ++half)
+      for (int64_t r = 0; r < type.getDimSize(0); ++r) {
+        Value row = vector::ExtractOp::create(b, loc, part, r);
+        Value pair = vector::ExtractStridedSliceOp::create(
+            b, loc, row, ArrayRef<int64_t>{4 * step + 2 * half},
+            ArrayRef<int64_t>{2}, ArrayRef<int64_t>{1});
+        registers.push_back(asRegister(b, loc, pair));
+      }
     return registers;
   }
 
-  /// acc + a * b on this lane's registers.
+  /// acc + a * b on this lane's registers: one m16n8k16 mma.sync per step
+  /// of 16 (two for paired fragments).
   Value mma(OpBuilder &b, Location loc, vector::ContractionOp contract) {
     Value acc = mapping.lookup(contract.getAcc());
+    Value lhs = mapping.lookup(contract.getLhs());
+    Value rhs = mapping.lookup(contract.getRhs());
+    NVVM::MMATypes type = contract.getLhsType().getElementType().isBF16()
+                              ? NVVM::MMATypes::bf16
+                              : NVVM::MMATypes::f16;
+    int64_t steps = contract.getLhsType().getDimSize(1) / 16;
+    for (int64_t step = 0; step < steps; ++step)
+      acc = mmaStep(b, loc, acc, mmaRegisters(b, loc, lhs, step),
+                    mmaRegisters(b, loc, rhs, step), type);
+    return acc;
+  }
+
+  /// acc + a * b, one m16n8k16 mma.sync on registers.
+  Value mmaStep(OpBuilder &b, Location loc, Value acc, ValueRange a,
+                ValueRange bRegisters, NVVM::MMATypes type) {
     SmallVector<Value> c;
     for (int64_t i = 0; i < 4; ++i)
       c.push_back(vector::ExtractOp::create(b, loc, acc, i));
     Type f32 = b.getF32Type();
-    NVVM::MMATypes type = contract.getLhsType().getElementType().isBF16()
-                              ? NVVM::MMATypes::bf16
-                              : NVVM::MMATypes::f16;
     auto result =
         LLVM::LLVMStructType::getLiteral(b.getContext(), {f32, f32, f32, f32});
     Value d = NVVM::MmaOp::create(
-        b, loc, result, registersOf(b, loc, mapping.lookup(contract.getLhs())),
-        registersOf(b, loc, mapping.lookup(contract.getRhs())), c, {16, 8, 16},
-        std::nullopt, std::nullopt, std::array<NVVM::MMATypes, 2>{type, type},
+        b, loc, result, a, bRegisters, c, {16, 8, 16}, std::nullopt,
+        std::nullopt, std::array<NVVM::MMATypes, 2>{type, type},
         std::array<NVVM::MMALayout, 2>{NVVM::MMALayout::row,
                                        NVVM::MMALayout::col});
     SmallVector<Value> sums;
@@ -397,8 +509,12 @@ private:
   }
 
   /// A lane's part of an A or B fragment: a row of two values per 32-bit
-  /// register (32 lanes share the fragment).
+  /// register (32 lanes share the fragment), or for a paired fragment a row
+  /// of eight values per row of the fragment the lane holds.
   static VectorType lanePart(VectorType fragment) {
+    if (isPaired(fragment))
+      return VectorType::get({fragment.getDimSize(0) / 8, 8},
+                             fragment.getElementType());
     return VectorType::get({fragment.getNumElements() / 64, 2},
                            fragment.getElementType());
   }

@@ -35,6 +35,11 @@
 // PADDED: function(@f_proj_mma_2)
 // PADDED: vector.transfer_read %{{.*}} {in_bounds = [false, true]} : memref<7x512xbf16>, vector<16x16xbf16>
 // PADDED: vector.transfer_write %{{.*}} {in_bounds = [false, true]} : vector<16x8xf32>, memref<7x64xf32>
+// The N x K weight's kernel reads fragments two steps wide: a lane's 16
+// bytes of each of its rows, the padded ones clamped to the last row too.
+// PADDED-MMA: function(@f_proj_mma_1)
+// PADDED-MMA: %[[ROW1:.*]] = arith.minui %{{.*}}, %c4{{.*}} : index
+// PADDED-MMA-NEXT: vector.load %{{.*}}[%[[ROW1]], %{{.*}}] {alignment = 16 : i64} : memref<5x2560xbf16>, vector<8xbf16>
 // PADDED-MMA: function(@f_proj_mma_2)
 // PADDED-MMA: %[[ROW:.*]] = arith.minui %{{.*}}, %c6{{.*}} : index
 // PADDED-MMA-NEXT: vector.load %{{.*}}[%[[ROW]], %{{.*}}] {alignment = 4 : i64} : memref<7x512xbf16>, vector<2xbf16>
@@ -87,18 +92,31 @@ func.func @h(%x: tensor<32x64xf16>, %w: tensor<48x64xf16>) -> tensor<32x48xf16> 
 
 // K = 512 is 32 k steps, 8 per iteration, prefetched: the first group's
 // fragments are read before the loop; each iteration reads the next group
-// (carried, a vector<4x2xbf16> or vector<2x2xbf16> per lane and fragment)
-// and then multiplies the group it was given; the last group after it.
+// and then multiplies the group it was given; the last group after it. The
+// weight is N x K, so fragments span two steps (16 x 32 and 8 x 32): each
+// lane loads 16 contiguous bytes of each row it holds (a vector<2x8xbf16>
+// of A's rows g and g + 8, a vector<1x8xbf16> of B's row g, carried), where
+// 16-wide fragments took a 4-byte load per register, and each paired
+// fragment makes two mma.sync.
 // RUN: flashnorm-opt %s --flashnorm-gpu-to-kernels=gemm=codegen | flashnorm-opt --pass-pipeline='builtin.module(func.func(flashnorm-gpu-mma))' | FileCheck %s --check-prefix=LOOP
 // LOOP-LABEL: func.func @loop
 // LOOP: gpu.lane_id
-// LOOP-COUNT-32: vector.load {{.*}} {alignment = 4 : i64} : memref<16x512xbf16>, vector<2xbf16>
-// LOOP-COUNT-16: vector.load {{.*}} {alignment = 4 : i64} : memref<64x512xbf16>, vector<2xbf16>
-// LOOP-NOT: nvvm.mma.sync
-// LOOP: scf.for %{{.*}} = %c128 to %c512 step %c128 iter_args({{.*}}) -> (vector<4xf32>, vector<4x2xbf16>, {{.*}}, vector<2x2xbf16>)
-// LOOP-COUNT-16: vector.load {{.*}} : memref<64x512xbf16>, vector<2xbf16>
+// LOOP-COUNT-8: vector.load {{.*}} {alignment = 16 : i64} : memref<16x512xbf16>, vector<8xbf16>
+// LOOP-COUNT-4: vector.load {{.*}} {alignment = 16 : i64} : memref<64x512xbf16>, vector<8xbf16>
 // LOOP-NOT: vector.load
-// LOOP-COUNT-8: nvvm.mma.sync
+// LOOP-NOT: nvvm.mma.sync
+// LOOP: scf.for %{{.*}} = %c128 to %c512 step %c128 iter_args({{.*}}) -> (vector<4xf32>, vector<2x8xbf16>, {{.*}}, vector<1x8xbf16>)
+// LOOP-COUNT-8: vector.load {{.*}} : memref<16x512xbf16>, vector<8xbf16>
+// LOOP-COUNT-4: vector.load {{.*}} : memref<64x512xbf16>, vector<8xbf16>
+// LOOP-NOT: vector.load
+// Step 0 of a pair takes values 0-3 of each row, step 1 values 4-7.
+// LOOP: vector.extract_strided_slice %{{.*}} {offsets = [0], sizes = [2], strides = [1]} : vector<8xbf16> to vector<2xbf16>
+// LOOP: vector.extract_strided_slice %{{.*}} {offsets = [2], sizes = [2], strides = [1]}
+// LOOP: nvvm.mma.sync
+// LOOP: vector.extract_strided_slice %{{.*}} {offsets = [4], sizes = [2], strides = [1]}
+// LOOP: vector.extract_strided_slice %{{.*}} {offsets = [6], sizes = [2], strides = [1]}
+// LOOP: nvvm.mma.sync
+// LOOP-COUNT-6: nvvm.mma.sync
 // LOOP-NOT: vector.load
 // LOOP: scf.yield
 // LOOP-NOT: vector.load

@@ -242,6 +242,10 @@ struct TensorCorePlan {
   /// 2-15 rows in one tile: A's rows past the last and the output's are
   /// masked (transfer ops not in bounds along the rows).
   bool paddedRows = false;
+  /// Fragments two steps wide (16 x 32 and 8 x 32): with the weight N x K,
+  /// each lane then loads 16 contiguous bytes of every row it holds, where
+  /// two 16-wide fragments take four 4-byte loads (flashnorm-gpu-mma).
+  bool pairedSteps = false;
 };
 /// The most k steps a tensor-core warp loads ahead: 8 x 256 bytes of weight
 /// fragments in flight per warp; the group being multiplied and the next

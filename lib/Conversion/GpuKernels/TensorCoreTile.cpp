@@ -7,7 +7,11 @@
 // along n), its k loop a vector.contract of 16 x 16 by 8 x 16 fragments, which
 // flashnorm-gpu-mma turns into mma.sync. No shared memory for the operands:
 // each warp loads its fragments from global memory, so what keeps the tensor
-// cores fed is how many of those loads are in flight:
+// cores fed is how many of those loads are in flight, and how wide they are:
+// - With the weight N x K, fragments span two steps (16 x 32 and 8 x 32),
+//   which flashnorm-gpu-mma gives each lane as 16 contiguous bytes per row
+//   (the sum's order along k permuted within the 32, the same for both
+//   operands), where 16-wide fragments take a 4-byte load per register.
 // - The k loop takes up to kMaxUnroll steps per iteration, so that a warp
 //   has that many 256-byte weight fragments in flight instead of one load
 //   waiting for each. It is written as a register prefetch (an iteration
@@ -87,6 +91,10 @@ FailureOr<TensorCorePlan> kernels::planTensorCoreTile(linalg::LinalgOp op,
   for (plan.unroll = std::min(sliceSteps, kMaxUnroll);
        sliceSteps % plan.unroll;)
     --plan.unroll;
+  // Two steps per fragment where a group holds pairs of steps and the
+  // weight's rows run along k (N x K, as flashnorm-gpu-weight-layout
+  // leaves it): the slices then start at multiples of 32 too.
+  plan.pairedSteps = p->transposeB && plan.unroll % 2 == 0;
   return plan;
 }
 
@@ -160,31 +168,33 @@ void kernels::buildTensorCoreTile(KernelBuilder &builder,
   AffineMap id2 = AffineMap::getMultiDimIdentityMap(2, ctx);
   AffineMap transposed =
       AffineMap::getPermutationMap(ArrayRef<unsigned>{1, 0}, ctx);
-  // The A and B fragments of the `unroll` steps from k0, A's first.
+  // A group's `unroll` steps of 16 as fragments `width` wide along k.
+  int64_t width = plan.pairedSteps ? 32 : 16, fragments = unroll * 16 / width;
+  // The A and B fragments of the group from k0, A's first.
   auto readGroup = [&](OpBuilder &rb, Location l, Value k0) {
     SmallVector<Value> ks;
-    for (int64_t step = 0; step < unroll; ++step)
-      ks.push_back(apply(rb, l, d0 + 16 * step, {k0}));
-    SmallVector<Value> fragments;
+    for (int64_t f = 0; f < fragments; ++f)
+      ks.push_back(apply(rb, l, d0 + width * f, {k0}));
+    SmallVector<Value> read;
     for (Value kk : ks)
-      fragments.push_back(fragment(
-          rb, a, {m0, kk}, VectorType::get({16, 16}, type), id2, rowsInBounds));
+      read.push_back(fragment(rb, a, {m0, kk},
+                              VectorType::get({16, width}, type), id2,
+                              rowsInBounds));
     // B as n x k: read directly (N x K) or transposed (K x N).
     for (Value kk : ks)
-      fragments.push_back(
+      read.push_back(
           p.transposeB
-              ? fragment(rb, w, {n0, kk}, VectorType::get({8, 16}, type), id2,
-                         inBounds)
-              : fragment(rb, w, {kk, n0}, VectorType::get({8, 16}, type),
+              ? fragment(rb, w, {n0, kk}, VectorType::get({8, width}, type),
+                         id2, inBounds)
+              : fragment(rb, w, {kk, n0}, VectorType::get({8, width}, type),
                          transposed, inBounds));
-    return fragments;
+    return read;
   };
   auto multiplyGroup = [&](OpBuilder &mb, Location l, Value acc,
-                           ValueRange fragments) {
-    for (int64_t step = 0; step < unroll; ++step)
-      acc = vector::ContractionOp::create(mb, l, fragments[step],
-                                          fragments[unroll + step], acc, maps,
-                                          iterators);
+                           ValueRange read) {
+    for (int64_t f = 0; f < fragments; ++f)
+      acc = vector::ContractionOp::create(mb, l, read[f], read[fragments + f],
+                                          acc, maps, iterators);
     return acc;
   };
   // Register prefetch: each iteration reads the next group's fragments,
