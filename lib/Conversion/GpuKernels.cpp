@@ -5,7 +5,8 @@
 // in GpuKernels/, one file each, each a pure `plan*` and a `build*`; this
 // pass tries them in order:
 // 1. fused mode: each deferred projection with its statistic and
-//    post-scale (FusedNormProjection.cpp);
+//    post-scale (FusedNormProjection.cpp), unless strategy 2 or 3 would
+//    take the projection (the fused kernel is a SIMT GEMV);
 // 2. projections through cuBLASLt where `gemm` says so (GemmLt.cpp);
 // 3. f16 and bf16 projections on tensor cores (TensorCoreTile.cpp);
 // 4. row reductions, projections whose weight is contiguous in k among
@@ -120,15 +121,28 @@ struct GpuKernelsPass : flashnorm::impl::GpuKernelsBase<GpuKernelsPass> {
                              copy.getTarget());
       copy->erase();
     }
-    if (fused && failed(fuseNormProjections(builder)))
+    // Which projections cuBLASLt takes (gemm=cublaslt: all it can; auto:
+    // prefill).
+    auto toGemmLt = [&](linalg::LinalgOp op) {
+      return linalg::isaContractionOpInterface(op) &&
+             gemm != GemmPath::Codegen &&
+             (gemm == GemmPath::CuBlasLt || isPrefill(op));
+    };
+    if (fused && failed(fuseNormProjections(builder, [&](linalg::LinalgOp op) {
+          std::string ignored;
+          if (toGemmLt(op) && succeeded(planGemmLt(op, ignored)))
+            return StringRef("cuBLASLt");
+          if (tensorCores && succeeded(planTensorCoreTile(op, ignored)))
+            return StringRef("tensor cores");
+          return StringRef();
+        })))
       return signalPassFailure();
     std::string why;
     // Before any kernel exists: the zero fill of each accumulator is still
     // visible.
     if (gemm != GemmPath::Codegen)
       for (linalg::LinalgOp op : collect<linalg::LinalgOp>(fn)) {
-        if (!linalg::isaContractionOpInterface(op) ||
-            (gemm != GemmPath::CuBlasLt && !isPrefill(op)))
+        if (!toGemmLt(op))
           continue;
         Location loc = op.getLoc();
         FailureOr<GemmLtPlan> plan = planGemmLt(op, why);

@@ -7,6 +7,22 @@
 // own before the fused one. (Its numbers are checked on
 // the CPU by test/Integration/gpu-kernels-on-cpu.test, with a mutant.)
 // RUN: flashnorm-opt %s --flashnorm-gpu-to-kernels="defer-mode=fused gemm=codegen" | FileCheck %s
+// Where the projection has a faster kernel of its own, it stays unfused and
+// a remark says which: tensor cores for 16 rows of bf16 (@rows16), cuBLASLt
+// for any projection under gemm=cublaslt (the kernels then are the
+// statistic's, cuBLASLt's and the post-scale's).
+// RUN: flashnorm-opt %s --flashnorm-gpu-to-kernels="defer-mode=fused gemm=codegen" --remarks-filter=flashnorm --remark-format=emitRemark -o /dev/null 2>&1 | FileCheck %s --check-prefix=MMA
+// RUN: flashnorm-opt %s --flashnorm-gpu-to-kernels="defer-mode=fused gemm=cublaslt" --remarks-filter=flashnorm --remark-format=emitRemark -o /dev/null 2>&1 | FileCheck %s --check-prefix=LT
+// RUN: flashnorm-opt %s --flashnorm-gpu-to-kernels="defer-mode=fused gemm=cublaslt" | FileCheck %s --check-prefix=LT-IR
+// MMA-NOT: not fused
+// MMA: remark: [Missed] flashnorm-gpu-kernels {{.*}}not fused: the projection runs faster on tensor cores
+// MMA-NOT: not fused
+// LT: remark: [Missed] flashnorm-gpu-kernels {{.*}}not fused: the projection runs faster on cuBLASLt
+// LT-IR-LABEL: func.func @f(
+// LT-IR-NOT: fused_norm_proj
+// LT-IR: function(@f_norm_stat
+// LT-IR: flashnorm.gemm_lt
+// LT-IR: function(@f_post_scale
 
 // CHECK-LABEL: func.func @f(
 // CHECK-NOT: gpu.launch
@@ -45,4 +61,20 @@ func.func @bias(%x: tensor<1x4096xbf16>, %w: tensor<4096x4096xbf16>, %b: tensor<
   %p = linalg.matmul indexing_maps = [affine_map<(m, n, k) -> (m, k)>, affine_map<(m, n, k) -> (n, k)>, affine_map<(m, n, k) -> (m, n)>] ins(%x, %w : tensor<1x4096xbf16>, tensor<4096x4096xbf16>) outs(%b : tensor<1x4096xf32>) -> tensor<1x4096xf32>
   %y = flashnorm.post_scale %p, %s : tensor<1x4096xf32>, tensor<1xf32> -> tensor<1x4096xf32>
   return %y : tensor<1x4096xf32>
+}
+
+// 16 tokens of bf16: the projection runs on tensor cores, unfused.
+// CHECK-LABEL: func.func @rows16(
+// CHECK-NOT: fused_norm_proj
+// CHECK: function(@rows16_norm_stat
+// CHECK: function(@rows16_proj_mma
+// CHECK: function(@rows16_post_scale
+func.func @rows16(%x: tensor<16x4096xbf16>, %w: tensor<4096x4096xbf16>) -> tensor<16x4096xf32> {
+  %s = flashnorm.rms_inv %x eps(1.0e-5) : tensor<16x4096xbf16> -> tensor<16xf32>
+  %z = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<16x4096xf32>
+  %f = linalg.fill ins(%z : f32) outs(%e : tensor<16x4096xf32>) -> tensor<16x4096xf32>
+  %p = linalg.matmul indexing_maps = [affine_map<(m, n, k) -> (m, k)>, affine_map<(m, n, k) -> (n, k)>, affine_map<(m, n, k) -> (m, n)>] ins(%x, %w : tensor<16x4096xbf16>, tensor<4096x4096xbf16>) outs(%f : tensor<16x4096xf32>) -> tensor<16x4096xf32>
+  %y = flashnorm.post_scale %p, %s : tensor<16x4096xf32>, tensor<16xf32> -> tensor<16x4096xf32>
+  return %y : tensor<16x4096xf32>
 }

@@ -211,9 +211,13 @@ planRowReduction(linalg::LinalgOp op, int64_t reduceThreads, std::string &why);
 void buildRowReduction(KernelBuilder &builder, const RowReductionPlan &plan);
 
 /// FusedNormProjection.cpp: fused mode, each (RMS statistic, projection,
-/// post-scale) of a deferred norm as one kernel. Fails when a kernel's loop
-/// nest could not be mapped (an error was emitted).
-LogicalResult fuseNormProjections(KernelBuilder &builder);
+/// post-scale) of a deferred norm as one kernel, except where `fasterPath`
+/// names a faster kernel the projection gets unfused (the fused kernel is a
+/// SIMT GEMV). Fails when a kernel's loop nest could not be mapped (an
+/// error was emitted).
+LogicalResult
+fuseNormProjections(KernelBuilder &builder,
+                    function_ref<StringRef(linalg::LinalgOp)> fasterPath);
 
 /// GemmLt.cpp: a projection as `flashnorm.gemm_lt` (cuBLASLt).
 struct GemmLtPlan {
