@@ -3,27 +3,31 @@
 // LLVM's fptrunc, which x86 without AVX512-BF16 lowers to a call of
 // __truncsfbf2 per element, even in a vector loop (a bf16 model's norm
 // output, 262144 calls per 128 x 2048 activation). The expansion rounds
-// exactly as the call does: the same bits on edge cases (ties to even
+// to nearest even exactly: the right bits on edge cases (ties to even
 // both ways, the largest finite f32 to infinity, NaN, signed zero,
-// subnormals rounding into the normal range).
+// subnormals rounding into the normal range). LLVM's own conversion gives
+// the same bits except on subnormal inputs, which its lowering for
+// AVX-512 without BF16 flushes to zero (2 and 128 become 0 and 0; the
+// __truncsfbf2 call of an AVX2 host keeps them).
 // RUN: flashnorm-opt %s --flashnorm-cpu-pipeline=expand-bf16=true -o %t.expanded.mlir
 // RUN: FileCheck %s --check-prefix=EXPANDED < %t.expanded.mlir
 // RUN: flashnorm-opt %s --flashnorm-cpu-pipeline=expand-bf16=false -o %t.call.mlir
 // RUN: FileCheck %s --check-prefix=CALL < %t.call.mlir
 // RUN: %async-run %t.expanded.mlir | FileCheck %s
-// RUN: %async-run %t.call.mlir | FileCheck %s
+// RUN: %async-run %t.call.mlir | FileCheck %s --check-prefix=CALLED
 // EXPANDED-LABEL: llvm.func @trunc
 // EXPANDED-NOT: llvm.fptrunc
-// EXPANDED: llvm.fcmp "une" %[[V:.*]], %[[V]] : vector<8xf32>
+// EXPANDED: llvm.fcmp "une" %[[V:.*]], %[[V]] : vector<{{[0-9]+}}xf32>
 // EXPANDED-NOT: llvm.fptrunc
 // EXPANDED-LABEL: llvm.func @main
 // CALL-LABEL: llvm.func @trunc
-// CALL: llvm.fptrunc %{{.*}} : vector<8xf32> to vector<8xbf16>
+// CALL: llvm.fptrunc %{{.*}} : vector<[[W:[0-9]+]]xf32> to vector<[[W]]xbf16>
 // 1.0, ties to even (down, up), above a tie, the largest finite (to inf),
 // NaN, inf, -inf, -0, the smallest subnormal (to 0), a subnormal tie (up),
 // -pi, 65536, 65536 + a tie (down), the largest subnormal (to the smallest
 // normal), -1.0:
 // CHECK: ( 16256, 16256, 16258, 16257, 32640, 32704, 32640, -128, -32768, 0, 2, -16311, 18304, 18304, 128, -16512 )
+// CALLED: ( 16256, 16256, 16258, 16257, 32640, 32704, 32640, -128, -32768, 0, {{2|0}}, -16311, 18304, 18304, {{128|0}}, -16512 )
 func.func @trunc(%x: tensor<16xf32>) -> tensor<16xi16> {
   %e = tensor.empty() : tensor<16xi16>
   %r = linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]} ins(%x : tensor<16xf32>) outs(%e : tensor<16xi16>) {
