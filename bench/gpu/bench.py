@@ -9,6 +9,9 @@ each (shape, tokens, dtype), it times
   projection, projection-cublaslt                    round(x W^T), f32 accumulator
   torch-matmul        F.linear(x, W) through torch (cuBLAS): the projection's
                       real limit
+  torch-matmul+graphs the same call captured in a CUDA graph and replayed
+                      (Llama-sized shapes): cuBLAS without Python's launch
+                      overhead, beside the streams+graphs build
   torch-rmsnorm+mm    F.linear(F.rms_norm(x, gain), W): what a user has
 with W in nn.Linear's layout, N x K (out_features x in_features)
 and the roofline max(bytes / HBM bandwidth, flops / tensor rate). Weights are
@@ -208,8 +211,46 @@ def main():
                 e.synchronize()
                 return s.elapsed_time(e)
             return 1e3 * median_ms(once, args.runs, args.warmup)
+        def torch_graph_timed(body):
+            # Each weight copy's call captured once and replayed: cuBLAS
+            # without Python's launch overhead, as a graph-mode build runs.
+            # Only where the copies are few (the Llama-sized shapes): a
+            # graph per copy of a small weight would be hundreds.
+            if copies > 8:
+                return None
+            side = torch.cuda.Stream()
+            side.wait_stream(torch.cuda.current_stream())
+            with torch.cuda.stream(side):  # warm-up outside the capture
+                for w in ws:
+                    body(w)
+            torch.cuda.current_stream().wait_stream(side)
+            graphs = []
+            for w in ws:
+                g = torch.cuda.CUDAGraph()
+                with torch.cuda.graph(g):
+                    body(w)
+                graphs.append(g)
+            s, e = torch.cuda.Event(True), torch.cuda.Event(True)
+            s.record()
+            e.record()
+
+            def once():
+                rotate()
+                s.record()
+                graphs[rotate.i].replay()
+                e.record()
+                e.synchronize()
+                return s.elapsed_time(e)
+            return 1e3 * median_ms(once, args.runs, args.warmup)
         linear = torch.nn.functional.linear
         times["torch-matmul"] = torch_timed(lambda w: linear(x, w))
+        try:
+            graphed = torch_graph_timed(lambda w: linear(x, w))
+        except Exception as e:  # a failed capture costs the row, not the run
+            print("torch-matmul+graphs: %s" % e, file=sys.stderr)
+            graphed = None
+        if graphed is not None:
+            times["torch-matmul+graphs"] = graphed
         times["torch-rmsnorm+mm"] = torch_timed(
             lambda w: linear(torch.nn.functional.rms_norm(
                 x, (k,), gain, eps), w))
@@ -257,7 +298,8 @@ def main():
             failures += verdict != "ok"
 
         prefix = "| %s | %d->%d | %d | %s | " % (model, k, n, m, dtype)
-        for mode in list(modes) + ["torch-matmul", "torch-rmsnorm+mm"]:
+        for mode in list(modes) + ["torch-matmul", "torch-matmul+graphs",
+                                   "torch-rmsnorm+mm"]:
             if mode not in times:
                 continue
             t = times[mode]
