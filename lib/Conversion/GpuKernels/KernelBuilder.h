@@ -257,15 +257,16 @@ struct TensorCorePlan {
 constexpr int64_t kMaxUnroll = 8;
 /// The warps a tensor-core projection is split into (along k) until it has
 /// that many: streaming a weight at an H200's 4.8 TB/s with ~0.8 us of
-/// memory latency needs ~3.8 MB in flight, 29 KB on each of 132 SMs, 14.5
-/// warps' 2 KB of weight fragments (Little's law; 16 per SM rounded up).
-constexpr int64_t kTargetWarps = 132 * 16;
-/// The fewest k steps a slice takes: five groups, a k loop of four
-/// iterations. ptxas (CUDA 13, sm_90) issues a group's 48 loads ahead of its
-/// multiplies only in loops of four or more iterations (64 registers); at
-/// three it interleaves each load with its multiply (30), and a warp has a
-/// few loads in flight instead of a group's.
-constexpr int64_t kMinSliceSteps = 5 * kMaxUnroll;
+/// memory latency needs ~3.8 MB in flight, 29 KB on each of 132 SMs. ptxas
+/// (CUDA 13, sm_90) unrolls a slice's k loop of paired fragments completely
+/// and places two or three 16-byte loads before each mma.sync: a warp has
+/// about one weight load (512 bytes) in flight, not its group's 2 KB, so
+/// 32 warps per SM are asked for (measured on an H200, 16 tokens of 4096 x
+/// 4096 bf16: 2048 warps streamed the weight at 31-33% of DRAM peak).
+constexpr int64_t kTargetWarps = 132 * 32;
+/// The fewest k steps a slice takes: four groups, so that its loop still
+/// runs (a register prefetch of one group, three iterations).
+constexpr int64_t kMinSliceSteps = 4 * kMaxUnroll;
 /// The most warps per tensor-core block: at 66 registers a thread (ptxas;
 /// 72 allocated) three blocks of 8 warps fit an SM's 64K registers, where
 /// one of 16 would leave 12 warps' worth unused.
