@@ -165,11 +165,15 @@ cp "$kit/obj/programs/configs.json" "$kit/bench/"
   echo "check gemma -- --family=gemma --flavor=linalg --layers=2"
   echo "check gpt2-linalg -- --family=gpt2 --flavor=linalg --layers=2"
   echo "check llama-bf16 -- --family=llama --flavor=linalg --dtype=bf16 --layers=2"
+  # Prefill: 64 rows take cuBLASLt (gemm=auto), the post-scales in its
+  # epilogue (row-scaled, f32 and bf16 results).
+  echo "check llama-prefill -- --family=llama --flavor=linalg --layers=2 --tokens=64"
+  echo "check llama-bf16-prefill -- --family=llama --flavor=linalg --dtype=bf16 --layers=2 --tokens=64"
   python3 -c 'import json,sys; [print("bench_build %s \"%s\"" % (b["name"], b["options"])) for b in json.load(open(sys.argv[1]))["builds"]]' \
     "$kit/obj/programs/configs.json"
 } > "$kit/obj/jobs"
 # Tolerances of each check (relative, absolute), read by run.sh.
-printf '%s\n' "llama-bf16 3e-2 3e-2" "* 1e-4 1e-4" > "$kit/checks/tolerances"
+printf '%s\n' "llama-bf16 3e-2 3e-2" "llama-bf16-prefill 3e-2 3e-2" "* 1e-4 1e-4" > "$kit/checks/tolerances"
 
 # (A nested bash: set -e does not apply inside a command followed by ||.)
 if ! xargs -d '\n' -P "$jobs" -I{} bash -c \

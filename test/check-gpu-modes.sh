@@ -4,13 +4,16 @@
 #   cpu: the kernels flashnorm-gpu-kernels builds, run on the CPU (a machine
 #        without a GPU checks their numbers): flashnorm-gpu-to-kernels, every
 #        gpu.launch turned into loops (flashnorm-test-gpu-launch-to-loops),
-#        the CPU lowering (gemm=codegen: cuBLASLt calls cannot run there);
+#        the CPU lowering (gemm=codegen unless GPU_KERNEL_OPTIONS says
+#        otherwise: each flashnorm.gemm_lt then runs as loops computing
+#        what cuBLASLt computes);
 #        the async tasks of streams mode run on the MLIR
 #        async runtime. Reference: the original, unrewritten program.
 #   gpu: the whole pipeline on a GPU with the project's CUDA runtime.
 #        Reference: the rewritten program on the CPU pipeline.
 # GPU_KERNEL_OPTIONS (cpu only) adds options to flashnorm-gpu-to-kernels
-# (e.g. tensor-cores=false: the same model through the SIMT kernels).
+# (e.g. tensor-cores=false: the same model through the SIMT kernels;
+# gemm=cublaslt: its projections through cuBLASLt; the last value wins).
 #   check-gpu-modes.sh cpu|gpu OUT_PREFIX RTOL ATOL MODEL.mlir
 #   check-gpu-modes.sh cpu|gpu OUT_PREFIX RTOL ATOL -- [flashnorm-gen options]
 set -euo pipefail

@@ -40,14 +40,20 @@ struct GemmLtToLLVM : ConvertOpToLLVMPattern<GemmLtOp> {
     Location loc = op.getLoc();
     Value stream = adaptor.getAsyncDependencies().front();
     Value zero = createIndexAttrConstant(rewriter, loc, getIndexType(), 0);
+    Type i32 = rewriter.getI32Type(), i64 = rewriter.getI64Type();
+    Type ptr = LLVM::LLVMPointerType::get(rewriter.getContext());
     auto pointer = [&](Value memref, Value descriptor) {
       return getStridedElementPtr(rewriter, loc,
                                   cast<MemRefType>(memref.getType()),
                                   descriptor, {zero, zero});
     };
     MemRefDescriptor a(adaptor.getA()), c(adaptor.getC());
-    Type i32 = rewriter.getI32Type(), i64 = rewriter.getI64Type();
-    Type ptr = LLVM::LLVMPointerType::get(rewriter.getContext());
+    Value rowScale =
+        op.getRowScale()
+            ? getStridedElementPtr(rewriter, loc,
+                                   cast<MemRefType>(op.getRowScale().getType()),
+                                   adaptor.getRowScale(), {zero})
+            : LLVM::ZeroOp::create(rewriter, loc, ptr).getResult();
     auto constant = [&](Type type, int64_t value) -> Value {
       return LLVM::ConstantOp::create(rewriter, loc, type, value);
     };
@@ -60,11 +66,12 @@ struct GemmLtToLLVM : ConvertOpToLLVMPattern<GemmLtOp> {
         pointer(op.getB(), adaptor.getB()),
         pointer(op.getC(), adaptor.getC()),
         constant(i32, dtypeCode(op.getA().getType().getElementType())),
+        constant(i32, dtypeCode(op.getC().getType().getElementType())),
         constant(i32, op.getTransposeB() ? 1 : 0),
-        LLVM::ZeroOp::create(rewriter, loc, ptr)};
+        rowScale};
     FailureOr<LLVM::LLVMFuncOp> fn = LLVM::lookupOrCreateFn(
         rewriter, op->getParentOfType<ModuleOp>(), "mgpuFlashNormGemmLt",
-        {ptr, i64, i64, i64, ptr, ptr, ptr, i32, i32, ptr},
+        {ptr, i64, i64, i64, ptr, ptr, ptr, i32, i32, i32, ptr},
         LLVM::LLVMVoidType::get(rewriter.getContext()));
     if (failed(fn))
       return failure();

@@ -18,6 +18,10 @@
 // projection's post-scale in already) is refused: one op cannot wait for two
 // joins, or pair with two projections, under one set of marks.
 //
+// A projection that flashnorm-gpu-kernels will hand to cuBLASLt (the same
+// rule, `takesGemmLt`) keeps its post-scale: the GEMM applies it in its
+// epilogue and writes the post-scale's type, and its reader reads that.
+//
 // Plan, then apply: every check reads the IR as it is; only accepted plans
 // fuse, a post-scale at a time, in block order.
 //
@@ -63,7 +67,8 @@ bool isAllParallel(linalg::GenericOp op) {
 }
 
 /// Whether `post` fuses into its one consumer: the plan, or why not.
-FailureOr<FusionPlan> planFusion(linalg::GenericOp post, std::string &why) {
+FailureOr<FusionPlan> planFusion(linalg::GenericOp post, GemmPath gemm,
+                                 std::string &why) {
   auto fail = [&](const Twine &msg) {
     why = msg.str();
     return failure();
@@ -109,6 +114,15 @@ FailureOr<FusionPlan> planFusion(linalg::GenericOp post, std::string &why) {
   // permutation, the consumer's map of it invertible).
   if (!linalg::areElementwiseOpsFusable(use))
     return fail("upstream's element-wise fusion refuses the pair");
+  // Last, once it could fuse: cuBLASLt scales the rows of its product by 1/RMS
+  // in its epilogue and writes it in the post-scale's type: half the bytes of
+  // the f32 product a fused reader would read, and a faster GEMM.
+  for (Value input : post.getDpsInputs())
+    if (auto proj = input.getDefiningOp<linalg::LinalgOp>();
+        proj && getAsyncRole(proj) == AsyncRole::proj &&
+        takesGemmLt(proj, gemm))
+      return fail("its projection runs on cuBLASLt, which applies it in "
+                  "the GEMM's epilogue");
   return FusionPlan{post, use, unreadInit};
 }
 
@@ -153,6 +167,8 @@ LogicalResult applyFusion(RewriterBase &rewriter, const FusionPlan &plan) {
 
 struct GpuFusePostScalesPass
     : flashnorm::impl::GpuFusePostScalesBase<GpuFusePostScalesPass> {
+  using GpuFusePostScalesBase::GpuFusePostScalesBase;
+
   void runOnOperation() override {
     func::FuncOp fn = getOperation();
     SmallVector<linalg::GenericOp> posts;
@@ -169,7 +185,7 @@ struct GpuFusePostScalesPass
     // rather than taken in as a second one.
     for (linalg::GenericOp post : posts) {
       std::string why;
-      FailureOr<FusionPlan> plan = planFusion(post, why);
+      FailureOr<FusionPlan> plan = planFusion(post, gemm, why);
       if (failed(plan)) {
         LLVM_DEBUG(llvm::dbgs()
                    << "refused " << post.getLoc() << ": " << why << "\n");

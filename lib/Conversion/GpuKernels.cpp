@@ -7,7 +7,8 @@
 // 1. fused mode: each deferred projection with its statistic and
 //    post-scale (FusedNormProjection.cpp), unless strategy 2 or 3 would
 //    take the projection (the fused kernel is a SIMT GEMV);
-// 2. projections through cuBLASLt where `gemm` says so (GemmLt.cpp);
+// 2. projections through cuBLASLt where `gemm` says so, a row scale of
+//    the product (a post-scale) in the GEMM's epilogue (GemmLt.cpp);
 // 3. f16 and bf16 projections on tensor cores (TensorCoreTile.cpp);
 // 4. row reductions, projections whose weight is contiguous in k among
 //    them (RowReduction.cpp);
@@ -123,11 +124,7 @@ struct GpuKernelsPass : flashnorm::impl::GpuKernelsBase<GpuKernelsPass> {
     }
     // Which projections cuBLASLt takes (gemm=cublaslt: all it can; auto:
     // prefill).
-    auto toGemmLt = [&](linalg::LinalgOp op) {
-      return linalg::isaContractionOpInterface(op) &&
-             gemm != GemmPath::Codegen &&
-             (gemm == GemmPath::CuBlasLt || isPrefill(op));
-    };
+    auto toGemmLt = [&](linalg::LinalgOp op) { return takesGemmLt(op, gemm); };
     if (fused && failed(fuseNormProjections(builder, [&](linalg::LinalgOp op) {
           std::string ignored;
           if (toGemmLt(op) && succeeded(planGemmLt(op, ignored)))
@@ -139,21 +136,32 @@ struct GpuKernelsPass : flashnorm::impl::GpuKernelsBase<GpuKernelsPass> {
       return signalPassFailure();
     std::string why;
     // Before any kernel exists: the zero fill of each accumulator is still
-    // visible.
+    // visible. Selected before any is built: a GEMM erases the post-scale
+    // it takes in.
+    SmallVector<linalg::LinalgOp> gemms;
     if (gemm != GemmPath::Codegen)
-      for (linalg::LinalgOp op : collect<linalg::LinalgOp>(fn)) {
-        if (!toGemmLt(op))
-          continue;
-        Location loc = op.getLoc();
-        FailureOr<GemmLtPlan> plan = planGemmLt(op, why);
-        if (failed(plan)) {
-          reporter.refused(op, "projection kept as a generated kernel: " + why);
-          continue;
-        }
-        buildGemmLt(*plan);
-        reporter.applied(fn, "projection at " + formatLoc(loc) +
-                                 " through cuBLASLt");
+      for (linalg::LinalgOp op : collect<linalg::LinalgOp>(fn))
+        if (toGemmLt(op))
+          gemms.push_back(op);
+    for (linalg::LinalgOp op : gemms) {
+      Location loc = op.getLoc();
+      FailureOr<GemmLtPlan> plan = planGemmLt(op, why);
+      if (failed(plan)) {
+        reporter.refused(op, "projection kept as a generated kernel: " + why);
+        continue;
       }
+      std::string epilogue =
+          plan->postScale
+              ? ", its post-scale in the GEMM's epilogue (rounded once to " +
+                    printToString(getElementTypeOrSelf(
+                        plan->postScale.getDpsInitOperand(0)->get())) +
+                    ")"
+              : "";
+      if (failed(buildGemmLt(builder, *plan)))
+        return signalPassFailure();
+      reporter.applied(fn, "projection at " + formatLoc(loc) +
+                               " through cuBLASLt" + epilogue);
+    }
     if (tensorCores)
       for (linalg::LinalgOp op : collect<linalg::LinalgOp>(fn)) {
         if (!linalg::isaContractionOpInterface(op))

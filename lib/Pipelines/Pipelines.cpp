@@ -321,7 +321,7 @@ static LogicalResult buildGpuToKernels(OpPassManager &pm,
   // tensors, where its readers are exactly its uses (element-wise arith on
   // tensors, a residual add, as generics first).
   pm.addNestedPass<func::FuncOp>(createConvertElementwiseToLinalgPass());
-  pm.addNestedPass<func::FuncOp>(createGpuFusePostScales());
+  pm.addNestedPass<func::FuncOp>(createGpuFusePostScales({options.gemm}));
   if (failed(parsePassPipeline(kToBuffers, pm, errors)))
     return failure();
   if (mode == DeferMode::Streams)

@@ -114,9 +114,17 @@ func.func @gemm_lt_join_first(%x: memref<16x576xf16>, %w: memref<576x1536xf16>, 
 
 // -----
 
-func.func @gemm_lt_accumulator(%x: memref<16x576xf16>, %w: memref<576x1536xf16>, %y: memref<16x1536xf16>) {
-  // expected-error @below {{operand #2 must be 2D memref of 32-bit float values}}
-  %t = flashnorm.gemm_lt %x, %w, %y : memref<16x576xf16>, memref<576x1536xf16>, memref<16x1536xf16>
+func.func @gemm_lt_result(%x: memref<16x576xf16>, %w: memref<576x1536xf16>, %y: memref<16x1536xf64>) {
+  // expected-error @below {{operand #2 must be 2D memref of 32-bit float or 16-bit float or bfloat16 type values}}
+  %t = flashnorm.gemm_lt %x, %w, %y : memref<16x576xf16>, memref<576x1536xf16>, memref<16x1536xf64>
+  return
+}
+
+// -----
+
+func.func @gemm_lt_row_scale(%x: memref<16x576xf16>, %w: memref<576x1536xf16>, %y: memref<16x1536xf16>, %s: memref<8xf32>) {
+  // expected-error @below {{'flashnorm.gemm_lt' op row_scale 'memref<8xf32>' does not have a value per row of 'memref<16x1536xf16>'}}
+  %t = flashnorm.gemm_lt %x, %w, %y row_scale(%s : memref<8xf32>) : memref<16x576xf16>, memref<576x1536xf16>, memref<16x1536xf16>
   return
 }
 

@@ -16,7 +16,14 @@
 // Vector loads lose their alignment: what a GPU's allocations guarantee (256
 // bytes) host memory and globals need not.
 //
+// `flashnorm.gemm_lt` (cuBLASLt) becomes the loops of what cuBLASLt
+// computes: each output's products summed in f32, times the row scale if
+// there is one (its alpha vector: inf * 0 is NaN, as on the GPU), rounded
+// once to the output's type.
+//
 //===----------------------------------------------------------------------===//
+
+#include "flashnorm/Dialect/FlashNorm/IR/FlashNormOps.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -63,11 +70,65 @@ struct TestLaunchToLoopsPass
   }
 
   void runOnOperation() override {
+    SmallVector<flashnorm::GemmLtOp> gemms;
+    getOperation().walk([&](flashnorm::GemmLtOp op) { gemms.push_back(op); });
+    for (flashnorm::GemmLtOp gemm : gemms)
+      if (failed(lowerGemm(gemm)))
+        return signalPassFailure();
     SmallVector<gpu::LaunchOp> launches;
     getOperation().walk([&](gpu::LaunchOp op) { launches.push_back(op); });
     for (gpu::LaunchOp launch : launches)
       if (failed(lower(launch)))
         return signalPassFailure();
+  }
+
+  /// A thread's loops, one output each, k innermost (sequential).
+  LogicalResult lowerGemm(flashnorm::GemmLtOp gemm) {
+    if (!gemm.getAsyncDependencies().empty() ||
+        !gemm.getAsyncToken().use_empty())
+      return gemm.emitError("only gemm_lt ops outside the token graph (as "
+                            "flashnorm-gpu-kernels builds them) run here");
+    OpBuilder b(gemm);
+    Location loc = gemm.getLoc();
+    Value a = gemm.getA(), w = gemm.getB(), c = gemm.getC();
+    Value scale = gemm.getRowScale();
+    bool transposed = gemm.getTransposeB();
+    Type f32 = b.getF32Type();
+    Type out = gemm.getC().getType().getElementType();
+    auto dim = [&](Value v, int64_t d) -> Value {
+      return memref::DimOp::create(b, loc, v, d);
+    };
+    auto widen = [&](OpBuilder &nb, Value v) -> Value {
+      return v.getType() == f32 ? v : arith::ExtFOp::create(nb, loc, f32, v);
+    };
+    Value zero = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0.0));
+    buildNest(
+        b, loc, {dim(a, 0), dim(c, 1)},
+        [&](OpBuilder &nb, ArrayRef<Value> ivs) {
+          Value i = ivs[0], j = ivs[1];
+          Value lb = arith::ConstantIndexOp::create(nb, loc, 0);
+          Value step = arith::ConstantIndexOp::create(nb, loc, 1);
+          auto sum = scf::ForOp::create(
+              nb, loc, lb, dim(a, 1), step, ValueRange{zero},
+              [&](OpBuilder &kb, Location l, Value k, ValueRange acc) {
+                Value x = memref::LoadOp::create(kb, l, a, ValueRange{i, k});
+                Value y = memref::LoadOp::create(
+                    kb, l, w, transposed ? ValueRange{j, k} : ValueRange{k, j});
+                Value p =
+                    arith::MulFOp::create(kb, l, widen(kb, x), widen(kb, y));
+                scf::YieldOp::create(
+                    kb, l, ValueRange{arith::AddFOp::create(kb, l, acc[0], p)});
+              });
+          Value v = sum.getResult(0);
+          if (scale)
+            v = arith::MulFOp::create(
+                nb, loc, v, memref::LoadOp::create(nb, loc, scale, i));
+          if (out != f32)
+            v = arith::TruncFOp::create(nb, loc, out, v);
+          memref::StoreOp::create(nb, loc, v, c, ValueRange{i, j});
+        });
+    gemm.erase();
+    return success();
   }
 
   LogicalResult lower(gpu::LaunchOp launch) {

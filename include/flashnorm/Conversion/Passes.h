@@ -38,6 +38,13 @@ std::string whyHostFunction(func::FuncOp fn);
 /// function that holds no GPU code yet.
 bool isGpuDeviceFunction(func::FuncOp fn);
 
+/// Whether flashnorm-gpu-kernels under `gemm` hands contraction `op` (on
+/// tensors or buffers) to cuBLASLt: every contraction for `cublaslt`,
+/// prefill ones (more than 16 rows, or a count known at run time) for
+/// `auto`, none for `codegen`. (Whether the operands fit is decided on
+/// buffers.)
+bool takesGemmLt(linalg::LinalgOp op, GemmPath gemm);
+
 /// Lets gpu-to-llvm (and convert-to-llvm) lower flashnorm.gemm_lt.
 void registerConvertFlashNormToLLVMInterface(DialectRegistry &registry);
 

@@ -291,9 +291,26 @@ def GpuFusePostScales : Pass<"flashnorm-gpu-fuse-post-scales",
     epilogue. Refused, with a remark: a post-scale with several readers,
     a reader that is not element-wise over the same rows (a broadcast, a
     reduction) or that belongs to another norm's schedule (a chain of
-    post-scales). Runs in flashnorm-gpu-pipeline before bufferization.
+    post-scales), and the post-scale of a projection that `gemm` hands to
+    cuBLASLt (flashnorm-gpu-kernels puts it in the GEMM's epilogue, which
+    then writes the scaled product in the post-scale's type, not f32). Runs
+    in flashnorm-gpu-pipeline before bufferization.
   }];
   let dependentDialects = ["::mlir::linalg::LinalgDialect"];
+  let options = [
+    Option<"gemm", "gemm", "::mlir::flashnorm::GemmPath",
+           /*default=*/"::mlir::flashnorm::GemmPath::Auto",
+           "Which projections flashnorm-gpu-kernels hands to cuBLASLt "
+           "(its option of that name; default auto)",
+           [{::llvm::cl::values(
+             clEnumValN(::mlir::flashnorm::GemmPath::Codegen, "codegen",
+                        "none: generated kernels only"),
+             clEnumValN(::mlir::flashnorm::GemmPath::CuBlasLt, "cublaslt",
+                        "every projection that fits"),
+             clEnumValN(::mlir::flashnorm::GemmPath::Auto, "auto",
+                        "prefill (more than 16 rows, or a dynamic count); "
+                        "decode keeps the generated kernel"))}]>,
+  ];
 }
 
 def GpuWeightLayout : Pass<"flashnorm-gpu-weight-layout", "func::FuncOp"> {

@@ -219,15 +219,29 @@ LogicalResult
 fuseNormProjections(KernelBuilder &builder,
                     function_ref<StringRef(linalg::LinalgOp)> fasterPath);
 
-/// GemmLt.cpp: a projection as `flashnorm.gemm_lt` (cuBLASLt).
+/// GemmLt.cpp: a projection as `flashnorm.gemm_lt` (cuBLASLt), with the
+/// row scale that reads its product (a deferred norm's post-scale) in the
+/// GEMM's epilogue where it can be.
 struct GemmLtPlan {
   linalg::LinalgOp op;
   RowMajorProjection projection;
   /// A zero fill of the output that the GEMM makes dead.
   linalg::FillOp deadFill;
+  /// The post-scale cuBLASLt applies (its alpha vector): the GEMM runs in
+  /// its place and writes its output. Null: the GEMM writes the product,
+  /// and `epilogueWhy` says why.
+  linalg::GenericOp postScale;
+  std::string epilogueWhy;
+  /// The per-row f32 scale the post-scale reads.
+  Value scale;
+  /// The post-scale makes a row whose scale is 0 zero (inf * 0 would be
+  /// NaN): a kernel after the GEMM does.
+  bool zeroRows = false;
 };
 FailureOr<GemmLtPlan> planGemmLt(linalg::LinalgOp op, std::string &why);
-void buildGemmLt(const GemmLtPlan &plan);
+/// Fails when the kernel that zeroes rows could not be mapped (an error
+/// was emitted).
+LogicalResult buildGemmLt(KernelBuilder &builder, const GemmLtPlan &plan);
 
 /// TensorCoreTile.cpp: an f16 or bf16 projection on tensor cores, each
 /// 16 x 8 output tile computed by `slices` warps (one per slice of k) as
