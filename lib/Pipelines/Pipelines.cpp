@@ -196,7 +196,13 @@ static LogicalResult buildCpuBuffersToLLVM(OpPassManager &pm,
       failed(parsePassPipeline("func.func(arith-expand{include-bf16=true})", pm,
                                errors)))
     return failure();
-  return parsePassPipeline(kLoopsToLLVM, pm, errors);
+  if (failed(parsePassPipeline(kLoopsToLLVM, pm, errors)))
+    return failure();
+  // What the kernels were sized for, said in the module for ahead-of-time
+  // compilers.
+  if (options.hostTarget)
+    pm.addPass(createCpuHostTarget());
+  return success();
 }
 
 LogicalResult flashnorm::buildCpuPipeline(OpPassManager &pm,

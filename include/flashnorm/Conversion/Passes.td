@@ -81,6 +81,22 @@ def AsyncSchedule : Pass<"flashnorm-async-schedule", "func::FuncOp"> {
   ];
 }
 
+def CpuHostTarget : Pass<"flashnorm-cpu-host-target", "ModuleOp"> {
+  let summary = "Marks an LLVM module and its functions for this machine's "
+                "CPU";
+  let description = [{
+    flashnorm-cpu-pipeline sizes its kernels for this machine's vector
+    registers; code compiled ahead of time from its output must target the
+    same CPU (llc's default x86-64 target has 16 SSE registers). Sets the
+    module's `llvm.target_triple` to this process's triple and, on each
+    LLVM function the module defines, `target_cpu` and `target_features` to
+    this CPU's name and features (what llc and clang compile each function
+    for), keeping any already set. The last pass of
+    flashnorm-cpu-pipeline unless `host-target=false`.
+  }];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
+}
+
 def CpuCodegen : Pass<"flashnorm-cpu-codegen", "func::FuncOp"> {
   let summary = "Register-blocked projections and vectorized linalg on buffers";
   let description = [{

@@ -131,6 +131,13 @@ struct CpuPipelineOptions : public PassPipelineOptions<CpuPipelineOptions> {
                      "element (default: true where this machine has no bf16 "
                      "conversion instructions)"),
       llvm::cl::init(!hostConvertsBF16())};
+  PassOptions::Option<bool> hostTarget{
+      *this, "host-target",
+      llvm::cl::desc("Mark the LLVM module with this machine's target triple "
+                     "and its functions with this CPU and its features "
+                     "(flashnorm-cpu-host-target), what the kernels are sized "
+                     "for: llc and clang then compile for it (default true)"),
+      llvm::cl::init(true)};
 };
 
 /// Appends the CPU lowering to LLVM (flashnorm-cpu-pipeline) to a
