@@ -145,6 +145,16 @@ cublasLtMatmulDesc_t operation(bool rowScaled, CUstream stream) {
   return operation;
 }
 
+/// Which form a shape got: the trace says it once per shape.
+void tracePlan(const Key &key, const char *form) {
+  auto [m, n, k, abType, cType, bLayout, scaled, alignment] = key;
+  FN_TRACE("gemmLt plan m=%lld n=%lld k=%lld dtype=%d cDtype=%d bLayout=%d "
+           "alignment=%u: %s",
+           static_cast<long long>(m), static_cast<long long>(n),
+           static_cast<long long>(k), abType, cType, bLayout, alignment, form);
+  (void)scaled;
+}
+
 // Three forms, all summing in f32 and rounding once to C's type:
 // - unscaled: the row-major product as its column-major transpose,
 //   C^T = B^T A^T, the layout every cuBLASLt kernel supports;
@@ -170,8 +180,10 @@ Plan makePlan(cublasLtHandle_t handle, const Key &key, CUstream stream) {
     plan.result = layout(out, n, m, n, false, stream);
     setTranspose(plan.operation, CUBLASLT_MATMUL_DESC_TRANSA, weightLayout,
                  stream);
-    if (chooseAlgorithm(handle, plan, alignment, stream))
+    if (chooseAlgorithm(handle, plan, alignment, stream)) {
+      tracePlan(key, "transposed column-major");
       return plan;
+    }
   } else {
     plan.aFirst = true;
     plan.operation = operation(true, stream);
@@ -181,8 +193,10 @@ Plan makePlan(cublasLtHandle_t handle, const Key &key, CUstream stream) {
     plan.result = layout(out, m, n, n, true, stream);
     setTranspose(plan.operation, CUBLASLT_MATMUL_DESC_TRANSB, weightLayout,
                  stream);
-    if (chooseAlgorithm(handle, plan, alignment, stream))
+    if (chooseAlgorithm(handle, plan, alignment, stream)) {
+      tracePlan(key, "row-ordered, alpha vector");
       return plan;
+    }
     destroy(plan, stream);
     // A [m,k] row-major is [k,m] column-major: transposed. B [k,n]
     // row-major is [n,k] column-major: transposed; W [n,k] row-major is
@@ -208,6 +222,7 @@ Plan makePlan(cublasLtHandle_t handle, const Key &key, CUstream stream) {
                stream);
       plan.scratchLayout = layout(out, m, n, m, false, stream);
       plan.cLayout = layout(out, n, m, n, false, stream);
+      tracePlan(key, "column-major, alpha vector, into scratch + transpose");
       return plan;
     }
   }
@@ -250,7 +265,9 @@ extern "C" void mgpuFlashNormGemmLt(void *streamHandle, int64_t m, int64_t n,
   if (bLayout != 0 && bLayout != 1)
     fatal("mgpuFlashNormGemmLt: unknown bLayout %d (0 [k,n], 1 [n,k])",
           bLayout);
-  dataType(dtype), dataType(cDtype); // Both known, or a fatal error.
+  // Both type codes known, or a fatal error.
+  dataType(dtype);
+  dataType(cDtype);
   Key key{m,
           n,
           k,
