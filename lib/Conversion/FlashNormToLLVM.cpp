@@ -48,12 +48,6 @@ struct GemmLtToLLVM : ConvertOpToLLVMPattern<GemmLtOp> {
                                   descriptor, {zero, zero});
     };
     MemRefDescriptor a(adaptor.getA()), c(adaptor.getC());
-    Value rowScale =
-        op.getRowScale()
-            ? getStridedElementPtr(rewriter, loc,
-                                   cast<MemRefType>(op.getRowScale().getType()),
-                                   adaptor.getRowScale(), {zero})
-            : LLVM::ZeroOp::create(rewriter, loc, ptr).getResult();
     auto constant = [&](Type type, int64_t value) -> Value {
       return LLVM::ConstantOp::create(rewriter, loc, type, value);
     };
@@ -67,11 +61,10 @@ struct GemmLtToLLVM : ConvertOpToLLVMPattern<GemmLtOp> {
         pointer(op.getC(), adaptor.getC()),
         constant(i32, dtypeCode(op.getA().getType().getElementType())),
         constant(i32, dtypeCode(op.getC().getType().getElementType())),
-        constant(i32, op.getTransposeB() ? 1 : 0),
-        rowScale};
+        constant(i32, op.getTransposeB() ? 1 : 0)};
     FailureOr<LLVM::LLVMFuncOp> fn = LLVM::lookupOrCreateFn(
         rewriter, op->getParentOfType<ModuleOp>(), "mgpuFlashNormGemmLt",
-        {ptr, i64, i64, i64, ptr, ptr, ptr, i32, i32, i32, ptr},
+        {ptr, i64, i64, i64, ptr, ptr, ptr, i32, i32, i32},
         LLVM::LLVMVoidType::get(rewriter.getContext()));
     if (failed(fn))
       return failure();

@@ -19,8 +19,9 @@
 // joins, or pair with two projections, under one set of marks.
 //
 // A projection that flashnorm-gpu-kernels will hand to cuBLASLt (the same
-// rule, `takesGemmLt`) keeps its post-scale: the GEMM applies it in its
-// epilogue and writes the post-scale's type, and its reader reads that.
+// rule, `takesGemmLt`) keeps its post-scale: that pass moves it before the
+// GEMM as a scale of the activation, the GEMM writes the post-scale's type,
+// and its reader reads that.
 //
 // Plan, then apply: every check reads the IR as it is; only accepted plans
 // fuse, a post-scale at a time, in block order.
@@ -114,15 +115,16 @@ FailureOr<FusionPlan> planFusion(linalg::GenericOp post, GemmPath gemm,
   // permutation, the consumer's map of it invertible).
   if (!linalg::areElementwiseOpsFusable(use))
     return fail("upstream's element-wise fusion refuses the pair");
-  // Last, once it could fuse: cuBLASLt scales the rows of its product by 1/RMS
-  // in its epilogue and writes it in the post-scale's type: half the bytes of
-  // the f32 product a fused reader would read, and a faster GEMM.
+  // Last, once it could fuse: flashnorm-gpu-kernels scales the activation by
+  // 1/RMS before cuBLASLt's GEMM, which writes the post-scale's type: half
+  // the bytes of the f32 product a fused reader would read, and a faster
+  // GEMM.
   for (Value input : post.getDpsInputs())
     if (auto proj = input.getDefiningOp<linalg::LinalgOp>();
         proj && getAsyncRole(proj) == AsyncRole::proj &&
         takesGemmLt(proj, gemm))
-      return fail("its projection runs on cuBLASLt, which applies it in "
-                  "the GEMM's epilogue");
+      return fail("its projection runs on cuBLASLt, which writes it scaled "
+                  "from a pre-scaled activation");
   return FusionPlan{post, use, unreadInit};
 }
 

@@ -7,8 +7,9 @@
 // 1. fused mode: each deferred projection with its statistic and
 //    post-scale (FusedNormProjection.cpp), unless strategy 2 or 3 would
 //    take the projection (the fused kernel is a SIMT GEMV);
-// 2. projections through cuBLASLt where `gemm` says so, a row scale of
-//    the product (a post-scale) in the GEMM's epilogue (GemmLt.cpp);
+// 2. projections through cuBLASLt where `gemm` says so, the product's
+//    rounding reader written by the GEMM and a post-scale moved before it
+//    as a scale of the activation (GemmLt.cpp);
 // 3. f16 and bf16 projections on tensor cores (TensorCoreTile.cpp);
 // 4. row reductions, projections whose weight is contiguous in k among
 //    them (RowReduction.cpp);
@@ -122,12 +123,11 @@ struct GpuKernelsPass : flashnorm::impl::GpuKernelsBase<GpuKernelsPass> {
                              copy.getTarget());
       copy->erase();
     }
-    // Which projections cuBLASLt takes (gemm=cublaslt: all it can; auto:
-    // prefill).
-    auto toGemmLt = [&](linalg::LinalgOp op) { return takesGemmLt(op, gemm); };
+    // Which projections cuBLASLt takes: takesGemmLt (gemm=cublaslt: all it
+    // can; auto: prefill).
     if (fused && failed(fuseNormProjections(builder, [&](linalg::LinalgOp op) {
           std::string ignored;
-          if (toGemmLt(op) && succeeded(planGemmLt(op, ignored)))
+          if (takesGemmLt(op, gemm) && succeeded(planGemmLt(op, ignored)))
             return StringRef("cuBLASLt");
           if (tensorCores && succeeded(planTensorCoreTile(op, ignored)))
             return StringRef("tensor cores");
@@ -137,12 +137,13 @@ struct GpuKernelsPass : flashnorm::impl::GpuKernelsBase<GpuKernelsPass> {
     std::string why;
     // Before any kernel exists: the zero fill of each accumulator is still
     // visible. Selected before any is built: a GEMM erases the post-scale
-    // it takes in.
+    // it moves before it.
     SmallVector<linalg::LinalgOp> gemms;
     if (gemm != GemmPath::Codegen)
       for (linalg::LinalgOp op : collect<linalg::LinalgOp>(fn))
-        if (toGemmLt(op))
+        if (takesGemmLt(op, gemm))
           gemms.push_back(op);
+    SmallVector<PreScaled> preScaled;
     for (linalg::LinalgOp op : gemms) {
       Location loc = op.getLoc();
       FailureOr<GemmLtPlan> plan = planGemmLt(op, why);
@@ -150,14 +151,16 @@ struct GpuKernelsPass : flashnorm::impl::GpuKernelsBase<GpuKernelsPass> {
         reporter.refused(op, "projection kept as a generated kernel: " + why);
         continue;
       }
-      std::string epilogue =
-          plan->postScale
-              ? ", its post-scale in the GEMM's epilogue (rounded once to " +
-                    printToString(getElementTypeOrSelf(
-                        plan->postScale.getDpsInitOperand(0)->get())) +
-                    ")"
-              : "";
-      if (failed(buildGemmLt(builder, *plan)))
+      std::string epilogue;
+      if (plan->postScale) {
+        std::string type = printToString(
+            getElementTypeOrSelf(plan->postScale.getDpsInitOperand(0)->get()));
+        epilogue = plan->scale ? ", its post-scale before it as a scale of the "
+                                 "activation (the GEMM rounding once to " +
+                                     type + ")"
+                               : ", writing its reader's " + type;
+      }
+      if (failed(buildGemmLt(builder, *plan, preScaled)))
         return signalPassFailure();
       reporter.applied(fn, "projection at " + formatLoc(loc) +
                                " through cuBLASLt" + epilogue);

@@ -388,9 +388,14 @@ struct GpuStreamsPass : flashnorm::impl::GpuStreamsBase<GpuStreamsPass> {
     func::FuncOp fn = getOperation();
     if (fn.isExternal())
       return;
-    bool hasLaunch = false;
-    fn.walk([&](gpu::LaunchOp) { hasLaunch = true; });
-    if (!hasLaunch || !whyHostFunction(fn).empty())
+    // Device work: kernels, or a cuBLASLt GEMM alone (a projection whose
+    // only reader rounds its product).
+    bool hasDeviceWork = false;
+    fn.walk([&](Operation *op) {
+      if (isa<gpu::LaunchOp, GemmLtOp>(op))
+        hasDeviceWork = true;
+    });
+    if (!hasDeviceWork || !whyHostFunction(fn).empty())
       return;
     if (!fn.getBody().hasOneBlock()) {
       fn.emitError("flashnorm-gpu-streams: device functions must be one "

@@ -22,8 +22,8 @@
 // LT-IR-LABEL: func.func @f(
 // LT-IR-NOT: fused_norm_proj
 // LT-IR: function(@f_norm_stat
-// LT-IR: flashnorm.gemm_lt {{.*}} row_scale(
-// LT-IR: function(@f_zero_rows
+// LT-IR: function(@f_pre_scale
+// LT-IR: flashnorm.gemm_lt
 // LT-IR-NOT: function(@f_post_scale
 
 // CHECK-LABEL: func.func @f(

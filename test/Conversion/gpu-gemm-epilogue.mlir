@@ -1,45 +1,55 @@
 // A deferred projection through cuBLASLt (gemm=auto: 64 rows is prefill)
-// takes its post-scale into the GEMM's epilogue: 1/RMS of each row is
-// cuBLASLt's alpha vector, the f32 sum is rounded once to the post-scale's
-// bf16 output, and neither the f32 product nor the post-scale kernel is
-// left. The GEMM runs where the post-scale ran, after the statistic, in
-// every mode. (Under gemm=codegen the post-scale stays a kernel: the
+// takes its post-scale with it: a kernel scales the activation by 1/RMS of
+// each row (rounded once to bf16, a zero row where the scale is 0, as the
+// post-scale's contract says), then the GEMM sums in f32 and rounds once to
+// the post-scale's bf16 output. Neither the f32 product nor the post-scale
+// kernel is left. Both run where the post-scale ran, after the statistic,
+// in every mode. (Under gemm=codegen the post-scale stays a kernel: the
 // tensor-core and GEMV kernels apply it in their own way.)
 // RUN: flashnorm-opt %s --flashnorm-gpu-to-kernels=defer-mode=serial | FileCheck %s
 // RUN: flashnorm-opt %s --flashnorm-gpu-to-kernels=defer-mode=streams | FileCheck %s --check-prefixes=CHECK,STREAMS
 // RUN: flashnorm-opt %s --flashnorm-gpu-to-kernels=defer-mode=fused | FileCheck %s
 // RUN: flashnorm-opt %s --flashnorm-gpu-to-kernels=defer-mode=serial --remarks-filter=flashnorm --remark-format=emitRemark -o /dev/null 2>&1 | FileCheck %s --check-prefix=REMARK
-// The call passes the inputs' and the result's types (2: bf16), the
-// layout (1: N x K) and the scale (its f32 buffer; null without one).
+// The call passes the inputs' and the result's types (2: bf16) and the
+// layout (1: N x K); the pre-scaled activation is freed after it.
 // RUN: flashnorm-opt %s --flashnorm-gpu-pipeline=format=isa | FileCheck %s --check-prefix=CALL
 
-// REMARK-DAG: remark: [Passed] flashnorm-gpu-kernels {{.*}}projection at {{.*}} through cuBLASLt, its post-scale in the GEMM's epilogue (rounded once to bf16)
+// REMARK-DAG: remark: [Passed] flashnorm-gpu-kernels {{.*}}projection at {{.*}} through cuBLASLt, its post-scale before it as a scale of the activation (the GEMM rounding once to bf16)
 
 // CHECK-LABEL: func.func @prefill(
 // CHECK: function(@prefill_norm_stat_
 // STREAMS: async.await
-// CHECK-NOT: gpu.launch
+// CHECK: %[[X:.*]] = memref.collapse_shape %arg0 {{\[\[}}0, 1], [2]] : memref<1x64x256xbf16> into memref<64x256xbf16>
 // CHECK: %[[S:.*]] = memref.collapse_shape %{{.*}} {{\[\[}}0, 1]] : memref<1x64xf32> into memref<64xf32>
-// CHECK: flashnorm.gemm_lt %{{.*}}, %[[W:.*]], %[[OUT:.*]] row_scale(%[[S]] : memref<64xf32>) transpose_b : memref<64x256xbf16>, memref<512x256xbf16>, memref<64x512xbf16>
-// The post-scale's contract, a row whose scale is 0 is 0 (where the raw
-// product overflowed, the alpha vector would make inf * 0 = NaN): a thread
-// per row reads its scale and writes its row only then.
-// CHECK-NEXT: gpu.launch {{.*}} function(@prefill_zero_rows_
-// CHECK: %[[SI:.*]] = memref.load %[[S]][%{{.*}}] : memref<64xf32>
+// CHECK: %[[XS:.*]] = memref.alloc() : memref<64x256xbf16>
+// A thread per 16 bytes (8 bf16), over one loop of all 2048 vectors.
+// CHECK-NEXT: gpu.launch {{.*}} function(@prefill_pre_scale_
+// CHECK: arith.cmpi ult, %{{.*}}, %c2048
+// CHECK: %[[E:.*]] = arith.muli %{{.*}}, %c8 : index
+// CHECK: %[[I:.*]] = arith.divui %[[E]], %c256 : index
+// CHECK: %[[K:.*]] = arith.remui %[[E]], %c256 : index
+// CHECK: %[[SI:.*]] = memref.load %[[S]][%[[I]]] : memref<64xf32>
+// CHECK: %[[XI:.*]] = vector.load %[[X]][%[[I]], %[[K]]] {alignment = 16 : i64} : memref<64x256xbf16>, vector<8xbf16>
+// CHECK: %[[XF:.*]] = arith.extf %[[XI]] : vector<8xbf16> to vector<8xf32>
+// CHECK: %[[SV:.*]] = vector.broadcast %[[SI]] : f32 to vector<8xf32>
+// CHECK: %[[P:.*]] = arith.mulf %[[XF]], %[[SV]] : vector<8xf32>
 // CHECK: %[[Z:.*]] = arith.cmpf oeq, %[[SI]], %{{.*}} : f32
-// CHECK: scf.if %[[Z]] {
-// CHECK: scf.for
-// CHECK: memref.store %{{.*}}, %[[OUT]][%{{.*}}, %{{.*}}] : memref<64x512xbf16>
+// CHECK: %[[V:.*]] = arith.select %[[Z]], %{{.*}}, %[[P]] : vector<8xf32>
+// CHECK: %[[R:.*]] = arith.truncf %[[V]] : vector<8xf32> to vector<8xbf16>
+// CHECK: vector.store %[[R]], %[[XS]][%[[I]], %[[K]]] {alignment = 16 : i64} : memref<64x256xbf16>, vector<8xbf16>
+// CHECK-NOT: gpu.launch
+// CHECK: flashnorm.gemm_lt %[[XS]], %{{.*}}, %{{.*}} transpose_b : memref<64x256xbf16>, memref<512x256xbf16>, memref<64x512xbf16>
+// CHECK-NEXT: memref.dealloc %[[XS]]
 // CHECK-NOT: gpu.launch
 // CHECK: return
 // CALL-LABEL: llvm.func @prefill(
-// The statistic's fork, then the join the GEMM runs after.
+// The statistic's fork, then the join the pre-scale and the GEMM run after.
 // CALL-COUNT-3: llvm.call @mgpuStreamWaitEvent
-// CALL: %[[SCALE:.*]] = llvm.getelementptr %{{.*}}[%{{.*}}] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+// CALL: gpu.launch_func <%[[JOIN:.*]] : !llvm.ptr> @prefill_kernels::@prefill_pre_scale_
 // CALL: %[[AB:.*]] = llvm.mlir.constant(2 : i32) : i32
 // CALL: %[[C:.*]] = llvm.mlir.constant(2 : i32) : i32
 // CALL: %[[T:.*]] = llvm.mlir.constant(1 : i32) : i32
-// CALL: llvm.call @mgpuFlashNormGemmLt(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[AB]], %[[C]], %[[T]], %[[SCALE]]) : (!llvm.ptr, i64, i64, i64, !llvm.ptr, !llvm.ptr, !llvm.ptr, i32, i32, i32, !llvm.ptr) -> ()
+// CALL: llvm.call @mgpuFlashNormGemmLt(%[[JOIN]], %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[AB]], %[[C]], %[[T]]) : (!llvm.ptr, i64, i64, i64, !llvm.ptr, !llvm.ptr, !llvm.ptr, i32, i32, i32) -> ()
 func.func @prefill(%x: tensor<1x64x256xbf16>, %w: tensor<1x512x256xbf16>) -> tensor<1x64x512xbf16> {
   %s = flashnorm.rms_inv %x eps(1.0e-5) : tensor<1x64x256xbf16> -> tensor<1x64xf32>
   %z = arith.constant 0.0 : f32
@@ -48,6 +58,100 @@ func.func @prefill(%x: tensor<1x64x256xbf16>, %w: tensor<1x512x256xbf16>) -> ten
   %p = linalg.batch_matmul indexing_maps = [affine_map<(b, m, n, k) -> (b, m, k)>, affine_map<(b, m, n, k) -> (b, n, k)>, affine_map<(b, m, n, k) -> (b, m, n)>] ins(%x, %w : tensor<1x64x256xbf16>, tensor<1x512x256xbf16>) outs(%f : tensor<1x64x512xf32>) -> tensor<1x64x512xf32>
   %y = flashnorm.post_scale %p, %s : tensor<1x64x512xf32>, tensor<1x64xf32> -> tensor<1x64x512xbf16>
   return %y : tensor<1x64x512xbf16>
+}
+
+// Rows of 12 bytes are not whole 16-byte vectors: an element per thread.
+// CHECK-LABEL: func.func @narrow_rows(
+// CHECK: function(@narrow_rows_pre_scale_
+// CHECK-NOT: vector.load
+// CHECK: memref.load %{{.*}} : memref<64x6xbf16>
+// CHECK: memref.store %{{.*}} : memref<64x6xbf16>
+// CHECK: flashnorm.gemm_lt {{.*}} : memref<64x6xbf16>, memref<6x512xbf16>, memref<64x512xbf16>
+func.func @narrow_rows(%x: tensor<64x6xbf16>, %w: tensor<6x512xbf16>) -> tensor<64x512xbf16> {
+  %s = flashnorm.rms_inv %x eps(1.0e-5) : tensor<64x6xbf16> -> tensor<64xf32>
+  %z = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<64x512xf32>
+  %f = linalg.fill ins(%z : f32) outs(%e : tensor<64x512xf32>) -> tensor<64x512xf32>
+  %p = linalg.matmul ins(%x, %w : tensor<64x6xbf16>, tensor<6x512xbf16>) outs(%f : tensor<64x512xf32>) -> tensor<64x512xf32>
+  %y = flashnorm.post_scale %p, %s : tensor<64x512xf32>, tensor<64xf32> -> tensor<64x512xbf16>
+  return %y : tensor<64x512xbf16>
+}
+
+// Two projections of one normalized activation (Q and K behind one norm):
+// one pre-scale kernel and one scaled buffer for both GEMMs, freed after
+// the second.
+// CHECK-LABEL: func.func @shared(
+// CHECK: %[[XS:.*]] = memref.alloc() : memref<64x256xbf16>
+// CHECK-NEXT: gpu.launch {{.*}} function(@shared_pre_scale_
+// CHECK-NOT: gpu.launch
+// CHECK: flashnorm.gemm_lt %[[XS]], %{{.*}}, %{{.*}} : memref<64x256xbf16>, memref<256x512xbf16>, memref<64x512xbf16>
+// CHECK-NOT: gpu.launch
+// CHECK-NOT: memref.dealloc %[[XS]]
+// CHECK: flashnorm.gemm_lt %[[XS]], %{{.*}}, %{{.*}} : memref<64x256xbf16>, memref<256x128xbf16>, memref<64x128xbf16>
+// CHECK-NEXT: memref.dealloc %[[XS]]
+// CHECK-NOT: gpu.launch
+// CHECK: return
+func.func @shared(%x: tensor<64x256xbf16>, %wq: tensor<256x512xbf16>, %wk: tensor<256x128xbf16>) -> (tensor<64x512xbf16>, tensor<64x128xbf16>) {
+  %s = flashnorm.rms_inv %x eps(1.0e-5) : tensor<64x256xbf16> -> tensor<64xf32>
+  %z = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<64x512xf32>
+  %f = linalg.fill ins(%z : f32) outs(%e : tensor<64x512xf32>) -> tensor<64x512xf32>
+  %p = linalg.matmul ins(%x, %wq : tensor<64x256xbf16>, tensor<256x512xbf16>) outs(%f : tensor<64x512xf32>) -> tensor<64x512xf32>
+  %q = flashnorm.post_scale %p, %s : tensor<64x512xf32>, tensor<64xf32> -> tensor<64x512xbf16>
+  %e2 = tensor.empty() : tensor<64x128xf32>
+  %f2 = linalg.fill ins(%z : f32) outs(%e2 : tensor<64x128xf32>) -> tensor<64x128xf32>
+  %p2 = linalg.matmul ins(%x, %wk : tensor<64x256xbf16>, tensor<256x128xbf16>) outs(%f2 : tensor<64x128xf32>) -> tensor<64x128xf32>
+  %k = flashnorm.post_scale %p2, %s : tensor<64x128xf32>, tensor<64xf32> -> tensor<64x128xbf16>
+  return %q, %k : tensor<64x512xbf16>, tensor<64x128xbf16>
+}
+
+// The projection alone, its f32 sum rounded to bf16 by its only reader: the
+// GEMM writes the reader's bf16 output (no pre-scale, no f32 product).
+// REMARK-DAG: remark: [Passed] flashnorm-gpu-kernels {{.*}}projection at {{.*}} through cuBLASLt, writing its reader's bf16
+// CHECK-LABEL: func.func @rounding(
+// CHECK-NOT: gpu.launch
+// CHECK: flashnorm.gemm_lt %{{.*}}, %{{.*}}, %{{.*}} : memref<64x256xbf16>, memref<256x512xbf16>, memref<64x512xbf16>
+// CHECK-NOT: gpu.launch
+// CHECK: return
+// A function whose only device work is the GEMM still gets its stream.
+// CALL-LABEL: llvm.func @rounding(
+// CALL: %[[ST:.*]] = llvm.call @mgpuStreamCreate()
+// CALL: llvm.call @mgpuFlashNormGemmLt(%[[ST]],
+// CALL: llvm.call @mgpuStreamSynchronize(%[[ST]])
+func.func @rounding(%x: tensor<64x256xbf16>, %w: tensor<256x512xbf16>) -> tensor<64x512xbf16> {
+  %z = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<64x512xf32>
+  %f = linalg.fill ins(%z : f32) outs(%e : tensor<64x512xf32>) -> tensor<64x512xf32>
+  %p = linalg.matmul ins(%x, %w : tensor<64x256xbf16>, tensor<256x512xbf16>) outs(%f : tensor<64x512xf32>) -> tensor<64x512xf32>
+  %o = tensor.empty() : tensor<64x512xbf16>
+  %y = linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>], iterator_types = ["parallel", "parallel"]} ins(%p : tensor<64x512xf32>) outs(%o : tensor<64x512xbf16>) {
+  ^bb0(%a: f32, %b: bf16):
+    %r = arith.truncf %a : f32 to bf16
+    linalg.yield %r : bf16
+  } -> tensor<64x512xbf16>
+  return %y : tensor<64x512xbf16>
+}
+
+// A reader that computes more than a rounding stays a kernel after a GEMM
+// that writes the f32 product.
+// CHECK-LABEL: func.func @squared(
+// CHECK: flashnorm.gemm_lt {{.*}} : memref<64x256xbf16>, memref<256x512xbf16>, memref<64x512xf32>
+// CHECK: gpu.launch
+// CHECK: arith.mulf
+// CHECK: arith.truncf
+func.func @squared(%x: tensor<64x256xbf16>, %w: tensor<256x512xbf16>) -> tensor<64x512xbf16> {
+  %z = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<64x512xf32>
+  %f = linalg.fill ins(%z : f32) outs(%e : tensor<64x512xf32>) -> tensor<64x512xf32>
+  %p = linalg.matmul ins(%x, %w : tensor<64x256xbf16>, tensor<256x512xbf16>) outs(%f : tensor<64x512xf32>) -> tensor<64x512xf32>
+  %o = tensor.empty() : tensor<64x512xbf16>
+  %y = linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>], iterator_types = ["parallel", "parallel"]} ins(%p : tensor<64x512xf32>) outs(%o : tensor<64x512xbf16>) {
+  ^bb0(%a: f32, %b: bf16):
+    %q = arith.mulf %a, %a : f32
+    %r = arith.truncf %q : f32 to bf16
+    linalg.yield %r : bf16
+  } -> tensor<64x512xbf16>
+  return %y : tensor<64x512xbf16>
 }
 
 // The raw product is returned too: the GEMM writes it (f32) and the
@@ -68,9 +172,10 @@ func.func @product_escapes(%x: tensor<64x256xbf16>, %w: tensor<256x512xbf16>) ->
 // A post-scale read by a residual add: flashnorm-gpu-fuse-post-scales
 // leaves the two apart (REMARK), the GEMM writes the scaled bf16 product
 // and the add reads it, rather than one kernel reading an f32 product.
-// REMARK-DAG: remark: [Missed] flashnorm-gpu-fuse-post-scales {{.*}}post-scale kept as its own kernel: its projection runs on cuBLASLt, which applies it in the GEMM's epilogue
+// REMARK-DAG: remark: [Missed] flashnorm-gpu-fuse-post-scales {{.*}}post-scale kept as its own kernel: its projection runs on cuBLASLt, which writes it scaled from a pre-scaled activation
 // CHECK-LABEL: func.func @residual(
-// CHECK: flashnorm.gemm_lt {{.*}} row_scale(%{{.*}} : memref<64xf32>) : memref<64x256xbf16>, memref<256x512xbf16>, memref<64x512xbf16>
+// CHECK: function(@residual_pre_scale_
+// CHECK: flashnorm.gemm_lt {{.*}} : memref<64x256xbf16>, memref<256x512xbf16>, memref<64x512xbf16>
 // CHECK: function(@residual_elementwise_
 func.func @residual(%x: tensor<64x256xbf16>, %w: tensor<256x512xbf16>, %h: tensor<64x512xbf16>) -> tensor<64x512xbf16> {
   %s = flashnorm.rms_inv %x eps(1.0e-5) : tensor<64x256xbf16> -> tensor<64xf32>

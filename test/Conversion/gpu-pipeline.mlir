@@ -107,10 +107,10 @@ func.func @f(%x: tensor<4x16xf32>, %w: tensor<16x32xf32>, %bias: tensor<4x32xf32
 // SERIAL-KERNEL: llvm.call @__nv_rsqrtf
 // SERIAL-KERNEL: llvm.return
 
-// cuBLASLt: the projection is a runtime call that applies the post-scale in
-// its epilogue (test/Conversion/gpu-gemm-epilogue.mlir), so it runs on the
+// cuBLASLt: the projection is a runtime call on the activation a kernel
+// scaled first (test/Conversion/gpu-gemm-epilogue.mlir), so both run on the
 // joined stream, after the statistic; the bias add reads its result
-// (M=4, N=32, K=16, f32 inputs and result, K x N layout, the row scale).
+// (M=4, N=32, K=16, f32 inputs and result, K x N layout).
 // CUBLAS-LABEL: llvm.func @f(
 // CUBLAS: %[[MAIN:.*]] = llvm.call @mgpuStreamCreate()
 // CUBLAS: %[[STAT:.*]] = llvm.call @mgpuStreamCreate()
@@ -118,9 +118,8 @@ func.func @f(%x: tensor<4x16xf32>, %w: tensor<16x32xf32>, %bias: tensor<4x32xf32
 // cuBLASLt overwrites the accumulator: its zero fill is gone.
 // CUBLAS-NOT: @f_kernels::@f_fill_
 // CUBLAS: %[[JOIN:.*]] = llvm.call @mgpuStreamCreate()
-// CUBLAS: %[[SCALE:.*]] = llvm.getelementptr %{{.*}}[%{{.*}}] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+// CUBLAS: gpu.launch_func <%[[JOIN]] : !llvm.ptr> @f_kernels::@f_pre_scale_
 // CUBLAS: %[[M:.*]] = llvm.extractvalue %{{.*}}[3, 0]
-// CUBLAS: llvm.call @mgpuFlashNormGemmLt(%[[JOIN]], %[[M]], %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[SCALE]]) : (!llvm.ptr, i64, i64, i64, !llvm.ptr, !llvm.ptr, !llvm.ptr, i32, i32, i32, !llvm.ptr) -> ()
+// CUBLAS: llvm.call @mgpuFlashNormGemmLt(%[[JOIN]], %[[M]], %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) : (!llvm.ptr, i64, i64, i64, !llvm.ptr, !llvm.ptr, !llvm.ptr, i32, i32, i32) -> ()
 // CUBLAS-NOT: @f_proj_
-// CUBLAS: gpu.launch_func <%[[JOIN]] : !llvm.ptr> @f_kernels::@f_zero_rows_
 // CUBLAS: gpu.launch_func <%[[JOIN]] : !llvm.ptr> @f_kernels::@f_elementwise_

@@ -122,14 +122,6 @@ func.func @gemm_lt_result(%x: memref<16x576xf16>, %w: memref<576x1536xf16>, %y: 
 
 // -----
 
-func.func @gemm_lt_row_scale(%x: memref<16x576xf16>, %w: memref<576x1536xf16>, %y: memref<16x1536xf16>, %s: memref<8xf32>) {
-  // expected-error @below {{'flashnorm.gemm_lt' op row_scale 'memref<8xf32>' does not have a value per row of 'memref<16x1536xf16>'}}
-  %t = flashnorm.gemm_lt %x, %w, %y row_scale(%s : memref<8xf32>) : memref<16x576xf16>, memref<576x1536xf16>, memref<16x1536xf16>
-  return
-}
-
-// -----
-
 func.func @resident_strided(%w: memref<4x4xf32, strided<[8, 1]>>) {
   %a = gpu.wait async
   // expected-error @below {{'flashnorm.resident' op needs a buffer with the identity layout, not 'memref<4x4xf32, strided<[8, 1]>>'}}

@@ -32,15 +32,14 @@ func.func @deferred(%x: tensor<2x3x8xbf16>, %acc: tensor<2x3x16xf32>,
 // CHECK-LABEL: func.func @gemm_lt
 // CHECK: %[[T1:.*]] = flashnorm.gemm_lt [%{{.*}}] %{{.*}}, %{{.*}}, %{{.*}} : memref<16x576xf16>, memref<576x1536xf16>, memref<16x1536xf32>
 // CHECK: %[[T2:.*]] = flashnorm.gemm_lt [%[[T1]]] %{{.*}}, %{{.*}}, %{{.*}} transpose_b : memref<16x576xbf16>, memref<1536x576xbf16>, memref<16x1536xf32>
-// CHECK: flashnorm.gemm_lt [%[[T2]]] %{{.*}}, %{{.*}}, %{{.*}} row_scale(%{{.*}} : memref<16xf32>) transpose_b : memref<16x576xbf16>, memref<1536x576xbf16>, memref<16x1536xbf16>
+// CHECK: flashnorm.gemm_lt [%[[T2]]] %{{.*}}, %{{.*}}, %{{.*}} transpose_b : memref<16x576xbf16>, memref<1536x576xbf16>, memref<16x1536xbf16>
 func.func @gemm_lt(%x: memref<16x576xf16>, %w: memref<576x1536xf16>,
                    %xb: memref<16x576xbf16>, %wt: memref<1536x576xbf16>,
-                   %y: memref<16x1536xf32>, %s: memref<16xf32>,
-                   %o: memref<16x1536xbf16>) {
+                   %y: memref<16x1536xf32>, %o: memref<16x1536xbf16>) {
   %t0 = gpu.wait async
   %t1 = flashnorm.gemm_lt [%t0] %x, %w, %y : memref<16x576xf16>, memref<576x1536xf16>, memref<16x1536xf32>
   %t2 = flashnorm.gemm_lt [%t1] %xb, %wt, %y transpose_b : memref<16x576xbf16>, memref<1536x576xbf16>, memref<16x1536xf32>
-  %t3 = flashnorm.gemm_lt [%t2] %xb, %wt, %o row_scale(%s : memref<16xf32>) transpose_b : memref<16x576xbf16>, memref<1536x576xbf16>, memref<16x1536xbf16>
+  %t3 = flashnorm.gemm_lt [%t2] %xb, %wt, %o transpose_b : memref<16x576xbf16>, memref<1536x576xbf16>, memref<16x1536xbf16>
   gpu.wait [%t3]
   return
 }

@@ -17,9 +17,8 @@
 // bytes) host memory and globals need not.
 //
 // `flashnorm.gemm_lt` (cuBLASLt) becomes the loops of what cuBLASLt
-// computes: each output's products summed in f32, times the row scale if
-// there is one (its alpha vector: inf * 0 is NaN, as on the GPU), rounded
-// once to the output's type.
+// computes: each output's products summed in f32, rounded once to the
+// output's type.
 //
 //===----------------------------------------------------------------------===//
 
@@ -91,7 +90,6 @@ struct TestLaunchToLoopsPass
     OpBuilder b(gemm);
     Location loc = gemm.getLoc();
     Value a = gemm.getA(), w = gemm.getB(), c = gemm.getC();
-    Value scale = gemm.getRowScale();
     bool transposed = gemm.getTransposeB();
     Type f32 = b.getF32Type();
     Type out = gemm.getC().getType().getElementType();
@@ -120,9 +118,6 @@ struct TestLaunchToLoopsPass
                     kb, l, ValueRange{arith::AddFOp::create(kb, l, acc[0], p)});
               });
           Value v = sum.getResult(0);
-          if (scale)
-            v = arith::MulFOp::create(
-                nb, loc, v, memref::LoadOp::create(nb, loc, scale, i));
           if (out != f32)
             v = arith::TruncFOp::create(nb, loc, out, v);
           memref::StoreOp::create(nb, loc, v, c, ValueRange{i, j});

@@ -308,8 +308,9 @@ def GpuFusePostScales : Pass<"flashnorm-gpu-fuse-post-scales",
     a reader that is not element-wise over the same rows (a broadcast, a
     reduction) or that belongs to another norm's schedule (a chain of
     post-scales), and the post-scale of a projection that `gemm` hands to
-    cuBLASLt (flashnorm-gpu-kernels puts it in the GEMM's epilogue, which
-    then writes the scaled product in the post-scale's type, not f32). Runs
+    cuBLASLt (flashnorm-gpu-kernels moves it before the GEMM as a scale of
+    the activation; the GEMM then writes the scaled product in the
+    post-scale's type, not f32). Runs
     in flashnorm-gpu-pipeline before bufferization.
   }];
   let dependentDialects = ["::mlir::linalg::LinalgDialect"];

@@ -5,19 +5,28 @@
 // cuBLASLt on the op's stream, lowered by the dialect's LLVM interface.
 // cuBLASLt overwrites the whole output, so the zero fill before it goes.
 //
-// A deferred projection's post-scale, `out = round(product * rinv[row])`,
-// goes into the GEMM's epilogue where it is the product's only reader:
-// cuBLASLt's alpha vector scales each row of the f32 sum, which is rounded
-// once to the post-scale's output type. The f32 product is then never
-// written (at 4096 tokens of a 4096 x 4096 bf16 projection, 67 MB written
-// and read back, plus a GEMM with an f32 result, 1.4-1.5x cuBLAS's bf16
-// GEMM on an H200). The GEMM runs where the post-scale ran, after the
-// statistic: in streams mode the fork then overlaps nothing of this
-// projection, which the epilogue repays many times over at prefill sizes.
-// The alpha vector would turn an overflowed product (inf) of a row whose
-// scale is 0 into NaN where the post-scale's contract says 0: a kernel
-// after the GEMM zeroes those rows (a thread per row reads its scale and
-// writes nothing else unless it is 0).
+// The product's only reader, where it rounds the f32 sum to its output
+// type or also scales its rows, is taken in: the GEMM runs in the reader's
+// place and writes its output, and the f32 product is never written (at
+// 4096 tokens of a 4096 x 4096 bf16 projection: 67 MB written and read
+// back, and a GEMM with an f32 result, 1.45-1.5x cuBLAS's bf16 GEMM on an
+// H200).
+//
+// A row scale, `round(product * rinv[row])` (a deferred norm's
+// post-scale), moves before the GEMM: a kernel writes `a' = a * rinv[row]`
+// (rounded to a's type) and the GEMM reads a'. At prefill sizes the GEMM
+// is bound by its arithmetic and the statistic's overlap worth little, so
+// the norm's divide goes back before the projection there, the gain still
+// folded and the sum still rounded once: the numbers of the unrewritten
+// program (its normalized activation rounded to a's type). The pre-scale
+// moves the activation once more (16.5 us at 4096 x 4096 bf16 on an H200,
+// where the whole call went from 288.6 to 217.2 us). GEMMs of one activation
+// and scale (Q, K and V) share one pre-scale. cuBLASLt's alpha vector would
+// scale the sum itself, but cuBLASLt offers no algorithm for that pointer
+// mode with f32, f16 or bf16 operands on an H200. The contract's zero scale
+// (`select(s == 0, 0, p * s)`: a row whose mean square overflowed) holds:
+// the pre-scale writes a zero row there. The GEMM runs after the
+// statistic: in streams mode the fork overlaps nothing of it.
 //
 //===----------------------------------------------------------------------===//
 
@@ -29,6 +38,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/Matchers.h"
 #include "llvm/Support/Debug.h"
 
@@ -38,19 +48,19 @@ using namespace mlir;
 using namespace mlir::flashnorm;
 using namespace mlir::flashnorm::kernels;
 
-/// How a post-scale's body scales the product: `round(product * scale)`
-/// (either order), where the rounding is a truncf to nearest even to the
-/// output type or nothing for f32; with `zeroRows`, the product of a row
-/// whose scale is 0 is 0 first (flashnorm.post_scale's contract:
-/// `select(scale == 0, 0, product * scale)`).
-struct RowScaleBody {
+/// How the product's reader rounds it, `round(product)`, or scales it too,
+/// `round(product * scale)` (either order), where the rounding is a truncf
+/// to nearest even to the output type or nothing for f32; with `zeroRows`,
+/// the product of a row whose scale is 0 is 0 first (flashnorm.post_scale's
+/// contract: `select(scale == 0, 0, product * scale)`), so the pre-scale's
+/// is.
+struct ReaderBody {
   bool zeroRows = false;
 };
-static FailureOr<RowScaleBody> matchRowScaleBody(linalg::GenericOp post,
-                                                 unsigned productInput) {
+static FailureOr<ReaderBody>
+matchReaderBody(linalg::GenericOp post, unsigned productInput, bool scaled) {
   Block &body = post.getRegion().front();
   Value product = body.getArgument(productInput);
-  Value scale = body.getArgument(1 - productInput);
   Value v = body.getTerminator()->getOperand(0);
   if (auto trunc = v.getDefiningOp<arith::TruncFOp>()) {
     std::optional<arith::RoundingMode> mode = trunc.getRoundingmode();
@@ -58,7 +68,13 @@ static FailureOr<RowScaleBody> matchRowScaleBody(linalg::GenericOp post,
       return failure();
     v = trunc.getIn();
   }
-  RowScaleBody match;
+  ReaderBody match;
+  if (!scaled) {
+    if (v != product)
+      return failure();
+    return match;
+  }
+  Value scale = body.getArgument(1 - productInput);
   if (auto select = v.getDefiningOp<arith::SelectOp>()) {
     auto isZero = [](Value x) { return matchPattern(x, m_PosZeroFloat()); };
     auto cmp = select.getCondition().getDefiningOp<arith::CmpFOp>();
@@ -77,8 +93,9 @@ static FailureOr<RowScaleBody> matchRowScaleBody(linalg::GenericOp post,
   return match;
 }
 
-/// The post-scale of `proj`'s product that cuBLASLt can apply, or why not.
-static LogicalResult planRowScale(GemmLtPlan &plan, std::string &why) {
+/// The reader of `proj`'s product that the GEMM can take in (a rounding to
+/// its output type; a post-scale, moved before the GEMM), or why not.
+static LogicalResult planReader(GemmLtPlan &plan, std::string &why) {
   linalg::LinalgOp proj = plan.op;
   const RowMajorProjection &p = plan.projection;
   linalg::FillOp deadFill = plan.deadFill;
@@ -102,44 +119,56 @@ static LogicalResult planRowScale(GemmLtPlan &plan, std::string &why) {
   if (!post)
     return fail("nothing reads the product");
   if (post->getBlock() != proj->getBlock() || post->isBeforeInBlock(proj))
-    return fail("the post-scale is not after the projection in its block");
-  if (!isElementwise(post) || usesOutput(post) || post.getNumDpsInputs() != 2)
+    return fail("the product's reader is not after the projection in its "
+                "block");
+  unsigned inputs = post.getNumDpsInputs();
+  if (!isElementwise(post) || usesOutput(post) || inputs > 2)
     return fail("the product's reader is not an element-wise op of the "
-                "product and one other input");
+                "product and at most one other input");
+  bool scaled = inputs == 2;
   unsigned productInput = post.getDpsInputOperand(0)->get() == p.c ? 0 : 1;
   OpOperand *product = post.getDpsInputOperand(productInput);
-  OpOperand *scale = post.getDpsInputOperand(1 - productInput);
+  OpOperand *scale =
+      scaled ? post.getDpsInputOperand(1 - productInput) : nullptr;
   OpOperand *out = post.getDpsInitOperand(0);
   unsigned rank = post.getNumLoops();
   MLIRContext *ctx = post.getContext();
-  auto scaleType = dyn_cast<MemRefType>(scale->get().getType());
   auto outType = dyn_cast<MemRefType>(out->get().getType());
-  if (!post.getMatchingIndexingMap(product).isIdentity() || !scaleType ||
-      !outType ||
-      post.getMatchingIndexingMap(scale) !=
-          AffineMap::getMultiDimIdentityMap(rank, ctx).getMajorSubMap(rank -
-                                                                      1) ||
-      !scaleType.getElementType().isF32() ||
-      !scaleType.getLayout().isIdentity() ||
+  if (!post.getMatchingIndexingMap(product).isIdentity() || !outType ||
       !outType.getLayout().isIdentity() ||
       !isa<Float32Type, Float16Type, BFloat16Type>(outType.getElementType()))
-    return fail("the reader is not a row scale of the product into a "
+    return fail("the reader does not write the product's elements into a "
                 "row-major f32, f16 or bf16 buffer");
-  FailureOr<RowScaleBody> body = matchRowScaleBody(post, productInput);
+  if (scale) {
+    auto scaleType = dyn_cast<MemRefType>(scale->get().getType());
+    if (!scaleType ||
+        post.getMatchingIndexingMap(scale) !=
+            AffineMap::getMultiDimIdentityMap(rank, ctx).getMajorSubMap(rank -
+                                                                        1) ||
+        !scaleType.getElementType().isF32() ||
+        !scaleType.getLayout().isIdentity())
+      return fail("the reader's other input is not an f32 scale per row");
+  }
+  FailureOr<ReaderBody> body = matchReaderBody(post, productInput, scaled);
   if (failed(body))
-    return fail("the reader's body is not round(product * scale)");
-  // The GEMM runs in the post-scale's place: its inputs must hold there
-  // what the projection read, and it must not write what it reads.
+    return fail(scaled ? "the reader's body is not round(product * scale)"
+                       : "the reader's body is not round(product)");
+  // The pre-scale and the GEMM run in the post-scale's place: the inputs
+  // must hold there what the projection read, and the GEMM must not write
+  // what they read.
   for (Value input : {p.a, p.b})
     if (writtenBetween(input, proj, post))
       return fail("an input of the projection is written before the "
-                  "post-scale");
+                  "product's reader");
   Value outRoot = HappensBefore::getRoot(out->get());
-  for (Value input : {p.a, p.b, scale->get()})
+  SmallVector<Value, 3> read{p.a, p.b};
+  if (scale)
+    read.push_back(scale->get());
+  for (Value input : read)
     if (mayAliasRoots(HappensBefore::getRoot(input), outRoot))
-      return fail("the post-scale writes a buffer the GEMM reads");
+      return fail("the product's reader writes a buffer the GEMM reads");
   plan.postScale = post;
-  plan.scale = scale->get();
+  plan.scale = scale ? scale->get() : Value();
   plan.zeroRows = body->zeroRows;
   return success();
 }
@@ -160,10 +189,10 @@ FailureOr<GemmLtPlan> kernels::planGemmLt(linalg::LinalgOp op,
     return failure();
   }
   GemmLtPlan plan{op, *p, deadZeroFill(p->c, op)};
-  if (failed(planRowScale(plan, plan.epilogueWhy)))
+  if (failed(planReader(plan, plan.readerWhy)))
     LLVM_DEBUG(llvm::dbgs() << "[gemm-lt] " << op->getLoc()
-                            << ": no post-scale in the epilogue: "
-                            << plan.epilogueWhy << "\n");
+                            << ": the GEMM writes the f32 product: "
+                            << plan.readerWhy << "\n");
   return plan;
 }
 
@@ -178,54 +207,131 @@ static Value to1d(OpBuilder &b, Location loc, Value buffer) {
   return memref::CollapseShapeOp::create(b, loc, buffer, all);
 }
 
-/// Zeroes the rows of `out` (M x N) whose `scale` is 0, the rest untouched:
-/// a thread per row, which reads its scale and, only in that rare case
-/// (the row's mean square overflowed), writes the row.
-static LogicalResult buildZeroRows(KernelBuilder &builder, OpBuilder &b,
-                                   Location loc, Value scale, Value out) {
-  Value zero = arith::ConstantIndexOp::create(b, loc, 0);
-  Value one = arith::ConstantIndexOp::create(b, loc, 1);
-  Value rows = memref::DimOp::create(b, loc, out, 0);
-  Value cols = memref::DimOp::create(b, loc, out, 1);
-  Type element = cast<MemRefType>(out.getType()).getElementType();
+/// A new buffer `a'` (a's shape and type) holding `a * scale[row]`, rounded
+/// once to a's type, or 0 where the scale is 0 and `zeroRows`. A thread per
+/// 16 bytes where a's rows are whole 16-byte vectors (the driver's
+/// allocations are 256-byte aligned): at 4096 tokens of 4096 bf16 features
+/// an element per thread moved these 67 MB at 0.8 TB/s on an H200 (81 us,
+/// most of the time in issuing 2-byte loads and stores). One loop over
+/// all of them, not rows x columns: rows (tokens) would take the grid's y
+/// dimension, which stops at 65535. Null when the loop could not be mapped
+/// (an error was emitted).
+static Value buildPreScale(KernelBuilder &builder, OpBuilder &b, Location loc,
+                           Value a, Value scale, bool zeroRows) {
+  auto type = cast<MemRefType>(a.getType());
+  Type element = type.getElementType(), f32 = b.getF32Type();
+  int64_t bytes = type.getElementTypeBitWidth() / 8;
+  int64_t cols = type.getDimSize(1);
+  int64_t width = type.getLayout().isIdentity() &&
+                          !ShapedType::isDynamic(cols) && cols * bytes % 16 == 0
+                      ? 16 / bytes
+                      : 1;
+  SmallVector<Value> sizes;
+  for (int64_t d = 0; d < type.getRank(); ++d)
+    if (type.isDynamicDim(d))
+      sizes.push_back(memref::DimOp::create(b, loc, a, d));
+  Value scaled = memref::AllocOp::create(
+      b, loc, MemRefType::get(type.getShape(), element), sizes);
+  auto index = [&](OpBuilder &nb, int64_t v) -> Value {
+    return arith::ConstantIndexOp::create(nb, loc, v);
+  };
+  Value numCols = memref::DimOp::create(b, loc, a, 1);
+  Value count = arith::DivUIOp::create(
+      b, loc,
+      arith::MulIOp::create(b, loc, memref::DimOp::create(b, loc, a, 0),
+                            numCols),
+      index(b, width));
+  VectorType vf32 = VectorType::get({width}, f32);
+  VectorType vElement = VectorType::get({width}, element);
   auto loop = scf::ParallelOp::create(
-      b, loc, ValueRange{zero}, ValueRange{rows}, ValueRange{one},
-      [&](OpBuilder &nb, Location l, ValueRange ivs) {
-        Value s = memref::LoadOp::create(nb, l, scale, ivs);
-        Value isZero = arith::CmpFOp::create(
-            nb, l, arith::CmpFPredicate::OEQ, s,
-            arith::ConstantOp::create(nb, l, nb.getF32FloatAttr(0.0)));
-        scf::IfOp::create(nb, l, isZero, [&](OpBuilder &ib, Location il) {
-          Value fill =
-              arith::ConstantOp::create(ib, il, ib.getFloatAttr(element, 0.0));
-          scf::ForOp::create(
-              ib, il, zero, cols, one, ValueRange{},
-              [&](OpBuilder &fb, Location fl, Value j, ValueRange) {
-                memref::StoreOp::create(fb, fl, fill, out,
-                                        ValueRange{ivs[0], j});
-                scf::YieldOp::create(fb, fl);
-              });
-          scf::YieldOp::create(ib, il);
-        });
+      b, loc, ValueRange{index(b, 0)}, ValueRange{count},
+      ValueRange{index(b, 1)}, [&](OpBuilder &nb, Location l, ValueRange ivs) {
+        Value first = arith::MulIOp::create(nb, l, ivs[0], index(nb, width));
+        Value row = arith::DivUIOp::create(nb, l, first, numCols);
+        Value col = arith::RemUIOp::create(nb, l, first, numCols);
+        SmallVector<Value> at{row, col};
+        Value s = memref::LoadOp::create(nb, l, scale, row);
+        Value x, v;
+        if (width == 1) {
+          x = memref::LoadOp::create(nb, l, a, at);
+          if (element != f32)
+            x = arith::ExtFOp::create(nb, l, f32, x);
+          v = arith::MulFOp::create(nb, l, x, s);
+        } else {
+          x = vector::LoadOp::create(nb, l, vElement, a, at,
+                                     /*nontemporal=*/false, llvm::Align(16));
+          if (element != f32)
+            x = arith::ExtFOp::create(nb, l, vf32, x);
+          v = arith::MulFOp::create(
+              nb, l, x, vector::BroadcastOp::create(nb, l, vf32, s));
+        }
+        if (zeroRows) {
+          Value isZero = arith::CmpFOp::create(
+              nb, l, arith::CmpFPredicate::OEQ, s,
+              arith::ConstantOp::create(nb, l, nb.getF32FloatAttr(0)));
+          Value zeros = arith::ConstantOp::create(nb, l, v.getType(),
+                                                  nb.getZeroAttr(v.getType()));
+          v = arith::SelectOp::create(nb, l, isZero, zeros, v);
+        }
+        if (element != f32)
+          v = arith::TruncFOp::create(nb, l, width == 1 ? element : vElement,
+                                      v);
+        if (width == 1)
+          memref::StoreOp::create(nb, l, v, scaled, at);
+        else
+          vector::StoreOp::create(nb, l, v, scaled, at,
+                                  /*nontemporal=*/false, llvm::Align(16));
       });
-  return builder.launchParallel(loop, "zero_rows");
+  if (failed(builder.launchParallel(loop, "pre_scale")))
+    return Value();
+  return scaled;
+}
+
+/// A pre-scale of `a` by `scale` that an earlier GEMM's kernel wrote and
+/// that still holds at `at`, or null.
+static PreScaled *findPreScaled(SmallVectorImpl<PreScaled> &preScaled, Value a,
+                                Value scale, bool zeroRows, Operation *at) {
+  for (PreScaled &done : preScaled)
+    if (done.a == a && done.scale == scale && done.zeroRows == zeroRows &&
+        done.buffer->getBlock() == at->getBlock() &&
+        done.buffer->isBeforeInBlock(at) &&
+        !writtenBetween(a, done.buffer, at) &&
+        !writtenBetween(scale, done.buffer, at))
+      return &done;
+  return nullptr;
 }
 
 LogicalResult kernels::buildGemmLt(KernelBuilder &builder,
-                                   const GemmLtPlan &plan) {
+                                   const GemmLtPlan &plan,
+                                   SmallVectorImpl<PreScaled> &preScaled) {
   linalg::LinalgOp op = plan.op;
   const RowMajorProjection &p = plan.projection;
   linalg::GenericOp post = plan.postScale;
   OpBuilder b(post ? post.getOperation() : op.getOperation());
   Location loc = op.getLoc();
+  Value a = to2d(b, loc, p.a);
+  PreScaled *shared = nullptr;
+  if (plan.scale) {
+    shared = findPreScaled(preScaled, p.a, plan.scale, plan.zeroRows, post);
+    if (shared) {
+      a = shared->buffer;
+    } else {
+      a = buildPreScale(builder, b, loc, a, to1d(b, loc, plan.scale),
+                        plan.zeroRows);
+      if (!a)
+        return failure();
+    }
+  }
   Value out = to2d(b, loc, post ? post.getDpsInitOperand(0)->get() : p.c);
-  Value rowScale = post ? to1d(b, loc, plan.scale) : Value();
-  GemmLtOp::create(b, loc, gpu::AsyncTokenType::get(b.getContext()),
-                   ValueRange{}, to2d(b, loc, p.a), to2d(b, loc, p.b), out,
-                   rowScale, p.transposeB);
-  if (post && plan.zeroRows &&
-      failed(buildZeroRows(builder, b, loc, rowScale, out)))
-    return failure();
+  auto gemm =
+      GemmLtOp::create(b, loc, gpu::AsyncTokenType::get(b.getContext()),
+                       ValueRange{}, a, to2d(b, loc, p.b), out, p.transposeB);
+  if (shared)
+    shared->dealloc->moveAfter(gemm);
+  else if (plan.scale)
+    preScaled.push_back({p.a, plan.scale, plan.zeroRows,
+                         a.getDefiningOp<memref::AllocOp>(),
+                         memref::DeallocOp::create(b, loc, a)});
   if (post)
     post->erase();
   if (plan.deadFill)

@@ -21,6 +21,7 @@
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Linalg/Utils/Utils.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 
 #include <string>
@@ -219,29 +220,44 @@ LogicalResult
 fuseNormProjections(KernelBuilder &builder,
                     function_ref<StringRef(linalg::LinalgOp)> fasterPath);
 
-/// GemmLt.cpp: a projection as `flashnorm.gemm_lt` (cuBLASLt), with the
-/// row scale that reads its product (a deferred norm's post-scale) in the
-/// GEMM's epilogue where it can be.
+/// GemmLt.cpp: a projection as `flashnorm.gemm_lt` (cuBLASLt), writing
+/// the output of the reader of its product where that reader only rounds
+/// it or scales its rows (a deferred norm's post-scale, moved before the
+/// GEMM as a scale of the activation).
 struct GemmLtPlan {
   linalg::LinalgOp op;
   RowMajorProjection projection;
   /// A zero fill of the output that the GEMM makes dead.
   linalg::FillOp deadFill;
-  /// The post-scale cuBLASLt applies (its alpha vector): the GEMM runs in
-  /// its place and writes its output. Null: the GEMM writes the product,
-  /// and `epilogueWhy` says why.
+  /// The product's only reader, which the GEMM takes in (GemmLt.cpp): a
+  /// rounding to its output type, or a post-scale, which moves before the
+  /// GEMM as a scale of the activation. The GEMM runs in its place and
+  /// writes its output. Null: the GEMM writes the product, and `readerWhy`
+  /// says why.
   linalg::GenericOp postScale;
-  std::string epilogueWhy;
-  /// The per-row f32 scale the post-scale reads.
+  std::string readerWhy;
+  /// The per-row f32 scale a post-scale reads; null for a rounding.
   Value scale;
-  /// The post-scale makes a row whose scale is 0 zero (inf * 0 would be
-  /// NaN): a kernel after the GEMM does.
+  /// The post-scale makes a row whose scale is 0 zero: so does the
+  /// pre-scale.
   bool zeroRows = false;
 };
 FailureOr<GemmLtPlan> planGemmLt(linalg::LinalgOp op, std::string &why);
-/// Fails when the kernel that zeroes rows could not be mapped (an error
-/// was emitted).
-LogicalResult buildGemmLt(KernelBuilder &builder, const GemmLtPlan &plan);
+/// An activation a pre-scale kernel scaled, which later GEMMs of the same
+/// activation and scale read too (Q, K and V behind one norm: one kernel
+/// and one buffer for the three), where neither is written in between.
+struct PreScaled {
+  Value a, scale;
+  bool zeroRows;
+  /// The scaled activation (2-D), allocated before its kernel.
+  memref::AllocOp buffer;
+  /// After the last GEMM that reads it.
+  memref::DeallocOp dealloc;
+};
+/// Fails when the pre-scale kernel could not be mapped (an error was
+/// emitted). Reuses and extends `preScaled`.
+LogicalResult buildGemmLt(KernelBuilder &builder, const GemmLtPlan &plan,
+                          SmallVectorImpl<PreScaled> &preScaled);
 
 /// TensorCoreTile.cpp: an f16 or bf16 projection on tensor cores, each
 /// 16 x 8 output tile computed by `slices` warps (one per slice of k) as

@@ -2,7 +2,8 @@
 // ones, 20 tokens: the original's statistic is rsqrt(inf) = 0 and its rows
 // are 0; the deferred raw product of such a row overflows to inf, and the
 // post-scale's contract makes a row with a zero scale 0 (inf * 0 would be
-// NaN), in cuBLASLt's epilogue too.
+// NaN). Through cuBLASLt the scale comes before the GEMM, on the finite
+// activation: those rows are scaled to zeros and the GEMM sums zeros.
 #nk = [affine_map<(m, n, k) -> (m, k)>, affine_map<(m, n, k) -> (n, k)>, affine_map<(m, n, k) -> (m, n)>]
 func.func @f(%x: tensor<20x32xf32>, %w: tensor<24x32xf32>) -> tensor<20x24xf32> {
   %n = flashnorm.rms_norm %x eps(1.0e-5) : tensor<20x32xf32>

@@ -201,11 +201,6 @@ LogicalResult GemmLtOp::verify() {
       clash(n, c.getDimSize(1)))
     return emitOpError("shapes do not multiply: ")
            << a << " x " << b << (getTransposeB() ? "^T" : "") << " -> " << c;
-  if (Value scale = getRowScale();
-      scale &&
-      clash(cast<MemRefType>(scale.getType()).getDimSize(0), c.getDimSize(0)))
-    return emitOpError("row_scale ")
-           << scale.getType() << " does not have a value per row of " << c;
   if (getAsyncDependencies().size() > 1)
     return emitOpError("takes at most one async dependency (join first)");
   return success();

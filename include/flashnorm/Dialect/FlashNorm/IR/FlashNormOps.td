@@ -168,8 +168,7 @@ def FlashNorm_LayerInvOp : FlashNorm_Op<"layer_inv", [Pure]> {
   ];
 }
 
-def FlashNorm_GemmLtOp : FlashNorm_Op<"gemm_lt",
-    [GPU_AsyncOpInterface, AttrSizedOperandSegments]> {
+def FlashNorm_GemmLtOp : FlashNorm_Op<"gemm_lt", [GPU_AsyncOpInterface]> {
   let summary = "A projection on a GPU stream through cuBLASLt";
   let description = [{
     `c = a * b` (or `a * b^T` with `transpose_b`, the PyTorch Linear layout)
@@ -177,19 +176,18 @@ def FlashNorm_GemmLtOp : FlashNorm_Op<"gemm_lt",
     `a` is M x K, `b` is K x N (N x K), both f32, f16 or bf16; `c` is M x N
     and is overwritten. The products are summed in f32 and rounded once to
     `c`'s element type: f32, the accumulator type of a deferred projection
-    (FLASHNORM.md §2), or f16/bf16 when the GEMM also applies the
-    projection's post-scale: with `row_scale` (f32, M), row i of the sum is
-    multiplied by `row_scale[i]` (1/RMS of token i) before that rounding,
-    cuBLASLt's alpha vector. Built by `flashnorm-gpu-kernels{gemm=...}`;
-    lowered by `gpu-to-llvm` (through the dialect's LLVM conversion
-    interface) to a call of `mgpuFlashNormGemmLt` in the
-    `flashnorm_cublaslt` runtime library.
+    (FLASHNORM.md §2), or f16/bf16 when the GEMM writes the projection's
+    post-scaled output from an activation `flashnorm-gpu-kernels` scaled
+    first. Built by `flashnorm-gpu-kernels{gemm=...}`; lowered by
+    `gpu-to-llvm` (through the dialect's LLVM conversion interface) to a
+    call of `mgpuFlashNormGemmLt` in the `flashnorm_cublaslt` runtime
+    library.
 
     ```mlir
     %t1 = flashnorm.gemm_lt [%t0] %x, %w, %y
             : memref<16x576xf16>, memref<576x1536xf16>, memref<16x1536xf32>
-    %t2 = flashnorm.gemm_lt [%t1] %x, %w, %o row_scale(%s : memref<16xf32>)
-            : memref<16x576xf16>, memref<576x1536xf16>, memref<16x1536xf16>
+    %t2 = flashnorm.gemm_lt [%t1] %xs, %w, %o transpose_b
+            : memref<16x576xbf16>, memref<1536x576xbf16>, memref<16x1536xbf16>
     ```
   }];
   let arguments = (ins Variadic<GPU_AsyncToken>:$asyncDependencies,
@@ -199,13 +197,10 @@ def FlashNorm_GemmLtOp : FlashNorm_Op<"gemm_lt",
                            [MemRead]>:$b,
                        Arg<MemRefRankOf<[F32, F16, BF16], [2]>, "",
                            [MemWrite]>:$c,
-                       Arg<Optional<MemRefRankOf<[F32], [1]>>, "",
-                           [MemRead]>:$row_scale,
                        UnitAttr:$transpose_b);
   let results = (outs GPU_AsyncToken:$asyncToken);
   let assemblyFormat = [{
     (` ` `[` $asyncDependencies^ `]`)? $a `,` $b `,` $c
-    (`row_scale` `(` $row_scale^ `:` type($row_scale) `)`)?
     (`transpose_b` $transpose_b^)? attr-dict `:` type($a) `,` type($b) `,`
     type($c)
   }];
