@@ -127,7 +127,8 @@ struct GpuKernelsPass : flashnorm::impl::GpuKernelsBase<GpuKernelsPass> {
     // can; auto: prefill).
     if (fused && failed(fuseNormProjections(builder, [&](linalg::LinalgOp op) {
           std::string ignored;
-          if (takesGemmLt(op, gemm) && succeeded(planGemmLt(op, ignored)))
+          if (takesGemmLt(op, gemm) &&
+              succeeded(planGemmLt(op, reduceThreads, ignored)))
             return StringRef("cuBLASLt");
           if (tensorCores && succeeded(planTensorCoreTile(op, ignored)))
             return StringRef("tensor cores");
@@ -146,24 +147,33 @@ struct GpuKernelsPass : flashnorm::impl::GpuKernelsBase<GpuKernelsPass> {
     SmallVector<PreScaled> preScaled;
     for (linalg::LinalgOp op : gemms) {
       Location loc = op.getLoc();
-      FailureOr<GemmLtPlan> plan = planGemmLt(op, why);
+      FailureOr<GemmLtPlan> plan = planGemmLt(op, reduceThreads, why);
       if (failed(plan)) {
         reporter.refused(op, "projection kept as a generated kernel: " + why);
         continue;
       }
-      std::string epilogue;
-      if (plan->postScale) {
-        std::string type = printToString(
-            getElementTypeOrSelf(plan->postScale.getDpsInitOperand(0)->get()));
-        epilogue = plan->scale ? ", its post-scale before it as a scale of the "
-                                 "activation (the GEMM rounding once to " +
-                                     type + ")"
-                               : ", writing its reader's " + type;
-      }
-      if (failed(buildGemmLt(builder, *plan, preScaled)))
+      // What became of the product's reader (its type read before the
+      // GEMM erases it).
+      std::string type = plan->postScale
+                             ? printToString(getElementTypeOrSelf(
+                                   plan->postScale.getDpsInitOperand(0)->get()))
+                             : "";
+      FailureOr<PreScale> how = buildGemmLt(builder, *plan, preScaled);
+      if (failed(how))
         return signalPassFailure();
+      std::string reader;
+      if (*how != PreScale::None)
+        reader = ", its post-scale before it as a scale of the activation (" +
+                 std::string(*how == PreScale::Statistic
+                                 ? "written by the statistic's kernel"
+                             : *how == PreScale::Shared
+                                 ? "shared with an earlier GEMM"
+                                 : "a kernel of its own") +
+                 "; the GEMM rounding once to " + type + ")";
+      else if (!type.empty())
+        reader = ", writing its reader's " + type;
       reporter.applied(fn, "projection at " + formatLoc(loc) +
-                               " through cuBLASLt" + epilogue);
+                               " through cuBLASLt" + reader);
     }
     if (tensorCores)
       for (linalg::LinalgOp op : collect<linalg::LinalgOp>(fn)) {

@@ -10,7 +10,9 @@
 // - tokens: one main stream; each task forks a stream from the main one
 //   (`gpu.wait async [%main]`); an await joins explicitly
 //   (`gpu.wait async [%main, %task]`, FLASHNORM.md §6), so every launch has
-//   exactly one dependency (gpu-to-llvm accepts no more, §5);
+//   exactly one dependency (gpu-to-llvm accepts no more, §5). A task with
+//   no device work beside it before its await (a statistic whose cuBLASLt
+//   GEMM waits for it) is issued on the main stream: no fork, no join;
 // - one host `gpu.wait` at the end lists exactly one token of every stream
 //   ever created: each stream is synchronized and destroyed exactly once,
 //   including the ones that fed a join (which upstream never destroys).
@@ -69,7 +71,9 @@ public:
     reporter.applied(
         fn, Twine(tails.size()) + " stream(s), " + Twine(numJoins) +
                 " join(s), " + Twine(numLaunches) + " launch(es), " +
-                Twine(numResident) + " constant(s) kept on the device");
+                Twine(numResident) + " constant(s) kept on the device, " +
+                Twine(numUnforked) +
+                " task(s) on the main stream (nothing to run beside them)");
     return success();
   }
 
@@ -223,8 +227,11 @@ private:
         return op->emitError("flashnorm-gpu-streams: only async.execute "
                              "without dependencies, operands or results is "
                              "supported");
-      // A task: its own stream, forked from the main one here.
-      unsigned task = fork(b, loc, tails[mainStream]);
+      // A task: its own stream, forked from the main one here, where the
+      // main stream has work to run beside it; otherwise its work is issued
+      // on the main stream as it stands, with neither fork nor join.
+      bool beside = hasWorkBeside(exec);
+      unsigned task = beside ? fork(b, loc, tails[mainStream]) : mainStream;
       Block &body = exec.getBodyRegion().front();
       SmallVector<Operation *> inner;
       for (Operation &o : body.without_terminator())
@@ -234,12 +241,21 @@ private:
         if (failed(visit(o, task)))
           return failure();
       }
-      taskStreams[exec.getToken()] = task;
+      if (beside) {
+        taskStreams[exec.getToken()] = task;
+      } else {
+        unforked.insert(exec.getToken());
+        ++numUnforked;
+      }
       // Erased once its awaits are gone.
       executes.push_back(op);
       return success();
     }
     if (auto await = dyn_cast<async::AwaitOp>(op)) {
+      if (unforked.contains(await.getOperand())) {
+        op->erase(); // Ordered by the main stream already.
+        return success();
+      }
       auto it = taskStreams.find(await.getOperand());
       if (it == taskStreams.end())
         return op->emitError("flashnorm-gpu-streams: await of an unknown "
@@ -265,6 +281,32 @@ private:
            << op->getName()
            << "' would touch device memory on the host; a device function "
               "holds kernels, copies and views only";
+  }
+
+  /// Whether the main stream has device work to issue between task `exec`
+  /// and its first await (or the end): what a fork lets run beside the
+  /// task. A fork and its join are host work on every call (a stream, two
+  /// event records, waits; on an H200 an eager fork and join cost about 15
+  /// us at decode), worth it only for that overlap. Where a deferred
+  /// projection's GEMM was moved after the join (cuBLASLt with a pre-scaled
+  /// activation) nothing is left beside the statistic.
+  static bool hasWorkBeside(async::ExecuteOp exec) {
+    for (Operation *op = exec->getNextNode(); op; op = op->getNextNode()) {
+      if (auto await = dyn_cast<async::AwaitOp>(op))
+        if (await.getOperand() == exec.getToken())
+          return false;
+      if (auto global = dyn_cast<memref::GetGlobalOp>(op)) {
+        if (!isConstant(global)) // Copied to the device per call.
+          return true;
+        continue;
+      }
+      if (isa<async::AwaitOp, memref::AllocOp, memref::DeallocOp,
+              func::ReturnOp>(op) ||
+          isMemoryEffectFree(op))
+        continue;
+      return true;
+    }
+    return false;
   }
 
   /// The explicit join of the main stream with the awaited tasks.
@@ -370,8 +412,11 @@ private:
   Type tokenType;
   /// The last token of every stream created, by stream id.
   SmallVector<Value> tails;
-  unsigned mainStream = 0, numJoins = 0, numLaunches = 0, numResident = 0;
+  unsigned mainStream = 0, numJoins = 0, numLaunches = 0, numResident = 0,
+           numUnforked = 0;
   DenseMap<Value, unsigned> taskStreams;
+  /// Tasks issued on the main stream (nothing to run beside them).
+  llvm::DenseSet<Value> unforked;
   llvm::DenseSet<unsigned> joined;
   llvm::SetVector<unsigned> pendingJoins;
   SmallVector<Value> deviceBuffers;

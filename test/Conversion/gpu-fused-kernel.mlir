@@ -10,8 +10,8 @@
 // Where the projection has a faster kernel of its own, it stays unfused and
 // a remark says which: tensor cores for 16 rows of bf16 (@rows16), cuBLASLt
 // for any projection under gemm=cublaslt (the kernels then are the
-// statistic's and cuBLASLt's, which applies the post-scale in its epilogue,
-// and the kernel that zeroes rows whose scale is 0).
+// statistic's, which also writes the activation scaled by 1/RMS, and
+// cuBLASLt's).
 // RUN: flashnorm-opt %s --flashnorm-gpu-to-kernels="defer-mode=fused gemm=codegen" --remarks-filter=flashnorm --remark-format=emitRemark -o /dev/null 2>&1 | FileCheck %s --check-prefix=MMA
 // RUN: flashnorm-opt %s --flashnorm-gpu-to-kernels="defer-mode=fused gemm=cublaslt" --remarks-filter=flashnorm --remark-format=emitRemark -o /dev/null 2>&1 | FileCheck %s --check-prefix=LT
 // RUN: flashnorm-opt %s --flashnorm-gpu-to-kernels="defer-mode=fused gemm=cublaslt" | FileCheck %s --check-prefix=LT-IR
@@ -21,8 +21,8 @@
 // LT: remark: [Missed] flashnorm-gpu-kernels {{.*}}not fused: the projection runs faster on cuBLASLt
 // LT-IR-LABEL: func.func @f(
 // LT-IR-NOT: fused_norm_proj
-// LT-IR: function(@f_norm_stat
-// LT-IR: function(@f_pre_scale
+// LT-IR: function(@f_norm_stat_scale
+// LT-IR-NOT: gpu.launch
 // LT-IR: flashnorm.gemm_lt
 // LT-IR-NOT: function(@f_post_scale
 

@@ -10,6 +10,12 @@
 // RUN: flashnorm-opt %s --flashnorm-gpu-to-streams | flashnorm-opt --flashnorm-test-drop-join | not flashnorm-opt --flashnorm-gpu-streams-to-llvm -o /dev/null 2>&1 | FileCheck %s --check-prefix=MUTANT
 // MUTANT: error: 'gpu.launch_func @f_kernels::@f_post_scale_fused_3' reads %{{.*}} while 'gpu.launch_func @f_kernels::@f_norm_stat_0' writes it, with no happens-before order between them
 // MUTANT: error: 'gpu.dealloc' deallocates %{{.*}} while 'gpu.launch_func @f_kernels::@f_norm_stat_0' may still write it
+// How many streams and joins: the statistic forks where the projection
+// runs beside it, not where its GEMM waits for it.
+// RUN: flashnorm-opt %s --flashnorm-gpu-pipeline="defer-mode=streams format=isa" --remarks-filter=flashnorm --remark-format=emitRemark -o /dev/null 2>&1 | FileCheck %s --check-prefix=FORKS
+// FORKS: remark: [Passed] flashnorm-gpu-streams {{.*}}3 stream(s), 1 join(s), 4 launch(es), 0 constant(s) kept on the device, 0 task(s) on the main stream (nothing to run beside them)
+// RUN: flashnorm-opt %s --flashnorm-gpu-pipeline="gemm=cublaslt format=isa" --remarks-filter=flashnorm --remark-format=emitRemark -o /dev/null 2>&1 | FileCheck %s --check-prefix=UNFORKED
+// UNFORKED: remark: [Passed] flashnorm-gpu-streams {{.*}}1 stream(s), 0 join(s), 2 launch(es), 0 constant(s) kept on the device, 1 task(s) on the main stream (nothing to run beside them)
 // The halves compose to the whole pipeline.
 // RUN: flashnorm-opt %s --flashnorm-gpu-to-streams="format=isa" | flashnorm-opt --flashnorm-gpu-streams-to-llvm="format=isa" | FileCheck %s --check-prefix=STREAMS
 // The kernels in the NVVM dialect, just before they become PTX:
@@ -107,19 +113,22 @@ func.func @f(%x: tensor<4x16xf32>, %w: tensor<16x32xf32>, %bias: tensor<4x32xf32
 // SERIAL-KERNEL: llvm.call @__nv_rsqrtf
 // SERIAL-KERNEL: llvm.return
 
-// cuBLASLt: the projection is a runtime call on the activation a kernel
-// scaled first (test/Conversion/gpu-gemm-epilogue.mlir), so both run on the
-// joined stream, after the statistic; the bias add reads its result
-// (M=4, N=32, K=16, f32 inputs and result, K x N layout).
+// cuBLASLt: the projection is a runtime call on the activation the
+// statistic's kernel scaled (test/Conversion/gpu-gemm-epilogue.mlir); the
+// bias add reads its result (M=4, N=32, K=16, f32 inputs and result, K x N
+// layout). Nothing is left to run beside the statistic, so it is not
+// forked: one stream, no events.
 // CUBLAS-LABEL: llvm.func @f(
 // CUBLAS: %[[MAIN:.*]] = llvm.call @mgpuStreamCreate()
-// CUBLAS: %[[STAT:.*]] = llvm.call @mgpuStreamCreate()
-// CUBLAS: gpu.launch_func <%[[STAT]] : !llvm.ptr> @f_kernels::@f_norm_stat_
+// CUBLAS-NOT: mgpuStreamCreate
+// CUBLAS-NOT: mgpuEvent
+// CUBLAS: gpu.launch_func <%[[MAIN]] : !llvm.ptr> @f_kernels::@f_norm_stat_scale_
 // cuBLASLt overwrites the accumulator: its zero fill is gone.
 // CUBLAS-NOT: @f_kernels::@f_fill_
-// CUBLAS: %[[JOIN:.*]] = llvm.call @mgpuStreamCreate()
-// CUBLAS: gpu.launch_func <%[[JOIN]] : !llvm.ptr> @f_kernels::@f_pre_scale_
+// CUBLAS-NOT: mgpuStreamCreate
+// CUBLAS-NOT: mgpuEvent
+// CUBLAS-NOT: gpu.launch_func
 // CUBLAS: %[[M:.*]] = llvm.extractvalue %{{.*}}[3, 0]
-// CUBLAS: llvm.call @mgpuFlashNormGemmLt(%[[JOIN]], %[[M]], %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) : (!llvm.ptr, i64, i64, i64, !llvm.ptr, !llvm.ptr, !llvm.ptr, i32, i32, i32) -> ()
+// CUBLAS: llvm.call @mgpuFlashNormGemmLt(%[[MAIN]], %[[M]], %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) : (!llvm.ptr, i64, i64, i64, !llvm.ptr, !llvm.ptr, !llvm.ptr, i32, i32, i32) -> ()
 // CUBLAS-NOT: @f_proj_
-// CUBLAS: gpu.launch_func <%[[JOIN]] : !llvm.ptr> @f_kernels::@f_elementwise_
+// CUBLAS: gpu.launch_func <%[[MAIN]] : !llvm.ptr> @f_kernels::@f_elementwise_

@@ -20,13 +20,17 @@
 // folded and the sum still rounded once: the numbers of the unrewritten
 // program (its normalized activation rounded to a's type). The pre-scale
 // moves the activation once more (16.5 us at 4096 x 4096 bf16 on an H200,
-// where the whole call went from 288.6 to 217.2 us). GEMMs of one activation
-// and scale (Q, K and V) share one pre-scale. cuBLASLt's alpha vector would
-// scale the sum itself, but cuBLASLt offers no algorithm for that pointer
-// mode with f32, f16 or bf16 operands on an H200. The contract's zero scale
-// (`select(s == 0, 0, p * s)`: a row whose mean square overflowed) holds:
-// the pre-scale writes a zero row there. The GEMM runs after the
-// statistic: in streams mode the fork overlaps nothing of it.
+// where the whole call went from 288.6 to 217.2 us). Where the scale is
+// the 1/RMS of the same activation's rows, the statistic's kernel writes a'
+// itself from the row it has just read: the activation is read from memory
+// once, not twice (33.5 MB fewer at 4096 x 4096 bf16), one launch fewer.
+// GEMMs of one activation and scale (Q, K and V) share one pre-scale.
+// cuBLASLt's alpha vector would scale the sum itself, but cuBLASLt offers
+// no algorithm for that pointer mode with f32, f16 or bf16 operands on an
+// H200. The contract's zero scale (`select(s == 0, 0, p * s)`: a row whose
+// mean square overflowed) holds: the pre-scale writes a zero row there.
+// The GEMM runs after the statistic: nothing runs beside the statistic,
+// which flashnorm-gpu-streams then does not fork.
 //
 //===----------------------------------------------------------------------===//
 
@@ -173,12 +177,83 @@ static LogicalResult planReader(GemmLtPlan &plan, std::string &why) {
   return success();
 }
 
+/// The statistic that computes the post-scale's scale from the rows of the
+/// activation the projection reads (a row reduction of it and its
+/// epilogue), so that its kernel can write the scaled activation too, or
+/// why not.
+static FailureOr<RowReductionPlan>
+planStatistic(const GemmLtPlan &plan, int64_t reduceThreads, std::string &why) {
+  auto fail = [&](const Twine &msg) {
+    why = msg.str();
+    return failure();
+  };
+  Value a = plan.projection.a;
+  linalg::GenericOp post = plan.postScale;
+  // The scale's last writer ends a row reduction (its epilogue); its other
+  // writers are that reduction and its zero fill (the sums and the scale
+  // may share a buffer).
+  SmallVector<linalg::LinalgOp> writers;
+  for (Operation *user : plan.scale.getUsers()) {
+    if (isa<memref::DeallocOp>(user))
+      continue;
+    auto linalgOp = dyn_cast<linalg::LinalgOp>(user);
+    if (!linalgOp)
+      return fail("the scale has a user that is not a linalg op");
+    if (llvm::is_contained(linalgOp.getDpsInits(), plan.scale))
+      writers.push_back(linalgOp);
+  }
+  linalg::GenericOp epilogue;
+  for (linalg::LinalgOp writer : writers) {
+    if (writer->getBlock() != writers.front()->getBlock())
+      return fail("the scale is written in more than one block");
+    if (!epilogue || epilogue->isBeforeInBlock(writer))
+      epilogue = dyn_cast<linalg::GenericOp>(writer.getOperation());
+  }
+  // The reduction whose epilogue it is (epilogueAfter: the element-wise op
+  // of its sums after it, only allocations and pure ops between).
+  linalg::GenericOp reduce;
+  if (epilogue && epilogue.getNumDpsInputs() == 1)
+    for (Operation *user : epilogue.getDpsInputOperand(0)->get().getUsers())
+      if (auto generic = dyn_cast<linalg::GenericOp>(user);
+          generic && generic != epilogue && epilogueAfter(generic) == epilogue)
+        reduce = generic;
+  if (!reduce)
+    return fail("the scale is not the epilogue of a row reduction");
+  if (reduce.getNumDpsInputs() != 1 ||
+      reduce.getDpsInputOperand(0)->get() != a ||
+      !reduce.getMatchingIndexingMap(reduce.getDpsInputOperand(0)).isIdentity())
+    return fail("the statistic does not read the projection's activation "
+                "row by row");
+  FailureOr<RowReductionPlan> statistic =
+      planRowReduction(reduce, reduceThreads, why);
+  if (failed(statistic))
+    return failure();
+  for (linalg::LinalgOp writer : writers)
+    if (writer != epilogue && writer != reduce &&
+        writer.getOperation() != statistic->zeroFill.getOperation())
+      return fail("the scale has another writer than its statistic");
+  // Its kernel runs where the statistic runs (in its task, in streams
+  // mode): the activation must hold there what the GEMM would have read.
+  Operation *at = post->getBlock()->findAncestorOpInBlock(*epilogue);
+  if (!at || !at->isBeforeInBlock(post))
+    return fail("the statistic does not run before the post-scale in its "
+                "block");
+  if (writtenBetween(a, at, post) ||
+      (at != epilogue.getOperation() &&
+       writtenBetween(a, epilogue, epilogue->getBlock()->getTerminator())))
+    return fail("the activation is written between the statistic and the "
+                "post-scale");
+  statistic->zeroRows = plan.zeroRows;
+  return statistic;
+}
+
 bool flashnorm::takesGemmLt(linalg::LinalgOp op, GemmPath gemm) {
   return linalg::isaContractionOpInterface(op) && gemm != GemmPath::Codegen &&
          (gemm == GemmPath::CuBlasLt || isPrefill(op));
 }
 
 FailureOr<GemmLtPlan> kernels::planGemmLt(linalg::LinalgOp op,
+                                          int64_t reduceThreads,
                                           std::string &why) {
   FailureOr<RowMajorProjection> p = matchRowMajor(op, why);
   if (failed(p))
@@ -189,10 +264,22 @@ FailureOr<GemmLtPlan> kernels::planGemmLt(linalg::LinalgOp op,
     return failure();
   }
   GemmLtPlan plan{op, *p, deadZeroFill(p->c, op)};
-  if (failed(planReader(plan, plan.readerWhy)))
+  if (failed(planReader(plan, plan.readerWhy))) {
     LLVM_DEBUG(llvm::dbgs() << "[gemm-lt] " << op->getLoc()
                             << ": the GEMM writes the f32 product: "
                             << plan.readerWhy << "\n");
+    return plan;
+  }
+  if (!plan.scale)
+    return plan;
+  FailureOr<RowReductionPlan> statistic =
+      planStatistic(plan, reduceThreads, plan.statisticWhy);
+  if (succeeded(statistic))
+    plan.statistic = *statistic;
+  else
+    LLVM_DEBUG(llvm::dbgs() << "[gemm-lt] " << op->getLoc()
+                            << ": a pre-scale kernel of its own: "
+                            << plan.statisticWhy << "\n");
   return plan;
 }
 
@@ -207,6 +294,17 @@ static Value to1d(OpBuilder &b, Location loc, Value buffer) {
   return memref::CollapseShapeOp::create(b, loc, buffer, all);
 }
 
+/// A new buffer of `a`'s shape and element type, row-major.
+static memref::AllocOp allocLike(OpBuilder &b, Location loc, Value a) {
+  auto type = cast<MemRefType>(a.getType());
+  SmallVector<Value> sizes;
+  for (int64_t d = 0; d < type.getRank(); ++d)
+    if (type.isDynamicDim(d))
+      sizes.push_back(memref::DimOp::create(b, loc, a, d));
+  return memref::AllocOp::create(
+      b, loc, MemRefType::get(type.getShape(), type.getElementType()), sizes);
+}
+
 /// A new buffer `a'` (a's shape and type) holding `a * scale[row]`, rounded
 /// once to a's type, or 0 where the scale is 0 and `zeroRows`. A thread per
 /// 16 bytes where a's rows are whole 16-byte vectors (the driver's
@@ -215,23 +313,19 @@ static Value to1d(OpBuilder &b, Location loc, Value buffer) {
 /// most of the time in issuing 2-byte loads and stores). One loop over
 /// all of them, not rows x columns: rows (tokens) would take the grid's y
 /// dimension, which stops at 65535. Null when the loop could not be mapped
-/// (an error was emitted).
-static Value buildPreScale(KernelBuilder &builder, OpBuilder &b, Location loc,
-                           Value a, Value scale, bool zeroRows) {
+/// (an error was emitted). (Where the statistic's kernel can write a'
+/// itself, from the row it has just read, it does instead: buildGemmLt.)
+static memref::AllocOp buildPreScale(KernelBuilder &builder, OpBuilder &b,
+                                     Location loc, Value a, Value scale,
+                                     bool zeroRows) {
   auto type = cast<MemRefType>(a.getType());
-  Type element = type.getElementType(), f32 = b.getF32Type();
   int64_t bytes = type.getElementTypeBitWidth() / 8;
   int64_t cols = type.getDimSize(1);
   int64_t width = type.getLayout().isIdentity() &&
                           !ShapedType::isDynamic(cols) && cols * bytes % 16 == 0
                       ? 16 / bytes
                       : 1;
-  SmallVector<Value> sizes;
-  for (int64_t d = 0; d < type.getRank(); ++d)
-    if (type.isDynamicDim(d))
-      sizes.push_back(memref::DimOp::create(b, loc, a, d));
-  Value scaled = memref::AllocOp::create(
-      b, loc, MemRefType::get(type.getShape(), element), sizes);
+  memref::AllocOp scaled = allocLike(b, loc, a);
   auto index = [&](OpBuilder &nb, int64_t v) -> Value {
     return arith::ConstantIndexOp::create(nb, loc, v);
   };
@@ -241,8 +335,6 @@ static Value buildPreScale(KernelBuilder &builder, OpBuilder &b, Location loc,
       arith::MulIOp::create(b, loc, memref::DimOp::create(b, loc, a, 0),
                             numCols),
       index(b, width));
-  VectorType vf32 = VectorType::get({width}, f32);
-  VectorType vElement = VectorType::get({width}, element);
   auto loop = scf::ParallelOp::create(
       b, loc, ValueRange{index(b, 0)}, ValueRange{count},
       ValueRange{index(b, 1)}, [&](OpBuilder &nb, Location l, ValueRange ivs) {
@@ -251,39 +343,12 @@ static Value buildPreScale(KernelBuilder &builder, OpBuilder &b, Location loc,
         Value col = arith::RemUIOp::create(nb, l, first, numCols);
         SmallVector<Value> at{row, col};
         Value s = memref::LoadOp::create(nb, l, scale, row);
-        Value x, v;
-        if (width == 1) {
-          x = memref::LoadOp::create(nb, l, a, at);
-          if (element != f32)
-            x = arith::ExtFOp::create(nb, l, f32, x);
-          v = arith::MulFOp::create(nb, l, x, s);
-        } else {
-          x = vector::LoadOp::create(nb, l, vElement, a, at,
-                                     /*nontemporal=*/false, llvm::Align(16));
-          if (element != f32)
-            x = arith::ExtFOp::create(nb, l, vf32, x);
-          v = arith::MulFOp::create(
-              nb, l, x, vector::BroadcastOp::create(nb, l, vf32, s));
-        }
-        if (zeroRows) {
-          Value isZero = arith::CmpFOp::create(
-              nb, l, arith::CmpFPredicate::OEQ, s,
-              arith::ConstantOp::create(nb, l, nb.getF32FloatAttr(0)));
-          Value zeros = arith::ConstantOp::create(nb, l, v.getType(),
-                                                  nb.getZeroAttr(v.getType()));
-          v = arith::SelectOp::create(nb, l, isZero, zeros, v);
-        }
-        if (element != f32)
-          v = arith::TruncFOp::create(nb, l, width == 1 ? element : vElement,
-                                      v);
-        if (width == 1)
-          memref::StoreOp::create(nb, l, v, scaled, at);
-        else
-          vector::StoreOp::create(nb, l, v, scaled, at,
-                                  /*nontemporal=*/false, llvm::Align(16));
+        Value x = loadElements(nb, l, a, at, width);
+        storeElements(nb, l, scaleElements(nb, l, x, s, zeroRows), scaled, at,
+                      width);
       });
   if (failed(builder.launchParallel(loop, "pre_scale")))
-    return Value();
+    return nullptr;
   return scaled;
 }
 
@@ -293,49 +358,68 @@ static PreScaled *findPreScaled(SmallVectorImpl<PreScaled> &preScaled, Value a,
                                 Value scale, bool zeroRows, Operation *at) {
   for (PreScaled &done : preScaled)
     if (done.a == a && done.scale == scale && done.zeroRows == zeroRows &&
-        done.buffer->getBlock() == at->getBlock() &&
-        done.buffer->isBeforeInBlock(at) &&
-        !writtenBetween(a, done.buffer, at) &&
-        !writtenBetween(scale, done.buffer, at))
+        done.from->getBlock() == at->getBlock() &&
+        done.from->isBeforeInBlock(at) && !writtenBetween(a, done.from, at) &&
+        !writtenBetween(scale, done.from, at))
       return &done;
   return nullptr;
 }
 
-LogicalResult kernels::buildGemmLt(KernelBuilder &builder,
-                                   const GemmLtPlan &plan,
-                                   SmallVectorImpl<PreScaled> &preScaled) {
+FailureOr<PreScale>
+kernels::buildGemmLt(KernelBuilder &builder, const GemmLtPlan &plan,
+                     SmallVectorImpl<PreScaled> &preScaled) {
   linalg::LinalgOp op = plan.op;
   const RowMajorProjection &p = plan.projection;
   linalg::GenericOp post = plan.postScale;
   OpBuilder b(post ? post.getOperation() : op.getOperation());
   Location loc = op.getLoc();
-  Value a = to2d(b, loc, p.a);
-  PreScaled *shared = nullptr;
-  if (plan.scale) {
-    shared = findPreScaled(preScaled, p.a, plan.scale, plan.zeroRows, post);
-    if (shared) {
-      a = shared->buffer;
-    } else {
-      a = buildPreScale(builder, b, loc, a, to1d(b, loc, plan.scale),
-                        plan.zeroRows);
-      if (!a)
-        return failure();
-    }
+  PreScaled *shared = plan.scale ? findPreScaled(preScaled, p.a, plan.scale,
+                                                 plan.zeroRows, post)
+                                 : nullptr;
+  PreScale how = PreScale::None;
+  memref::AllocOp scaled;
+  // From the end of `from` (in the GEMM's block) on, `scaled` holds a'.
+  Operation *from = nullptr;
+  if (shared) {
+    how = PreScale::Shared;
+  } else if (plan.statistic) {
+    // The statistic's kernel writes a' from the row it has just read (one
+    // read of the activation from memory instead of two, one launch fewer),
+    // a' allocated before it (before its task, in streams mode).
+    RowReductionPlan statistic = *plan.statistic;
+    Operation *at =
+        post->getBlock()->findAncestorOpInBlock(*statistic.epilogue);
+    OpBuilder before(at);
+    scaled = allocLike(before, loc, p.a);
+    statistic.scaledRows = scaled;
+    statistic.role = "norm_stat_scale";
+    from = post->getBlock()->findAncestorOpInBlock(
+        *buildRowReduction(builder, statistic));
+    how = PreScale::Statistic;
+  } else if (plan.scale) {
+    scaled = buildPreScale(builder, b, loc, to2d(b, loc, p.a),
+                           to1d(b, loc, plan.scale), plan.zeroRows);
+    if (!scaled)
+      return failure();
+    from = scaled;
+    how = PreScale::Kernel;
   }
+  Value a = shared   ? to2d(b, loc, shared->buffer)
+            : scaled ? to2d(b, loc, scaled)
+                     : to2d(b, loc, p.a);
   Value out = to2d(b, loc, post ? post.getDpsInitOperand(0)->get() : p.c);
   auto gemm =
       GemmLtOp::create(b, loc, gpu::AsyncTokenType::get(b.getContext()),
                        ValueRange{}, a, to2d(b, loc, p.b), out, p.transposeB);
   if (shared)
     shared->dealloc->moveAfter(gemm);
-  else if (plan.scale)
-    preScaled.push_back({p.a, plan.scale, plan.zeroRows,
-                         a.getDefiningOp<memref::AllocOp>(),
-                         memref::DeallocOp::create(b, loc, a)});
+  else if (scaled)
+    preScaled.push_back({p.a, plan.scale, plan.zeroRows, scaled, from,
+                         memref::DeallocOp::create(b, loc, scaled)});
   if (post)
     post->erase();
   if (plan.deadFill)
     plan.deadFill->erase();
   op->erase();
-  return success();
+  return how;
 }

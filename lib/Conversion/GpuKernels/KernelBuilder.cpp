@@ -368,6 +368,51 @@ Value kernels::to2d(OpBuilder &b, Location loc, Value buffer) {
   return memref::CollapseShapeOp::create(b, loc, buffer, groups);
 }
 
+Value kernels::scaleElements(OpBuilder &b, Location loc, Value x, Value scale,
+                             bool zeroRows) {
+  Type f32 = b.getF32Type();
+  auto vector = dyn_cast<VectorType>(x.getType());
+  Type element = getElementTypeOrSelf(x.getType());
+  Type wide = vector ? Type(VectorType::get(vector.getShape(), f32)) : f32;
+  if (element != f32)
+    x = arith::ExtFOp::create(b, loc, wide, x);
+  Value s =
+      vector ? Value(vector::BroadcastOp::create(b, loc, wide, scale)) : scale;
+  Value v = arith::MulFOp::create(b, loc, x, s);
+  if (zeroRows) {
+    Value isZero = arith::CmpFOp::create(
+        b, loc, arith::CmpFPredicate::OEQ, scale,
+        arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0)));
+    Value zeros = arith::ConstantOp::create(b, loc, wide, b.getZeroAttr(wide));
+    v = arith::SelectOp::create(b, loc, isZero, zeros, v);
+  }
+  if (element != f32)
+    v = arith::TruncFOp::create(
+        b, loc,
+        vector ? Type(VectorType::get(vector.getShape(), element)) : element,
+        v);
+  return v;
+}
+
+Value kernels::loadElements(OpBuilder &b, Location loc, Value buffer,
+                            ValueRange at, int64_t width) {
+  if (width == 1)
+    return memref::LoadOp::create(b, loc, buffer, at);
+  Type element = cast<MemRefType>(buffer.getType()).getElementType();
+  return vector::LoadOp::create(b, loc, VectorType::get({width}, element),
+                                buffer, at, /*nontemporal=*/false,
+                                llvm::Align(16));
+}
+
+void kernels::storeElements(OpBuilder &b, Location loc, Value value,
+                            Value buffer, ValueRange at, int64_t width) {
+  if (width == 1)
+    memref::StoreOp::create(b, loc, value, buffer, at);
+  else
+    vector::StoreOp::create(b, loc, value, buffer, at, /*nontemporal=*/false,
+                            llvm::Align(16));
+}
+
 /// Row-major indices of `linear` over `sizes`.
 static SmallVector<Value> delinearize(OpBuilder &b, Location loc, Value linear,
                                       ArrayRef<Value> sizes) {

@@ -82,10 +82,11 @@ bool isPrefill(linalg::LinalgOp op);
 /// contracted dimension innermost.
 bool weightContiguousInK(linalg::LinalgOp op);
 
-/// For a projection taking the row-reduction kernel: how many elements of
-/// each input a thread loads at once along k (the last loop), so that the
-/// widest input is read 16 bytes at a time (`ld.global.v4`); 1 where an
-/// input is not contiguous along k or its rows are not multiples of that.
+/// For a row reduction (a statistic, or a projection taking the
+/// row-reduction kernel): how many elements of each input a thread loads at
+/// once along k (the last loop), so that the widest input is read 16 bytes
+/// at a time (`ld.global.v4`); 1 where an input is not contiguous along k or
+/// its rows are not multiples of that.
 int64_t vectorWidthAlongK(linalg::LinalgOp op);
 
 /// Threads per block for a projection's row reduction with `k` elements per
@@ -138,6 +139,19 @@ Value loadAt(OpBuilder &b, Location loc, Value buffer, AffineMap map,
 
 /// `buffer` without its leading unit batch dimensions.
 Value to2d(OpBuilder &b, Location loc, Value buffer);
+
+/// `x * scale` (x one element or a vector of a's element type, scale an
+/// f32), computed in f32 and rounded once back to x's type; 0 where the
+/// scale is 0 and `zeroRows`. The pre-scale of a cuBLASLt projection.
+Value scaleElements(OpBuilder &b, Location loc, Value x, Value scale,
+                    bool zeroRows);
+
+/// `width` elements (a vector where `width` > 1, 16 bytes, aligned) of
+/// `buffer` at `at`, loaded or stored.
+Value loadElements(OpBuilder &b, Location loc, Value buffer, ValueRange at,
+                   int64_t width);
+void storeElements(OpBuilder &b, Location loc, Value value, Value buffer,
+                   ValueRange at, int64_t width);
 
 /// Creates the launches of one device function and names them
 /// `<fn>_<role>_<n>`, reporting each.
@@ -206,10 +220,18 @@ struct RowReductionPlan {
   bool weightRowsOuter = false;
   linalg::FillOp zeroFill;
   linalg::GenericOp epilogue;
+  /// A statistic whose epilogue computes a scale per row (1/RMS) may also
+  /// write its input's row times that scale here (a buffer of the input's
+  /// shape and type; GemmLt.cpp's pre-scale, from the row the kernel has
+  /// just read). Null: the kernel writes the statistic alone.
+  Value scaledRows;
+  /// Rows whose scale is 0 are written as 0 (the post-scale's contract).
+  bool zeroRows = false;
 };
 FailureOr<RowReductionPlan>
 planRowReduction(linalg::LinalgOp op, int64_t reduceThreads, std::string &why);
-void buildRowReduction(KernelBuilder &builder, const RowReductionPlan &plan);
+gpu::LaunchOp buildRowReduction(KernelBuilder &builder,
+                                const RowReductionPlan &plan);
 
 /// FusedNormProjection.cpp: fused mode, each (RMS statistic, projection,
 /// post-scale) of a deferred norm as one kernel, except where `fasterPath`
@@ -241,23 +263,35 @@ struct GemmLtPlan {
   /// The post-scale makes a row whose scale is 0 zero: so does the
   /// pre-scale.
   bool zeroRows = false;
+  /// The statistic that computes `scale` from the activation's rows (a row
+  /// reduction of `reduceThreads` threads and its epilogue): its kernel
+  /// writes the scaled activation too, from the row it has just read.
+  /// Empty: a pre-scale kernel of its own, and `statisticWhy` says why.
+  std::optional<RowReductionPlan> statistic;
+  std::string statisticWhy;
 };
-FailureOr<GemmLtPlan> planGemmLt(linalg::LinalgOp op, std::string &why);
+FailureOr<GemmLtPlan> planGemmLt(linalg::LinalgOp op, int64_t reduceThreads,
+                                 std::string &why);
 /// An activation a pre-scale kernel scaled, which later GEMMs of the same
 /// activation and scale read too (Q, K and V behind one norm: one kernel
 /// and one buffer for the three), where neither is written in between.
 struct PreScaled {
   Value a, scale;
   bool zeroRows;
-  /// The scaled activation (2-D), allocated before its kernel.
+  /// The scaled activation (a's shape), allocated before its kernel.
   memref::AllocOp buffer;
+  /// The op (in the GEMMs' block) from whose end on `buffer` holds a'
+  /// (the kernel that writes it, or its task).
+  Operation *from;
   /// After the last GEMM that reads it.
   memref::DeallocOp dealloc;
 };
+/// Who scaled the activation a GEMM reads.
+enum class PreScale { None, Kernel, Statistic, Shared };
 /// Fails when the pre-scale kernel could not be mapped (an error was
 /// emitted). Reuses and extends `preScaled`.
-LogicalResult buildGemmLt(KernelBuilder &builder, const GemmLtPlan &plan,
-                          SmallVectorImpl<PreScaled> &preScaled);
+FailureOr<PreScale> buildGemmLt(KernelBuilder &builder, const GemmLtPlan &plan,
+                                SmallVectorImpl<PreScaled> &preScaled);
 
 /// TensorCoreTile.cpp: an f16 or bf16 projection on tensor cores, each
 /// 16 x 8 output tile computed by `slices` warps (one per slice of k) as
