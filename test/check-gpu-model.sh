@@ -10,7 +10,7 @@ shift 2
 flashnorm-gen "$@" -o "$out.mlir"
 flashnorm-opt "$out.mlir" "${FLASHNORM_PIPELINE:---flashnorm}" -o "$out.rewritten.mlir"
 grep -o 'flashnorm-gen: .*' "$out.mlir"
-for mode in streams fused serial; do
+for mode in auto streams fused serial; do
   flashnorm-opt "$out.rewritten.mlir" \
     --flashnorm-gpu-pipeline="defer-mode=$mode chip=sm_90 format=bin" \
     -o "$out.$mode.mlir"

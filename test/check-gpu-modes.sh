@@ -41,7 +41,7 @@ case $target in
          run "$async" ;;
   *) echo "check-gpu-modes.sh: target must be cpu or gpu" >&2; exit 2 ;;
 esac > "$out.ref"
-for mode in streams fused serial; do
+for mode in auto streams fused serial; do
   if [ "$target" = cpu ]; then
     flashnorm-opt "$out.rewritten.mlir" \
       --flashnorm-gpu-to-kernels="defer-mode=$mode gemm=codegen ${GPU_KERNEL_OPTIONS:-}" |

@@ -5,7 +5,8 @@ Runs on a GPU machine from a kit made by scripts/gpu-kit.sh (docs/GPU.md):
 every build there is a shared object whose `_mlir_ciface_bench(result, x, w)`
 takes device buffers and returns a device allocation. In one process, for
 each (shape, tokens, dtype), it times
-  serial, streams, fused, streams+graphs, cublaslt   rms_norm(x) W^T, deferred
+  default (the pipeline's own options), serial, streams, fused,
+  streams+graphs, cublaslt                           rms_norm(x) W^T, deferred
   projection, projection-cublaslt                    round(x W^T), f32 accumulator
   torch-matmul        F.linear(x, W) through torch (cuBLAS): the projection's
                       real limit
@@ -38,7 +39,7 @@ HBM_BYTES_PER_S = 4.8e12   # H200 datasheet (4.3e12 measured in copies)
 TENSOR_FLOPS = 989e12      # H100/H200 dense f16/bf16 datasheet
 L2_BYTES = 60 << 20
 TOLERANCE = 1e-2
-FLASHNORM_MODE = "streams"  # what --flashnorm-gpu-pipeline builds by default
+FLASHNORM_MODE = "default"  # what --flashnorm-gpu-pipeline builds by default
 
 
 class Memref2D(ctypes.Structure):
@@ -340,7 +341,8 @@ def main():
     line("")
     line("geomean over shapes, dtypes and tokens: " + " ".join(
         "%s/serial=%.2f" % (mode, ratio(mode, "serial", everything))
-        for mode in ("streams", "fused", "streams+graphs", "cublaslt")) +
+        for mode in ("default", "streams", "fused", "streams+graphs",
+                     "cublaslt")) +
         " projection/torch-matmul=%.2f" % ratio("projection", "torch-matmul",
                                                 everything) +
         " prefill cublaslt/torch-matmul=%.2f" % ratio(

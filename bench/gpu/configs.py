@@ -32,6 +32,9 @@ EPS = 1e-5
 # The generated-kernel variants say gemm=codegen: the pipeline's default,
 # gemm=auto, is streams at decode and cublaslt at prefill.
 VARIANTS = {
+    # What a user gets: the pipeline's own defaults (defer-mode=auto:
+    # fused at 1 token, streams at 16; gemm=auto: cuBLASLt at prefill).
+    "default": (True, ""),
     "serial": (True, "defer-mode=serial gemm=codegen"),
     "streams": (True, "defer-mode=streams gemm=codegen"),
     "fused": (True, "defer-mode=fused gemm=codegen"),
@@ -42,6 +45,7 @@ VARIANTS = {
 # Timed modes: each runs a variant's build, streams+graphs with the
 # runtime's CUDA-graph mode on.
 MODES = {
+    "default": "default",
     "serial": "serial",
     "streams": "streams",
     "streams+graphs": "streams",

@@ -330,14 +330,17 @@ static LogicalResult buildGpuToKernels(OpPassManager &pm,
   pm.addNestedPass<func::FuncOp>(createGpuFusePostScales({options.gemm}));
   if (failed(parsePassPipeline(kToBuffers, pm, errors)))
     return failure();
-  if (mode == DeferMode::Streams)
+  // Auto forks every statistic and then fuses what the fused kernel takes:
+  // a task left with nothing in it goes (an eager fork and join cost more
+  // host time than a one-token projection's kernel).
+  if (mode == DeferMode::Streams || mode == DeferMode::Auto)
     pm.addNestedPass<func::FuncOp>(
         createAsyncSchedule({/*projectionTasks=*/false, /*keepMarks=*/true,
                              /*deviceFunctionsOnly=*/true}));
   OpPassManager &fpm = pm.nest<func::FuncOp>();
-  fpm.addPass(createGpuKernels({mode == DeferMode::Fused, options.threads,
-                                options.reduceThreads, options.tensorCores,
-                                options.gemm}));
+  fpm.addPass(createGpuKernels(
+      {mode == DeferMode::Fused || mode == DeferMode::Auto, options.threads,
+       options.reduceThreads, options.tensorCores, options.gemm}));
   fpm.addPass(createCanonicalizerPass());
   fpm.addPass(createCSEPass());
   return success();

@@ -87,7 +87,7 @@ echo "== correctness: each build against its CPU reference"
 for dir in "$kit"/checks/*/; do
   name=$(basename "$dir")
   read -r rtol atol < <(awk -v n="$name" '$1 == n || $1 == "*" { print $2, $3; exit }' "$kit/checks/tolerances")
-  for mode in streams fused serial; do
+  for mode in auto streams fused serial; do
     log=$results/checks/$name.$mode
     timeout 30 "$dir/$mode" > "$log.out" 2> "$log.err"
     status=$?

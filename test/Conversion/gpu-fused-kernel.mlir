@@ -15,6 +15,23 @@
 // RUN: flashnorm-opt %s --flashnorm-gpu-to-kernels="defer-mode=fused gemm=codegen" --remarks-filter=flashnorm --remark-format=emitRemark -o /dev/null 2>&1 | FileCheck %s --check-prefix=MMA
 // RUN: flashnorm-opt %s --flashnorm-gpu-to-kernels="defer-mode=fused gemm=cublaslt" --remarks-filter=flashnorm --remark-format=emitRemark -o /dev/null 2>&1 | FileCheck %s --check-prefix=LT
 // RUN: flashnorm-opt %s --flashnorm-gpu-to-kernels="defer-mode=fused gemm=cublaslt" | FileCheck %s --check-prefix=LT-IR
+// Auto (the pipeline's default) schedules each statistic on its task and
+// then fuses: @f's task is left empty and goes with its await (no fork, no
+// join); @rows16's projection runs on tensor cores, so its statistic keeps
+// its task, beside the projection.
+// RUN: flashnorm-opt %s --flashnorm-gpu-to-kernels=gemm=codegen | FileCheck %s --check-prefix=AUTO
+// AUTO-LABEL: func.func @f(
+// AUTO-NOT: async.
+// AUTO: function(@f_fused_norm_proj_0)
+// AUTO-NOT: async.
+// AUTO: return
+// AUTO-LABEL: func.func @rows16(
+// AUTO: async.execute {
+// AUTO: function(@rows16_norm_stat_
+// AUTO: async.yield
+// AUTO: function(@rows16_proj_mma_
+// AUTO: async.await
+// AUTO: function(@rows16_post_scale_
 // MMA-NOT: not fused
 // MMA: remark: [Missed] flashnorm-gpu-kernels {{.*}}not fused: the projection runs faster on tensor cores
 // MMA-NOT: not fused

@@ -3,11 +3,13 @@
 // joined and destroyed. format=isa embeds PTX (no toolkit needed).
 // RUN: flashnorm-opt %s --flashnorm-gpu-pipeline="defer-mode=streams format=isa" | FileCheck %s --check-prefix=STREAMS
 // RUN: flashnorm-opt %s --flashnorm-gpu-pipeline="defer-mode=fused format=isa" | FileCheck %s --check-prefix=FUSED
+// Auto, the default, fuses this projection (a SIMT GEMV): as fused.
+// RUN: flashnorm-opt %s --flashnorm-gpu-pipeline="format=isa" | FileCheck %s --check-prefix=FUSED
 // RUN: flashnorm-opt %s --flashnorm-gpu-pipeline="defer-mode=serial format=isa" | FileCheck %s --check-prefix=SERIAL
 // RUN: flashnorm-opt %s --flashnorm-gpu-pipeline="gemm=cublaslt format=isa" | FileCheck %s --check-prefix=CUBLAS
 // The §6 bug seeded into the pipeline's own output: the join loses the
 // statistic's stream. The race verifier rejects it, naming both kernels.
-// RUN: flashnorm-opt %s --flashnorm-gpu-to-streams | flashnorm-opt --flashnorm-test-drop-join | not flashnorm-opt --flashnorm-gpu-streams-to-llvm -o /dev/null 2>&1 | FileCheck %s --check-prefix=MUTANT
+// RUN: flashnorm-opt %s --flashnorm-gpu-to-streams=defer-mode=streams | flashnorm-opt --flashnorm-test-drop-join | not flashnorm-opt --flashnorm-gpu-streams-to-llvm -o /dev/null 2>&1 | FileCheck %s --check-prefix=MUTANT
 // MUTANT: error: 'gpu.launch_func @f_kernels::@f_post_scale_fused_3' reads %{{.*}} while 'gpu.launch_func @f_kernels::@f_norm_stat_0' writes it, with no happens-before order between them
 // MUTANT: error: 'gpu.dealloc' deallocates %{{.*}} while 'gpu.launch_func @f_kernels::@f_norm_stat_0' may still write it
 // How many streams and joins: the statistic forks where the projection
@@ -17,7 +19,7 @@
 // RUN: flashnorm-opt %s --flashnorm-gpu-pipeline="gemm=cublaslt format=isa" --remarks-filter=flashnorm --remark-format=emitRemark -o /dev/null 2>&1 | FileCheck %s --check-prefix=UNFORKED
 // UNFORKED: remark: [Passed] flashnorm-gpu-streams {{.*}}1 stream(s), 0 join(s), 2 launch(es), 0 constant(s) kept on the device, 1 task(s) on the main stream (nothing to run beside them)
 // The halves compose to the whole pipeline.
-// RUN: flashnorm-opt %s --flashnorm-gpu-to-streams="format=isa" | flashnorm-opt --flashnorm-gpu-streams-to-llvm="format=isa" | FileCheck %s --check-prefix=STREAMS
+// RUN: flashnorm-opt %s --flashnorm-gpu-to-streams="defer-mode=streams format=isa" | flashnorm-opt --flashnorm-gpu-streams-to-llvm="format=isa" | FileCheck %s --check-prefix=STREAMS
 // The kernels in the NVVM dialect, just before they become PTX:
 // RUN: flashnorm-opt %s --flashnorm-gpu-pipeline="defer-mode=fused format=isa" --mlir-print-ir-before=gpu-module-to-binary -o /dev/null 2>&1 | FileCheck %s --check-prefix=FUSED-KERNEL
 // RUN: flashnorm-opt %s --flashnorm-gpu-pipeline="defer-mode=serial format=isa" --mlir-print-ir-before=gpu-module-to-binary -o /dev/null 2>&1 | FileCheck %s --check-prefix=SERIAL-KERNEL

@@ -49,7 +49,7 @@
 // PADDED-PTX-COUNT-3: mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32
 // Sizes that are not multiples of the tile (here N = 96 is, M = 130 is not)
 // keep the generated SIMT kernels, and say why.
-// RUN: flashnorm-opt %s --flashnorm | flashnorm-opt --flashnorm-gpu-to-streams=gemm=codegen --remarks-filter=flashnorm --remark-format=emitRemark -o /dev/null 2>&1 | FileCheck %s --check-prefix=SIZES
+// RUN: flashnorm-opt %s --flashnorm | flashnorm-opt --flashnorm-gpu-to-streams="defer-mode=streams gemm=codegen" --remarks-filter=flashnorm --remark-format=emitRemark -o /dev/null 2>&1 | FileCheck %s --check-prefix=SIZES
 
 // CHECK: gpu.launch_func <%{{.*}} : !llvm.ptr> @f_kernels::@f_proj_mma_0 blocks in (%{{.*}}, %{{.*}}, %{{.*}}) threads in (%{{.*}}, %{{.*}}, %{{.*}})
 // CHECK: gpu.launch_func <%{{.*}} : !llvm.ptr> @f_kernels::@f_proj_mma_1

@@ -8,11 +8,11 @@
 // yet, a recycled buffer that may hold the previous step's.
 // REQUIRES: gpu, cuda-runtime
 // RUN: flashnorm-opt %s %lower-to-llvm | %async-run > %t.ref
-// RUN: flashnorm-opt %s --flashnorm | flashnorm-opt --flashnorm-gpu-pipeline | %gpu-run > %t.streams
+// RUN: flashnorm-opt %s --flashnorm | flashnorm-opt --flashnorm-gpu-pipeline="defer-mode=streams gemm=codegen" | %gpu-run > %t.streams
 // RUN: %compare %t.ref %t.streams --rtol 1e-4 --atol 1e-4 | FileCheck %s --check-prefix=JOINED
-// RUN: flashnorm-opt %s --flashnorm | flashnorm-opt --flashnorm-gpu-pipeline=defer-mode=fused | %gpu-run > %t.fused
+// RUN: flashnorm-opt %s --flashnorm | flashnorm-opt --flashnorm-gpu-pipeline="defer-mode=fused gemm=codegen" | %gpu-run > %t.fused
 // RUN: %compare %t.ref %t.fused --rtol 1e-4 --atol 1e-4 | FileCheck %s --check-prefix=JOINED
-// RUN: flashnorm-opt %s --flashnorm | flashnorm-opt --flashnorm-gpu-to-streams \
+// RUN: flashnorm-opt %s --flashnorm | flashnorm-opt --flashnorm-gpu-to-streams="defer-mode=streams gemm=codegen" \
 // RUN:   | flashnorm-opt --flashnorm-test-drop-join \
 // RUN:   | flashnorm-opt --flashnorm-gpu-streams-to-llvm=verify=false | %gpu-run > %t.mutant
 // RUN: not %compare %t.ref %t.mutant --rtol 1e-4 --atol 1e-4 | FileCheck %s --check-prefix=MUTANT
@@ -28,9 +28,8 @@ func.func @step(%x: tensor<64x256xf32>) -> tensor<64x256xf32> {
   %z = linalg.fill ins(%c0 : f32) outs(%e : tensor<64x256xf32>) -> tensor<64x256xf32>
   %y = linalg.matmul ins(%n, %w : tensor<64x256xf32>, tensor<256x256xf32>) outs(%z : tensor<64x256xf32>) -> tensor<64x256xf32>
   %half = arith.constant dense<0.5> : tensor<64x256xf32>
-  %a = arith.mulf %x, %half : tensor<64x256xf32>
-  %b = arith.mulf %y, %half : tensor<64x256xf32>
-  %r = arith.addf %a, %b : tensor<64x256xf32>
+  %s = arith.addf %x, %y : tensor<64x256xf32>
+  %r = arith.mulf %s, %half : tensor<64x256xf32>
   return %r : tensor<64x256xf32>
 }
 

@@ -19,8 +19,10 @@ namespace mlir::flashnorm {
 enum class GemmPath { Codegen, CuBlasLt, Auto };
 /// How flashnorm-gpu-pipeline orders a deferred norm's statistic,
 /// projection and post-scale: the statistic on a forked stream joined
-/// before the post-scale, the three in one kernel, or one stream.
-enum class DeferMode { Streams, Fused, Serial };
+/// before the post-scale, the three in one kernel, or one stream; `auto`
+/// fuses where the fused kernel takes the projection (a SIMT GEMV: one
+/// token) and forks elsewhere.
+enum class DeferMode { Auto, Streams, Fused, Serial };
 /// What the kernels compile to (gpu-module-to-binary's format).
 enum class BinaryFormat { Isa, Bin, Fatbin };
 

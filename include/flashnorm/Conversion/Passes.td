@@ -185,7 +185,10 @@ def GpuKernels : Pass<"flashnorm-gpu-kernels", "func::FuncOp"> {
       post-scale (flashnorm-async-mark) becomes one kernel: it accumulates
       the row's sum of squares from the activations it loads for the
       product and applies 1/RMS and the post-scale in its epilogue; the
-      statistic's own kernels go away once nothing else reads them;
+      statistic's own kernels go away once nothing else reads them; where
+      flashnorm-async-schedule put the statistic in a task (the pipeline's
+      `defer-mode=auto`), what is left of a task whose projections fused
+      runs in its place, its awaits dropped (no fork, no join);
     - with `gemm=cublaslt`, projections over row-major 2-D buffers (unit
       batch dimensions allowed) with an f32 accumulator that starts at zero
       become `flashnorm.gemm_lt` (cuBLASLt on the op's stream); with

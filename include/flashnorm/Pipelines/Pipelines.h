@@ -172,8 +172,11 @@ struct GpuPipelineOptions : public PassPipelineOptions<GpuPipelineOptions> {
   PassOptions::Option<DeferMode> deferMode{
       *this, "defer-mode",
       llvm::cl::desc("How a deferred norm's statistic runs beside its "
-                     "projections (default streams)"),
+                     "projections (default auto)"),
       llvm::cl::values(
+          clEnumValN(DeferMode::Auto, "auto",
+                     "fused where the fused kernel takes the projection (a "
+                     "SIMT GEMV: one token), streams elsewhere"),
           clEnumValN(DeferMode::Streams, "streams",
                      "statistics on a forked stream, projection on the main "
                      "one, an explicit join before the post-scale"),
@@ -181,7 +184,7 @@ struct GpuPipelineOptions : public PassPipelineOptions<GpuPipelineOptions> {
                      "one kernel per projection with the statistic and "
                      "post-scale in it"),
           clEnumValN(DeferMode::Serial, "serial", "one stream")),
-      llvm::cl::init(DeferMode::Streams)};
+      llvm::cl::init(DeferMode::Auto)};
   PassOptions::Option<bool> verify{
       *this, "verify",
       llvm::cl::desc("Run flashnorm-verify-async on the host code and "

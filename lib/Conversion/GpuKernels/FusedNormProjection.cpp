@@ -1,8 +1,9 @@
 //===- FusedNormProjection.cpp - Statistic, projection, post-scale as one -===//
 //
-// Fused mode (`defer-mode=fused`): each projection marked with its RMS
-// statistic and post-scale (flashnorm-async-mark) becomes one kernel that
-// accumulates the row's sum of squares from the activation it loads for
+// Fused mode (`defer-mode=fused`; `auto`, the pipeline's default, is the
+// async schedule's tasks and then this): each projection marked with its
+// RMS statistic and post-scale (flashnorm-async-mark) becomes one kernel
+// that accumulates the row's sum of squares from the activation it loads for
 // the product anyway and applies 1/RMS and the post-scale in its epilogue.
 // With a weight contiguous in k (N x K) that is a block per output, built
 // like the projection's row reduction (the same buildKLoop: vector loads,
@@ -15,7 +16,12 @@
 // The fused kernel is a GEMV on SIMT cores that reads the weight once per
 // row: a projection that cuBLASLt or tensor cores would take (many rows,
 // f16/bf16) stays unfused: its statistic, projection and post-scale run as
-// in serial mode.
+// in serial mode (in auto mode: on their forked stream, as in streams mode).
+//
+// In auto mode the statistic is in its task (async.execute); once a
+// projection of its group is fused, what is left of the task (nothing, or
+// a statistic a later post-scale reads) runs on the main stream: at decode
+// an eager fork and join cost more host time than they hide.
 //
 // The kernel runs where the post-scale ran, so everything it reads must
 // still hold the values the statistic and the projection read: the plan
@@ -28,6 +34,7 @@
 #include "flashnorm/Conversion/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Async/IR/Async.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "llvm/ADT/MapVector.h"
 
@@ -153,18 +160,23 @@ static FailureOr<FusedPlan> planFusedPair(const Statistic &stat,
   // The kernel runs at the post-scale: what the statistic and the
   // projection read must still be there then (nothing updates it in place
   // after they read it).
-  if (reduce->getBlock() != post->getBlock() ||
-      proj->getBlock() != post->getBlock())
+  // (In auto mode the statistic is in its task, an async.execute in that
+  // block.)
+  Operation *statAt = post->getBlock()->findAncestorOpInBlock(*reduce);
+  if (!statAt || proj->getBlock() != post->getBlock())
     return fail("the statistic, projection and post-scale are not in one "
                 "block");
-  Operation *firstRead = reduce->isBeforeInBlock(proj) ? reduce.getOperation()
-                                                       : proj.getOperation();
+  Operation *firstRead =
+      statAt->isBeforeInBlock(proj) ? statAt : proj.getOperation();
   for (OpOperand *in : proj.getDpsInputOperands())
     if (writtenBetween(in->get(),
                        in == activation ? firstRead : proj.getOperation(), post,
                        /*skip=*/proj.getOperation()))
       return fail("the projection's inputs are written before its "
                   "post-scale");
+  if (statAt != reduce.getOperation() &&
+      writtenBetween(x, reduce, reduce->getBlock()->getTerminator()))
+    return fail("the statistic's task writes its input after reading it");
   FusedPlan plan{reduce,
                  finalize,
                  post,
@@ -342,6 +354,29 @@ static LogicalResult buildFusedPair(KernelBuilder &builder,
   return success();
 }
 
+/// Issues what is left of `task` (the async schedule's task of a statistic
+/// whose projections were fused) in its place, on the main stream, and
+/// drops its awaits: nothing, or the statistic a post-scale past the down
+/// projection still reads. A fork and its join cost more host time on every
+/// call (about 15 us eager on an H200) than a decode step's statistic (a
+/// few us) that could hide behind the fused kernels. Kept where its token
+/// orders other tasks.
+static void runOnMainStream(async::ExecuteOp task) {
+  if (!task || !task.getBodyResults().empty() ||
+      !task.getDependencies().empty() ||
+      !llvm::all_of(task.getToken().getUsers(),
+                    [](Operation *user) { return isa<async::AwaitOp>(user); }))
+    return;
+  Block &body = task.getBodyRegion().front();
+  task->getBlock()->getOperations().splice(task->getIterator(),
+                                           body.getOperations(), body.begin(),
+                                           body.getTerminator()->getIterator());
+  for (Operation *await :
+       llvm::make_early_inc_range(task.getToken().getUsers()))
+    await->erase();
+  task->erase();
+}
+
 /// Fuses what it can of one group; fails if a kernel could not be mapped.
 static LogicalResult
 fuseGroup(KernelBuilder &builder, const Group &g,
@@ -392,9 +427,11 @@ fuseGroup(KernelBuilder &builder, const Group &g,
   bool dead = llvm::all_of(scale.getUsers(), [&](Operation *user) {
     return user == stat->finalize.getOperation();
   });
+  auto task = g.stat.front()->getParentOfType<async::ExecuteOp>();
   if (dead && g.unpairedPost.empty())
     for (Operation *op : llvm::reverse(g.stat))
       op->erase();
+  runOnMainStream(task);
   return success();
 }
 
