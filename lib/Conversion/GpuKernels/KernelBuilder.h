@@ -8,8 +8,8 @@
 // IREE's KernelConfig tries its `set*Config`s.
 //
 // This header holds what the strategies share: queries on buffers and linalg
-// bodies (pure), the body cloning every builder uses, and KernelBuilder,
-// which creates and names launches.
+// bodies (pure; KernelQueries.cpp), the body cloning every builder uses, and
+// KernelBuilder, which creates and names launches (KernelBuilder.cpp).
 //
 //===----------------------------------------------------------------------===//
 #ifndef FLASHNORM_LIB_CONVERSION_GPUKERNELS_KERNELBUILDER_H
@@ -272,9 +272,10 @@ struct GemmLtPlan {
 };
 FailureOr<GemmLtPlan> planGemmLt(linalg::LinalgOp op, int64_t reduceThreads,
                                  std::string &why);
-/// An activation a pre-scale kernel scaled, which later GEMMs of the same
-/// activation and scale read too (Q, K and V behind one norm: one kernel
-/// and one buffer for the three), where neither is written in between.
+/// An activation scaled by a post-scale's scale before its GEMM (by the
+/// statistic's kernel, or by a pre-scale kernel of its own), which later
+/// GEMMs of the same activation and scale read too (Q, K and V behind one
+/// norm: one buffer for the three), where neither is written in between.
 struct PreScaled {
   Value a, scale;
   bool zeroRows;
