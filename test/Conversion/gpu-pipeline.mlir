@@ -38,21 +38,25 @@ func.func @f(%x: tensor<4x16xf32>, %w: tensor<16x32xf32>, %bias: tensor<4x32xf32
 
 // Streams: the statistic runs on a stream forked from the main one, the
 // projection on the main stream; the post-scale (fused into the bias add)
-// runs on a new stream that waits on events recorded on both.
+// runs on a new stream that waits on events recorded on both. The fork's
+// event is recorded where the task was, but the host launches the
+// projection before it takes the statistic's stream, waits and launches
+// the statistic: the projection does not wait for that host work.
 // STREAMS-LABEL: llvm.func @f(
 // STREAMS: %[[MAIN:.*]] = llvm.call @mgpuStreamCreate()
 // STREAMS: %[[FORK:.*]] = llvm.call @mgpuEventCreate()
-// STREAMS: llvm.call @mgpuEventRecord(%[[FORK]], %[[MAIN]])
-// STREAMS: %[[STAT:.*]] = llvm.call @mgpuStreamCreate()
-// STREAMS: llvm.call @mgpuStreamWaitEvent(%[[STAT]], %[[FORK]])
+// STREAMS-NEXT: llvm.call @mgpuEventRecord(%[[FORK]], %[[MAIN]])
+// STREAMS-NOT: mgpuStream
+// STREAMS: gpu.launch_func <%[[MAIN]] : !llvm.ptr> @f_kernels::@f_proj_2
+// STREAMS: %[[PROJ_DONE:.*]] = llvm.call @mgpuEventCreate()
+// STREAMS-NEXT: llvm.call @mgpuEventRecord(%[[PROJ_DONE]], %[[MAIN]])
+// STREAMS-NEXT: %[[STAT:.*]] = llvm.call @mgpuStreamCreate()
+// STREAMS-NEXT: llvm.call @mgpuStreamWaitEvent(%[[STAT]], %[[FORK]])
 // The statistic is one kernel: zero, sum of squares, 1/RMS.
 // STREAMS: gpu.launch_func <%[[STAT]] : !llvm.ptr> @f_kernels::@f_norm_stat_0
 // STREAMS-NOT: gpu.launch_func <%[[STAT]]
 // STREAMS: %[[STAT_DONE:.*]] = llvm.call @mgpuEventCreate()
 // STREAMS: llvm.call @mgpuEventRecord(%[[STAT_DONE]], %[[STAT]])
-// STREAMS: gpu.launch_func <%[[MAIN]] : !llvm.ptr> @f_kernels::@f_proj_2
-// STREAMS: %[[PROJ_DONE:.*]] = llvm.call @mgpuEventCreate()
-// STREAMS: llvm.call @mgpuEventRecord(%[[PROJ_DONE]], %[[MAIN]])
 // STREAMS: %[[JOIN:.*]] = llvm.call @mgpuStreamCreate()
 // STREAMS-DAG: llvm.call @mgpuStreamWaitEvent(%[[JOIN]], %[[PROJ_DONE]])
 // STREAMS-DAG: llvm.call @mgpuStreamWaitEvent(%[[JOIN]], %[[STAT_DONE]])
