@@ -330,9 +330,10 @@ static LogicalResult buildGpuToKernels(OpPassManager &pm,
   pm.addNestedPass<func::FuncOp>(createGpuFusePostScales({options.gemm}));
   if (failed(parsePassPipeline(kToBuffers, pm, errors)))
     return failure();
-  // Auto forks every statistic and then fuses what the fused kernel takes:
-  // a task left with nothing in it goes (an eager fork and join cost more
-  // host time than a one-token projection's kernel).
+  // Auto schedules every statistic on a task and then fuses what the fused
+  // kernel takes; what is left of such a task runs on the main stream (an
+  // eager fork and join cost more host time than a one-token projection's
+  // kernel).
   if (mode == DeferMode::Streams || mode == DeferMode::Auto)
     pm.addNestedPass<func::FuncOp>(
         createAsyncSchedule({/*projectionTasks=*/false, /*keepMarks=*/true,
