@@ -5,6 +5,7 @@
 #include "flashnorm/Utils/Remarks.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/IR/SymbolTable.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
@@ -39,6 +40,15 @@ static std::optional<std::pair<StringRef, bool>> namedGlobal(Value root) {
                           .getDefiningOp<memref::GetGlobalOp>())
       return std::make_pair(global.getName(), true);
   return std::nullopt;
+}
+
+bool flashnorm::reachesNoBuffer(Operation *op) {
+  auto isAddress = [](Type type) {
+    return isa<BaseMemRefType, LLVM::LLVMPointerType>(type);
+  };
+  return op->getNumRegions() == 0 &&
+         llvm::none_of(op->getOperandTypes(), isAddress) &&
+         llvm::none_of(op->getResultTypes(), isAddress);
 }
 
 bool flashnorm::isKnownRoot(Value root) {

@@ -1,7 +1,8 @@
 //===- FlashNormToLLVM.cpp - The dialect's GPU ops to runtime calls -------===//
 //
 // The dialect's LLVM conversion interface: gpu-to-llvm collects its patterns,
-// so `flashnorm.gemm_lt` and `flashnorm.resident` are converted with the
+// so `flashnorm.gemm_lt`, `flashnorm.resident` and
+// `flashnorm.check_alignment` are converted with the
 // same type converter as the gpu ops around them, where an async token is the
 // stream it runs on.
 //
@@ -15,6 +16,7 @@
 #include "mlir/Conversion/LLVMCommon/Pattern.h"
 #include "mlir/Dialect/LLVMIR/FunctionCallUtils.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/IR/SymbolTable.h"
 
 using namespace mlir;
 using namespace mlir::flashnorm;
@@ -112,13 +114,54 @@ struct ResidentToLLVM : ConvertOpToLLVMPattern<ResidentOp> {
   }
 };
 
+/// `mgpuFlashNormCheckAlignment(buffer, alignment, what)` on the buffer's
+/// aligned pointer, the base its layout's offset counts from; `what` is a
+/// string constant of the module.
+struct CheckAlignmentToLLVM : ConvertOpToLLVMPattern<CheckAlignmentOp> {
+  using ConvertOpToLLVMPattern::ConvertOpToLLVMPattern;
+
+  LogicalResult
+  matchAndRewrite(CheckAlignmentOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    auto module = op->getParentOfType<ModuleOp>();
+    Type i64 = rewriter.getI64Type();
+    Type ptr = LLVM::LLVMPointerType::get(rewriter.getContext());
+    FailureOr<LLVM::LLVMFuncOp> fn = LLVM::lookupOrCreateFn(
+        rewriter, module, "mgpuFlashNormCheckAlignment", {ptr, i64, ptr},
+        LLVM::LLVMVoidType::get(rewriter.getContext()));
+    if (failed(fn))
+      return failure();
+    // The message as a NUL-terminated constant of its own (each names
+    // one argument of one function).
+    std::string name;
+    for (unsigned i = 0;; ++i) {
+      name = "flashnorm_check_alignment_" + std::to_string(i);
+      if (!SymbolTable::lookupSymbolIn(module, name))
+        break;
+    }
+    std::string text = op.getWhat().str();
+    text.push_back('\0');
+    Value what = LLVM::createGlobalString(loc, rewriter, name, text,
+                                          LLVM::Linkage::Internal);
+    Value buffer =
+        MemRefDescriptor(adaptor.getBuffer()).alignedPtr(rewriter, loc);
+    Value args[] = {
+        buffer, LLVM::ConstantOp::create(rewriter, loc, i64, op.getAlignment()),
+        what};
+    LLVM::CallOp::create(rewriter, loc, *fn, args);
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
 struct FlashNormToLLVMInterface : ConvertToLLVMPatternInterface {
   using ConvertToLLVMPatternInterface::ConvertToLLVMPatternInterface;
 
   void populateConvertToLLVMConversionPatterns(
       ConversionTarget &target, LLVMTypeConverter &converter,
       RewritePatternSet &patterns) const final {
-    patterns.add<GemmLtToLLVM, ResidentToLLVM>(converter);
+    patterns.add<CheckAlignmentToLLVM, GemmLtToLLVM, ResidentToLLVM>(converter);
   }
 };
 } // namespace

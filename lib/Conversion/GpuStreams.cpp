@@ -56,10 +56,12 @@ public:
     for (Operation &op : entry)
       ops.push_back(&op);
     OpBuilder b(&entry, entry.begin());
+    if (!hostBuffers)
+      checkAlignment(b);
     mainStream = fork(b, fn.getLoc(), {});
     if (hostBuffers)
       for (BlockArgument arg : fn.getArguments())
-        if (isa<MemRefType>(arg.getType()) && !arg.use_empty()) {
+        if (isa<BaseMemRefType>(arg.getType()) && !arg.use_empty()) {
           FailureOr<Value> device = upload(b, fn.getLoc(), arg);
           if (failed(device))
             return failure();
@@ -87,10 +89,66 @@ private:
     return tails.size() - 1;
   }
 
+  /// With device buffers, a kernel may read an argument in vectors as wide
+  /// as the driver's alignment of an allocation (256 bytes) allows, up to
+  /// 16 bytes: a caller's view at an element offset would fault as a
+  /// misaligned address in whichever kernel reads it first, an error the
+  /// driver makes sticky for the whole context. Each argument is checked on
+  /// entry instead, before any device work (flashnorm.check_alignment):
+  /// a misaligned one ends the process with a message that names it.
+  void checkAlignment(OpBuilder &b) {
+    for (BlockArgument arg : fn.getArguments()) {
+      auto type = dyn_cast<MemRefType>(arg.getType());
+      if (!type || arg.use_empty())
+        continue;
+      int64_t alignment = assumedAlignment(type);
+      if (alignment == 1)
+        continue;
+      std::string what;
+      llvm::raw_string_ostream(what)
+          << "argument #" << arg.getArgNumber() << " of @" << fn.getSymName()
+          << " (" << type << ")";
+      CheckAlignmentOp::create(b, fn.getLoc(), arg, alignment, what);
+    }
+  }
+
+  /// The alignment in bytes the kernels may assume of a device buffer of
+  /// `type`, beyond its element's: the widest vector (16 bytes) that the
+  /// static extent of a row-major buffer divides into, as the kernels'
+  /// choice of a load's width does (KernelQueries.cpp, GpuMma.cpp); 16
+  /// for a strided view, whose static offset and strides the kernels take
+  /// as counted from a driver-aligned base. 1 where nothing is assumed.
+  static int64_t assumedAlignment(MemRefType type) {
+    if (!type.getElementType().isIntOrFloat())
+      return 1;
+    unsigned elementBits = type.getElementTypeBitWidth();
+    if (elementBits % 8 || elementBits / 8 >= 16)
+      return 1;
+    if (!type.getLayout().isIdentity())
+      return 16;
+    // The power of two in the buffer's static bytes, capped at 16 (2^4).
+    unsigned twos = llvm::countr_zero(elementBits / 8);
+    for (int64_t size : type.getShape()) {
+      if (size == 0)
+        return 1;
+      if (!ShapedType::isDynamic(size))
+        twos += llvm::countr_zero(static_cast<uint64_t>(size));
+    }
+    int64_t alignment = int64_t(1) << std::min(twos, 4u);
+    return alignment > elementBits / 8 ? alignment : 1;
+  }
+
   /// A device copy of the host buffer `host`, used in its place from now
   /// on.
   FailureOr<Value> upload(OpBuilder &b, Location loc, Value host) {
-    auto type = cast<MemRefType>(host.getType());
+    // (Its size is what the copy needs: a kernel would read a cast of an
+    // unranked host buffer in host memory.)
+    auto type = dyn_cast<MemRefType>(host.getType());
+    if (!type)
+      return emitError(loc)
+             << "flashnorm-gpu-streams: cannot copy a buffer "
+                "of type "
+             << host.getType() << " (unranked) to the device; pass it ranked";
     if (!type.getLayout().isIdentity())
       return emitError(loc) << "flashnorm-gpu-streams: cannot copy a buffer "
                                "of type "
@@ -274,8 +332,9 @@ private:
     // it runs on the host where the program calls it, as issued.
     if (isa<CallOpInterface>(op))
       return success();
+    // So does what can reach no buffer (a print of a host value).
     if (isa<ViewLikeOpInterface, memref::CastOp, memref::DimOp>(op) ||
-        isMemoryEffectFree(op))
+        isMemoryEffectFree(op) || reachesNoBuffer(op))
       return success();
     return op->emitError("flashnorm-gpu-streams: '")
            << op->getName()
@@ -302,7 +361,7 @@ private:
       }
       if (isa<async::AwaitOp, memref::AllocOp, memref::DeallocOp,
               func::ReturnOp>(op) ||
-          isMemoryEffectFree(op))
+          isMemoryEffectFree(op) || reachesNoBuffer(op))
         continue;
       return true;
     }

@@ -877,6 +877,19 @@ void *mgpuFlashNormResident(CUstream stream, void *host, uint64_t bytes) {
   return reinterpret_cast<void *>(ptr);
 }
 
+// A caller's device buffer must be as aligned as the kernels read it
+// (flashnorm.check_alignment); checked before any device work, so a
+// misaligned view is named here rather than faulting in a kernel, which
+// would leave the context unusable. Touches no driver state.
+void mgpuFlashNormCheckAlignment(void *buffer, uint64_t alignment,
+                                 const char *what) {
+  if (alignment && reinterpret_cast<uintptr_t>(buffer) % alignment)
+    fatal("%s is at %p, not %llu-byte aligned: device buffers must be "
+          "aligned as the driver aligns an allocation, the kernels read them "
+          "in vectors that wide (a view at an element offset needs a copy)",
+          what, buffer, static_cast<unsigned long long>(alignment));
+}
+
 void mgpuMemset32(void *dst, uint32_t value, size_t count, CUstream stream) {
   Entry entry;
   bool captured = route(stream, TagMemset32);

@@ -80,9 +80,13 @@ void exitHandler() {
 CUresult allocate(CUdeviceptr *ptr, size_t bytes, Space space) {
   if (!ptr || bytes == 0)
     return CUDA_ERROR_INVALID_VALUE;
-  void *block = std::calloc(1, bytes);
+  // 256-byte aligned, as the driver's allocations are (the kernels and the
+  // entry checks of device-buffer functions count on it).
+  size_t rounded = (bytes + 255) / 256 * 256;
+  void *block = std::aligned_alloc(256, rounded);
   if (!block)
     return CUDA_ERROR_OUT_OF_MEMORY;
+  std::memset(block, 0, rounded);
   std::lock_guard<std::mutex> lock(D.mutex);
   *ptr = reinterpret_cast<CUdeviceptr>(block);
   D.blocks[*ptr] = {bytes, space};

@@ -99,6 +99,22 @@ func.func @timed(%x: memref<16xf32>) -> i64 {
   return %t : i64
 }
 
+// So does what can reach no buffer, such as a print of a host value: it is
+// neither a one-thread kernel nor an error of the streams pass.
+// CHECK-LABEL: func.func @printed(
+// CHECK-NOT: gpu.launch
+// CHECK: vector.print %arg1 : f32
+// CHECK: gpu.launch
+// STREAMS-LABEL: func.func @printed(
+// STREAMS-NOT: gpu.launch
+// STREAMS: vector.print %arg1 : f32
+// STREAMS: gpu.launch async
+func.func @printed(%x: memref<16xf32>, %v: f32) {
+  vector.print %v : f32
+  linalg.fill ins(%v : f32) outs(%x : memref<16xf32>)
+  return
+}
+
 // A function that hands buffers to another is a driver: it stays on the
 // host, and says so.
 // CHECK-LABEL: func.func @driver(

@@ -154,3 +154,19 @@ func.func @resident_bits(%w: memref<4xi4>) {
   %d, %t = flashnorm.resident %w : memref<4xi4>
   return
 }
+
+// -----
+
+func.func @check_alignment_power_of_two(%x: memref<6xbf16>) {
+  // expected-error @below {{'flashnorm.check_alignment' op needs a power of two alignment, not 12}}
+  flashnorm.check_alignment %x, 12, "argument #0" : memref<6xbf16>
+  return
+}
+
+// -----
+
+func.func @check_alignment_positive(%x: memref<6xbf16>) {
+  // expected-error @below {{'flashnorm.check_alignment' op attribute 'alignment' failed to satisfy constraint: 64-bit signless integer attribute whose value is positive}}
+  flashnorm.check_alignment %x, 0, "argument #0" : memref<6xbf16>
+  return
+}

@@ -56,3 +56,10 @@ func.func @resident(%w: memref<576x1536xbf16>) {
   gpu.wait [%t1, %t2]
   return
 }
+
+// CHECK-LABEL: func.func @check_alignment
+// CHECK: flashnorm.check_alignment %{{.*}}, 16, "argument #0 of @decode" : memref<16x4096xbf16>
+func.func @check_alignment(%x: memref<16x4096xbf16>) {
+  flashnorm.check_alignment %x, 16, "argument #0 of @decode" : memref<16x4096xbf16>
+  return
+}

@@ -41,6 +41,11 @@ struct BufferAccess {
 void forEachMemoryEffect(Operation *root,
                          function_ref<void(Value, BufferAccess::Kind)> fn);
 
+/// Whether `op` can reach no buffer, whatever its effects: no region, and
+/// no buffer or pointer among its operands and results (a print of a host
+/// value, an assertion). Such an op stays on the host in a device function.
+bool reachesNoBuffer(Operation *op);
+
 /// Whether `root` (from HappensBefore::getRoot) is memory we can name: a
 /// block argument, an allocation or a global. Anything else (a select of two
 /// buffers, a call's result) may be any buffer.

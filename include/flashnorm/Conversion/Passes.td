@@ -374,7 +374,12 @@ def GpuStreams : Pass<"flashnorm-gpu-streams", "func::FuncOp"> {
     explicit join, `gpu.wait async [%main, %task]`, so that each launch has
     one dependency. The function ends with one host `gpu.wait` listing one
     token of every stream it created: each is synchronized and destroyed
-    exactly once, the streams feeding joins included.
+    exactly once, the streams feeding joins included. With device buffers
+    (`host-buffers=false`), each argument's address is checked on entry
+    (`flashnorm.check_alignment`): the kernels read it in vectors as wide as a driver
+    allocation's alignment allows (up to 16 bytes, as far as its static
+    size shows), so a view at an element offset aborts with a message that
+    names it instead of faulting in a kernel.
   }];
   let dependentDialects = [
     "::mlir::flashnorm::FlashNormDialect",
@@ -384,8 +389,9 @@ def GpuStreams : Pass<"flashnorm-gpu-streams", "func::FuncOp"> {
   let options = [
     Option<"hostBuffers", "host-buffers", "bool", /*default=*/"true",
            "Memref arguments and results are host memory, copied in and "
-           "out (default true; false: they are device buffers, 16-byte "
-           "aligned, results are device allocations the caller frees)">,
+           "out (default true; false: they are device buffers, aligned as "
+           "the driver allocates them (checked on entry), results are "
+           "device allocations the caller frees)">,
   ];
 }
 

@@ -198,7 +198,7 @@ struct GpuPipelineOptions : public PassPipelineOptions<GpuPipelineOptions> {
                      "results owned by the caller, for callers that keep "
                      "weights on the GPU; their base addresses 16-byte "
                      "aligned, as the driver allocates them, since kernels "
-                     "read rows with 16-byte loads)"),
+                     "read rows with 16-byte loads: checked on entry)"),
       llvm::cl::init(true)};
   PassOptions::Option<bool> tensorCores{
       *this, "tensor-cores",

@@ -39,9 +39,9 @@ using namespace mlir::flashnorm;
 using namespace mlir::flashnorm::kernels;
 
 // flashnorm-gpu-streams turns these into device memory management, copies
-// or the token graph, or they touch no memory.
+// or the token graph, or they touch no device memory.
 bool kernels::isHostOp(Operation *op) {
-  return isMemoryEffectFree(op) ||
+  return isMemoryEffectFree(op) || reachesNoBuffer(op) ||
          isa<gpu::LaunchOp, memref::AllocOp, memref::AllocaOp,
              memref::DeallocOp, memref::CopyOp, memref::GetGlobalOp,
              ViewLikeOpInterface, memref::CastOp, memref::DimOp,

@@ -353,7 +353,8 @@ struct HostLoopPlan {
   std::string serialWhy;
 };
 /// Whether `op` stays on the host in a device function (memory management,
-/// copies, views, tasks, calls, kernels, and ops that touch no memory).
+/// copies, views, tasks, calls, kernels, and ops that touch no memory or
+/// can reach no buffer, such as a print of a host value).
 bool isHostOp(Operation *op);
 /// For an op that is not a host op: fails for one that cannot leave the
 /// host (a value the host uses, kernels inside).

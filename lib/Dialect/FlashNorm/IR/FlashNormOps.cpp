@@ -213,6 +213,13 @@ bool ResidentOp::isResidentElementType(Type type) {
   return bits == 8 || bits == 16 || bits == 32 || bits == 64;
 }
 
+LogicalResult CheckAlignmentOp::verify() {
+  if (!llvm::isPowerOf2_64(getAlignment()))
+    return emitOpError("needs a power of two alignment, not ")
+           << getAlignment();
+  return success();
+}
+
 LogicalResult ResidentOp::verify() {
   if (!isResidentElementType(getHost().getType().getElementType()))
     return emitOpError("needs integer or float elements of 8, 16, 32 or 64 "

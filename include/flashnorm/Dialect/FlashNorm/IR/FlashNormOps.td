@@ -242,4 +242,34 @@ def FlashNorm_ResidentOp : FlashNorm_Op<"resident",
   }];
 }
 
+def FlashNorm_CheckAlignmentOp : FlashNorm_Op<"check_alignment",
+    [MemoryEffects<[MemWrite]>]> {
+  let summary = "Aborts unless a caller's device buffer is aligned";
+  let description = [{
+    Checks on the host that the aligned pointer of `buffer` is a multiple of
+    `alignment` bytes, and otherwise ends the process with a message on
+    stderr naming `what`, the address and the alignment. Kernels read
+    device buffers in vectors as wide as a driver allocation's alignment
+    allows; a caller's view at an element offset would instead fault as a
+    misaligned address in whichever kernel reads it first, an error the
+    driver makes sticky for the whole context. Built by
+    `flashnorm-gpu-streams` for the arguments of a function that takes
+    device buffers (`host-buffers=false`), before any device work; lowered
+    to a call of `mgpuFlashNormCheckAlignment` in the
+    `flashnorm_cuda_runtime` library. (Its write effect, on no buffer, keeps
+    it from being erased as unused.)
+
+    ```mlir
+    flashnorm.check_alignment %x, 16, "argument #0 of @decode" : memref<16x4096xbf16>
+    ```
+  }];
+  let arguments = (ins AnyMemRef:$buffer,
+                       ConfinedAttr<I64Attr, [IntPositive]>:$alignment,
+                       StrAttr:$what);
+  let assemblyFormat = [{
+    $buffer `,` $alignment `,` $what attr-dict `:` type($buffer)
+  }];
+  let hasVerifier = 1;
+}
+
 #endif // FLASHNORM_OPS_TD
