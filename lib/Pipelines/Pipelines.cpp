@@ -261,26 +261,46 @@ static std::string gpuTail(const GpuPipelineOptions &options) {
   return text;
 }
 
+/// The NVPTX backend's subtarget tables (of its default processor:
+/// creating one for an unknown chip would print a warning), or null.
+static const llvm::MCSubtargetInfo *nvptxSubtarget() {
+  static const std::unique_ptr<llvm::MCSubtargetInfo> info = [] {
+    LLVMInitializeNVPTXTargetInfo();
+    LLVMInitializeNVPTXTargetMC();
+    llvm::Triple triple("nvptx64-nvidia-cuda");
+    std::string error;
+    const llvm::Target *target =
+        llvm::TargetRegistry::lookupTarget(triple, error);
+    return std::unique_ptr<llvm::MCSubtargetInfo>(
+        target ? target->createMCSubtargetInfo(triple, "", "") : nullptr);
+  }();
+  return info.get();
+}
+
 /// Whether LLVM's NVPTX backend accepts `chip` as a processor: an unknown
 /// one aborts instruction selection later ("Cannot select").
 static bool isNvptxChip(StringRef chip) {
-  static const bool initialized = [] {
-    LLVMInitializeNVPTXTargetInfo();
-    LLVMInitializeNVPTXTargetMC();
-    return true;
-  }();
-  (void)initialized;
-  llvm::Triple triple("nvptx64-nvidia-cuda");
-  std::string error;
-  const llvm::Target *target =
-      llvm::TargetRegistry::lookupTarget(triple, error);
-  if (!target || chip.empty())
-    return false;
-  // The default processor's table lists the valid ones (creating one for
-  // an unknown chip would print a warning).
-  std::unique_ptr<llvm::MCSubtargetInfo> info(
-      target->createMCSubtargetInfo(triple, "", ""));
-  return info && info->isCPUStringValid(chip);
+  const llvm::MCSubtargetInfo *info = nvptxSubtarget();
+  return info && !chip.empty() && info->isCPUStringValid(chip);
+}
+
+/// The first of the comma-separated `features` (each `+name` or `-name`)
+/// that the NVPTX backend does not know, or "" when it knows them all: it
+/// would warn, ignore it and emit PTX of another version than asked.
+static StringRef unknownNvptxFeature(StringRef features) {
+  const llvm::MCSubtargetInfo *info = nvptxSubtarget();
+  SmallVector<StringRef> list;
+  features.split(list, ',', /*MaxSplit=*/-1, /*KeepEmpty=*/false);
+  for (StringRef feature : list) {
+    StringRef name = feature.trim();
+    if (!info || !(name.consume_front("+") || name.consume_front("-")) ||
+        llvm::none_of(info->getAllProcessorFeatures(),
+                      [&](const llvm::SubtargetFeatureKV &known) {
+                        return name == known.Key;
+                      }))
+      return feature;
+  }
+  return "";
 }
 
 /// Checks the options every half of the GPU pipeline takes.
@@ -299,6 +319,13 @@ static LogicalResult checkGpuOptions(const GpuPipelineOptions &options,
     errors << "flashnorm-gpu-pipeline: chip must be an NVIDIA target the "
               "NVPTX backend knows (sm_80, sm_90, sm_90a, ...), not '"
            << options.chip << "'\n";
+    return failure();
+  }
+  if (StringRef feature = unknownNvptxFeature(options.features);
+      !feature.empty()) {
+    errors << "flashnorm-gpu-pipeline: features must be NVPTX features, "
+              "each +name or -name (+ptx80, +ptx85, ...), not '"
+           << feature << "'\n";
     return failure();
   }
   return success();

@@ -28,6 +28,10 @@
 // instruction selection or a crash in target verification.
 // RUN: not flashnorm-opt %s --flashnorm-gpu-pipeline=chip=foo 2>&1 | FileCheck %s --check-prefix=CHIP
 // RUN: not flashnorm-opt %s --flashnorm-gpu-pipeline=chip= 2>&1 | FileCheck %s --check-prefix=NOCHIP
+// Features the NVPTX backend does not know: an error, not its warning and
+// PTX of another version than asked.
+// RUN: not flashnorm-opt %s --flashnorm-gpu-pipeline=features=+ptx999 2>&1 | FileCheck %s --check-prefix=FEATURES
+// RUN: not flashnorm-opt %s --flashnorm-gpu-pipeline=features=+ptx80,ptx80 2>&1 | FileCheck %s --check-prefix=NOSIGN
 // RUN: flashnorm-opt %s --flashnorm-gpu-pipeline="chip=sm_90a format=isa" -o /dev/null
 // The raise's tolerance: NaN, negative or 0 would refuse every norm
 // silently, inf would raise a plain sum as one.
@@ -44,6 +48,9 @@
 // CHIP-NOT: not a recognized processor
 // CHIP: error: flashnorm-gpu-pipeline: chip must be an NVIDIA target the NVPTX backend knows (sm_80, sm_90, sm_90a, ...), not 'foo'
 // NOCHIP: error: flashnorm-gpu-pipeline: chip must be {{.*}}, not ''
+// FEATURES-NOT: not a recognized feature
+// FEATURES: error: flashnorm-gpu-pipeline: features must be NVPTX features, each +name or -name (+ptx80, +ptx85, ...), not '+ptx999'
+// NOSIGN: error: flashnorm-gpu-pipeline: features must be {{.*}}, not 'ptx80'
 // TOL: error: flashnorm-raise: scale-tolerance must be in (0, 1.000000e-02]
 // TILES: error: flashnorm-cpu-pipeline: tile-sizes needs 3 values (m, n, k), got 2
 func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {
