@@ -89,7 +89,8 @@ cpu_run() {
 export runner_libs
 export -f cpu_run
 
-# One correctness check: NAME then a model file or "-- flashnorm-gen options".
+# One correctness check: NAME then a model file or "-- flashnorm-gen options";
+# GPU_OPTIONS adds flashnorm-gpu-pipeline options to every mode's build.
 check() {
   local name=$1 dir=$kit/checks/$1 model
   shift
@@ -106,7 +107,7 @@ check() {
     > "$dir/ref.txt"
   for mode in auto streams fused serial; do
     flashnorm-opt "$dir/rewritten.mlir" \
-      --flashnorm-gpu-pipeline="defer-mode=$mode chip=sm_90 format=bin" |
+      --flashnorm-gpu-pipeline="defer-mode=$mode chip=sm_90 format=bin ${GPU_OPTIONS:-}" |
       link exe "checks/$name/$mode"
   done
   rm -f "$dir/model.mlir" "$dir/rewritten.mlir"
@@ -173,11 +174,15 @@ cp "$kit/obj/programs/configs.json" "$kit/bench/"
   # epilogue (row-scaled, f32 and bf16 results).
   echo "check llama-prefill -- --family=llama --flavor=linalg --layers=2 --tokens=64"
   echo "check llama-bf16-prefill -- --family=llama --flavor=linalg --dtype=bf16 --layers=2 --tokens=64"
+  # The same prefill on generated kernels: 14 of its projections take the
+  # staged tensor-core kernel (cp.async, ldmatrix).
+  echo "GPU_OPTIONS=gemm=codegen check llama-bf16-prefill-codegen -- --family=llama --flavor=linalg --dtype=bf16 --layers=2 --tokens=64"
   python3 -c 'import json,sys; [print("bench_build %s \"%s\"" % (b["name"], b["options"])) for b in json.load(open(sys.argv[1]))["builds"]]' \
     "$kit/obj/programs/configs.json"
 } > "$kit/obj/jobs"
 # Tolerances of each check (relative, absolute), read by run.sh.
-printf '%s\n' "llama-bf16 3e-2 3e-2" "llama-bf16-prefill 3e-2 3e-2" "* 1e-4 1e-4" > "$kit/checks/tolerances"
+printf '%s\n' "llama-bf16 3e-2 3e-2" "llama-bf16-prefill 3e-2 3e-2" \
+  "llama-bf16-prefill-codegen 3e-2 3e-2" "* 1e-4 1e-4" > "$kit/checks/tolerances"
 
 # (A nested bash: set -e does not apply inside a command followed by ||.)
 if ! xargs -d '\n' -P "$jobs" -I{} bash -c \

@@ -179,6 +179,13 @@ struct GpuKernelsPass : flashnorm::impl::GpuKernelsBase<GpuKernelsPass> {
       for (linalg::LinalgOp op : collect<linalg::LinalgOp>(fn)) {
         if (!linalg::isaContractionOpInterface(op))
           continue;
+        // Prefill tiles through shared memory where the shapes allow;
+        // the rest warp by warp from global memory.
+        if (FailureOr<TensorCoreBlockPlan> block = planTensorCoreBlock(op, why);
+            succeeded(block)) {
+          buildTensorCoreBlock(builder, *block, "proj_mma_block");
+          continue;
+        }
         FailureOr<TensorCorePlan> plan = planTensorCoreTile(op, why);
         if (succeeded(plan)) {
           buildTensorCoreTile(builder, *plan, "proj_mma");

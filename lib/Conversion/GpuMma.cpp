@@ -35,6 +35,7 @@
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 #include "mlir/Dialect/NVGPU/Utils/MMAUtils.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
@@ -149,6 +150,9 @@ public:
           return WalkResult::interrupt();
         }
       if (auto read = dyn_cast<vector::TransferReadOp>(op)) {
+        if (readsAsMatrix(read) &&
+            roleOf(read.getVectorType()) != MatMulOperandRole::C)
+          return WalkResult::advance();
         if (!placeable(read, why))
           return WalkResult::interrupt();
         if (roleOf(read.getVectorType()) == MatMulOperandRole::C) {
@@ -305,6 +309,60 @@ private:
     return indices;
   }
 
+  /// `e` of (`at`, this lane's id), as d0 and d1: one affine.apply.
+  Value withLane(OpBuilder &b, Location loc, AffineExpr e, Value at) {
+    return affine::AffineApplyOp::create(
+               b, loc, AffineMap::get(2, 0, e, b.getContext()),
+               ValueRange{at, lane})
+        .getResult();
+  }
+
+  /// Whether the lanes' parts of the fragment `read` reads are one
+  /// ldmatrix: a 16-wide fragment of the last two dimensions of a shared
+  /// buffer, read as stored (k the last), in bounds, every row it reads
+  /// 16-byte aligned whatever the leading indices (a stage of a ring): the
+  /// buffer's offset and strides but the last multiples of eight 16-bit
+  /// elements, the buffer itself aligned to 16 by
+  /// flashnorm-gpu-align-workgroup, and the fragment at a multiple of 16
+  /// along k, as the kernels place them.
+  static bool readsAsMatrix(vector::TransferReadOp read) {
+    auto type = cast<MemRefType>(read.getBase().getType());
+    if (!gpu::GPUDialect::hasWorkgroupMemoryAddressSpace(type) ||
+        type.getRank() < 2 || isPaired(read.getVectorType()) ||
+        read.getPermutationMap() != AffineMap::getMinorIdentityMap(
+                                        type.getRank(), 2, read.getContext()) ||
+        !read.isDimInBounds(0) || !read.isDimInBounds(1))
+      return false;
+    auto [strides, offset] = type.getStridesAndOffset();
+    if (strides.back() != 1 || ShapedType::isDynamic(offset) || offset % 8)
+      return false;
+    return llvm::all_of(ArrayRef(strides).drop_back(), [](int64_t stride) {
+      return !ShapedType::isDynamic(stride) && stride % 8 == 0;
+    });
+  }
+
+  /// This lane's part of a fragment of shared memory by one ldmatrix: x4
+  /// for A (16 x 16: its 8 x 8 matrices rows 0-7 and 8-15 at k 0-7, then
+  /// at k 8-15, the order of A's registers), x2 for B (8 x 16: k 0-7, then
+  /// 8-15). Lane l gives the address of row l % 8 of matrix l / 8, and
+  /// receives from each matrix the pair the fragment map gives it (row
+  /// l / 4, columns 2 (l % 4) and 2 (l % 4) + 1): the registers mma.sync
+  /// takes, in order.
+  Value loadMatrix(OpBuilder &b, vector::TransferReadOp read,
+                   ValueRange origin) {
+    Location loc = read.getLoc();
+    VectorType type = read.getVectorType();
+    int64_t rows = type.getDimSize(0), matrices = rows * 16 / 64;
+    AffineExpr d0, d1;
+    bindDims(b.getContext(), d0, d1);
+    SmallVector<Value> at(origin);
+    Value &row = at[at.size() - 2], &column = at.back();
+    row = withLane(b, loc, d0 + d1 % rows, row);
+    column = withLane(b, loc, d0 + (d1.floorDiv(rows) % 2) * 8, column);
+    return nvgpu::LdMatrixOp::create(b, loc, lanePart(type), read.getBase(), at,
+                                     /*transpose=*/false, matrices);
+  }
+
   /// This lane's part of an A or B fragment, a row per register: pairs
   /// along the fragment's rows, one 4-byte load each where the pair is
   /// contiguous.
@@ -314,6 +372,8 @@ private:
     VectorType type = read.getVectorType();
     if (isPaired(type))
       return loadPairedPart(b, read, origin);
+    if (readsAsMatrix(read))
+      return loadMatrix(b, read, origin);
     AffineMap lanes = laneMap(b, type, roleOf(type));
     AffineMap permutation = read.getPermutationMap();
     Value buffer = read.getBase();
@@ -367,13 +427,7 @@ private:
     Value buffer = read.getBase();
     AffineExpr d0, d1;
     bindDims(b.getContext(), d0, d1);
-    auto apply = [&](AffineExpr e, Value at) {
-      return affine::AffineApplyOp::create(
-                 b, loc, AffineMap::get(2, 0, e, b.getContext()),
-                 ValueRange{at, lane})
-          .getResult();
-    };
-    Value column = apply(d0 + (d1 % 4) * 8, origin[1]);
+    Value column = withLane(b, loc, d0 + (d1 % 4) * 8, origin[1]);
     // Padded rows (A only, checked) read the last row again, as above.
     std::optional<int64_t> rows = maskedRows(read);
     auto rowType = VectorType::get({8}, type.getElementType());
@@ -381,7 +435,7 @@ private:
     Value part =
         arith::ConstantOp::create(b, loc, partType, b.getZeroAttr(partType));
     for (int64_t r = 0; r < partType.getDimSize(0); ++r) {
-      Value row = apply(d0 + d1.floorDiv(4) + 8 * r, origin[0]);
+      Value row = withLane(b, loc, d0 + d1.floorDiv(4) + 8 * r, origin[0]);
       if (rows)
         row = arith::MinUIOp::create(
             b, loc, row, arith::ConstantIndexOp::create(b, loc, *rows - 1));

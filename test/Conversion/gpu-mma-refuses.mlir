@@ -1,7 +1,8 @@
 // flashnorm-gpu-mma converts the fragments flashnorm-gpu-kernels writes and
 // refuses, before touching anything, a kernel whose fragments it cannot
 // place: here a fragment two steps wide (8 x 32) read across its buffer's
-// rows (a lane's 16 bytes must run along k).
+// rows (a lane's 16 bytes must run along k), and a fragment of a shared ring
+// whose rows ldmatrix cannot read.
 // RUN: flashnorm-opt %s -verify-diagnostics --pass-pipeline='builtin.module(func.func(flashnorm-gpu-mma))'
 
 #contract = {indexing_maps = [affine_map<(m, n, k) -> (m, k)>, affine_map<(m, n, k) -> (n, k)>, affine_map<(m, n, k) -> (m, n)>], iterator_types = ["parallel", "parallel", "reduction"], kind = #vector.kind<add>}
@@ -22,3 +23,23 @@ func.func @paired_across_rows(%a: memref<16x32xbf16>, %w: memref<32x8xbf16>, %y:
   return
 }
 
+
+// A stage of a shared ring whose rows are not a multiple of 16 bytes (36
+// halves): no ldmatrix (its rows must be 16-byte aligned), and a fragment
+// of a 3-D buffer has no other load.
+func.func @unaligned_ring(%y: memref<16x8xf32>) {
+  %c1 = arith.constant 1 : index
+  %c32 = arith.constant 32 : index
+  // expected-error @+1 {{flashnorm-gpu-mma: a tensor-core kernel it cannot convert: a fragment that is not a 2-D block of a 2-D buffer}}
+  gpu.launch blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1) threads(%tx, %ty, %tz) in (%sx = %c32, %sy = %c1, %sz = %c1) workgroup(%ring : memref<2x16x36xf16, #gpu.address_space<workgroup>>) {
+    %c0 = arith.constant 0 : index
+    %pad = arith.constant 0.0 : f16
+    %acc = arith.constant dense<0.0> : vector<16x8xf32>
+    %fa = vector.transfer_read %ring[%c1, %c0, %c0], %pad {in_bounds = [true, true]} : memref<2x16x36xf16, #gpu.address_space<workgroup>>, vector<16x16xf16>
+    %fb = vector.transfer_read %ring[%c0, %c0, %c0], %pad {in_bounds = [true, true]} : memref<2x16x36xf16, #gpu.address_space<workgroup>>, vector<8x16xf16>
+    %r = vector.contract #contract %fa, %fb, %acc : vector<16x16xf16>, vector<8x16xf16> into vector<16x8xf32>
+    vector.transfer_write %r, %y[%c0, %c0] {in_bounds = [true, true]} : vector<16x8xf32>, memref<16x8xf32>
+    gpu.terminator
+  }
+  return
+}

@@ -184,6 +184,26 @@ func.func @loop(%x: memref<16x512xbf16>, %w: memref<64x512xbf16>, %y: memref<16x
 // SPLIT-PTX: .maxntid 32, 2, 4
 // SPLIT-PTX-COUNT-16: mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32
 // SPLIT-PTX: bar.sync
+// Prefill through shared memory (test/Integration/Inputs/bf16-prefill.mlir,
+// whose numbers gpu-kernels-on-cpu.test checks; the kernel's structure in
+// gpu-tensor-core-blocks.mlir): 32 x 4 x 2 threads, two rings of four
+// 64 x 40 stages aligned to 16 bytes; the prologue commits three groups of
+// cp.async copies and waits for the first (at most two pending); fragments
+// come from ldmatrix (x4 for the activation, x2 for the weight).
+// RUN: flashnorm-opt %S/../Integration/Inputs/bf16-prefill.mlir --flashnorm | flashnorm-opt --flashnorm-gpu-pipeline="format=isa gemm=codegen" | FileCheck %s --check-prefix=STAGED-PTX
+// STAGED-PTX: .entry f_proj_mma_block_0
+// STAGED-PTX: .maxntid 32, 4, 2
+// STAGED-PTX: .shared .align 16 .b8 __wg_f_proj_mma_block_0_0[20480];
+// STAGED-PTX: .shared .align 16 .b8 __wg_f_proj_mma_block_0_1[20480];
+// STAGED-PTX-COUNT-3: cp.async.commit_group;
+// STAGED-PTX: cp.async.wait_group \092;
+// STAGED-PTX: bar.sync
+// STAGED-PTX: ldmatrix.sync.aligned.m8n8.x4.shared.b16
+// STAGED-PTX: ldmatrix.sync.aligned.m8n8.x2.shared.b16
+// STAGED-PTX: mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32
+// STAGED-PTX: .entry f_proj_mma_block_1
+// STAGED-PTX: ldmatrix.sync.aligned.m8n8.x4.shared.b16
+// STAGED-PTX: mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32
 #nks = [affine_map<(m, n, k) -> (m, k)>, affine_map<(m, n, k) -> (n, k)>, affine_map<(m, n, k) -> (m, n)>]
 func.func @split(%x: memref<16x2560xbf16>, %w: memref<16x2560xbf16>, %y: memref<16x16xf32>) {
   %z = arith.constant 0.0 : f32

@@ -11,8 +11,15 @@
 // `gpu.barrier`s split the body into phases, each run by every thread of the
 // block before the next starts; a later phase recomputes the side-effect
 // free values it takes from earlier ones and may take no other (the
-// tensor-core kernels' slices meet in shared memory that way). Workgroup
+// tensor-core kernels' slices meet in shared memory that way). A top-level
+// `scf.for` whose body holds barriers (at its top level: the staged
+// prefill kernels' k loop) runs as a loop around its phases, each phase
+// run by every thread: what a thread carries (the loop's values, and any
+// value a later phase of the body takes that cannot be recomputed) lives
+// in a buffer with a slot per thread between phases. Workgroup
 // buffers are host buffers, one per launch, reused by each block in turn.
+// `cp.async` copies (nvgpu.device_async_copy) are plain copies; their
+// groups and waits go: a phase's copies are done when the phase ends.
 // Vector loads lose their alignment: what a GPU's allocations guarantee (256
 // bytes) host memory and globals need not.
 //
@@ -28,12 +35,14 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Pass/Pass.h"
 #include "mlir/Pass/PassRegistry.h"
+#include "llvm/ADT/SetVector.h"
 
 using namespace mlir;
 
@@ -64,8 +73,8 @@ struct TestLaunchToLoopsPass
     return "Test only: run gpu.launch bodies as sequential CPU loops";
   }
   void getDependentDialects(DialectRegistry &registry) const override {
-    registry
-        .insert<scf::SCFDialect, arith::ArithDialect, memref::MemRefDialect>();
+    registry.insert<scf::SCFDialect, arith::ArithDialect, memref::MemRefDialect,
+                    vector::VectorDialect>();
   }
 
   void runOnOperation() override {
@@ -127,6 +136,8 @@ struct TestLaunchToLoopsPass
   }
 
   LogicalResult lower(gpu::LaunchOp launch) {
+    if (failed(lowerAsyncCopies(launch)))
+      return failure();
     launch.walk([](vector::LoadOp load) { load.removeAlignmentAttr(); });
     Block &body = launch.getBody().front();
     SmallVector<gpu::AllReduceOp> reduces;
@@ -166,56 +177,56 @@ struct TestLaunchToLoopsPass
         if (op == last)
           break;
       }
-    // The phases between top-level barriers.
-    SmallVector<SmallVector<Operation *>> phases(1);
+    // The phases between top-level barriers; a loop with barriers in its
+    // body is a phase of its own.
+    auto hasBarrier = [](Operation *op) {
+      return op->walk([](gpu::BarrierOp) { return WalkResult::interrupt(); })
+          .wasInterrupted();
+    };
+    Phases top;
+    top.phases.emplace_back();
+    DenseMap<Operation *, Phases> loops;
     for (Operation &op : body.without_terminator()) {
       if (isa<gpu::BarrierOp>(op)) {
-        phases.emplace_back();
+        top.phases.emplace_back();
         continue;
       }
-      if (op.walk([](gpu::BarrierOp) {
-              return WalkResult::interrupt();
-            }).wasInterrupted())
-        return op.emitError("only top-level barriers are supported");
-      phases.back().push_back(&op);
+      if (!hasBarrier(&op)) {
+        top.phases.back().push_back(&op);
+        continue;
+      }
+      auto loop = dyn_cast<scf::ForOp>(op);
+      if (!loop || llvm::any_of(loop.getBody()->without_terminator(),
+                                [&](Operation &inner) {
+                                  return !isa<gpu::BarrierOp>(inner) &&
+                                         hasBarrier(&inner);
+                                }))
+        return op.emitError("only barriers at the top level of the kernel "
+                            "or of a loop there are supported");
+      for (Value bound :
+           {loop.getLowerBound(), loop.getUpperBound(), loop.getStep()})
+        if (launch->isAncestor(bound.getParentRegion()->getParentOp()) &&
+            !bound.getDefiningOp<arith::ConstantOp>())
+          return loop.emitError("a loop with barriers must have constant "
+                                "bounds");
+      Phases &inner = loops[loop];
+      inner.phases.emplace_back();
+      for (Operation &bodyOp : loop.getBody()->without_terminator()) {
+        if (isa<gpu::BarrierOp>(bodyOp))
+          inner.phases.emplace_back();
+        else
+          inner.phases.back().push_back(&bodyOp);
+      }
+      if (failed(inner.analyze(*loop.getBody())))
+        return failure();
+      top.phases.push_back({loop});
+      top.phases.emplace_back();
     }
-    if (phases.size() > 1 && last)
+    if (top.phases.size() > 1 && last)
       return launch.emitError("all_reduce and barriers in one kernel are not "
                               "supported");
-    // A later phase recomputes the values of earlier phases it takes: those
-    // of ops free of side effects that take only such values.
-    DenseMap<Operation *, size_t> phaseOf;
-    for (auto [i, phase] : llvm::enumerate(phases))
-      for (Operation *op : phase)
-        phaseOf[op] = i;
-    // The top-level ops of the body whose values `op` takes (null: a block
-    // argument of the body).
-    auto takesFrom = [&](Operation *op) {
-      SmallVector<Operation *> tops;
-      op->walk([&](Operation *inner) {
-        for (Value v : inner->getOperands()) {
-          Operation *owner = v.getParentRegion()->getParentOp();
-          if (launch->isAncestor(owner) && !op->isAncestor(owner))
-            tops.push_back(v.getDefiningOp()
-                               ? body.findAncestorOpInBlock(*v.getDefiningOp())
-                               : nullptr);
-        }
-      });
-      return tops;
-    };
-    DenseSet<Operation *> recomputable;
-    for (auto [i, phase] : llvm::enumerate(phases))
-      for (Operation *op : phase) {
-        SmallVector<Operation *> tops = takesFrom(op);
-        for (Operation *top : tops)
-          if (top && phaseOf.lookup(top) != i && !recomputable.contains(top))
-            return op->emitError("takes a value from before a barrier that "
-                                 "cannot be recomputed");
-        if (isMemoryEffectFree(op) && llvm::all_of(tops, [&](Operation *top) {
-              return !top || recomputable.contains(top);
-            }))
-          recomputable.insert(op);
-      }
+    if (failed(top.analyze(body)))
+      return failure();
     OpBuilder b(launch);
     Location loc = launch.getLoc();
     // Workgroup memory: a host buffer each block uses in turn.
@@ -231,6 +242,25 @@ struct TestLaunchToLoopsPass
     }
     gpu::KernelDim3 grid = launch.getGridSizeOperandValues();
     gpu::KernelDim3 block = launch.getBlockSizeOperandValues();
+    // What a thread keeps across a barrier in a loop: a slot per thread.
+    DenseMap<Value, Value> slots;
+    Value threads = arith::MulIOp::create(
+        b, loc, arith::MulIOp::create(b, loc, block.x, block.y), block.z);
+    auto addSlot = [&](Value v) {
+      buffers.push_back(memref::AllocOp::create(
+          b, loc, MemRefType::get({ShapedType::kDynamic}, v.getType()),
+          ValueRange{threads}));
+      slots[v] = buffers.back();
+    };
+    for (auto &[op, inner] : loops) {
+      for (Value result : op->getResults())
+        addSlot(result);
+      for (Value v : inner.spilled)
+        addSlot(v);
+    }
+    for (Value v : top.spilled)
+      if (!slots.contains(v))
+        addSlot(v);
     auto bind = [&](IRMapping &map, ArrayRef<Value> bids,
                     ArrayRef<Value> tids) {
       gpu::KernelDim3 b3 = launch.getBlockIds(), t3 = launch.getThreadIds();
@@ -240,62 +270,233 @@ struct TestLaunchToLoopsPass
       map.map(gs.x, grid.x), map.map(gs.y, grid.y), map.map(gs.z, grid.z);
       map.map(bs.x, block.x), map.map(bs.y, block.y), map.map(bs.z, block.z);
     };
-    buildNest(b, loc, {grid.z, grid.y, grid.x},
-              [&](OpBuilder &nb, ArrayRef<Value> bids) {
-                SmallVector<Value> sums;
-                if (last) {
-                  // Pass 1: every thread's contributions, summed.
-                  SmallVector<Value> zeros;
-                  for (gpu::AllReduceOp r : reduces)
-                    zeros.push_back(arith::ConstantOp::create(
-                        nb, loc, nb.getZeroAttr(r.getType())));
-                  Value one = arith::ConstantIndexOp::create(nb, loc, 1);
-                  Value c0 = arith::ConstantIndexOp::create(nb, loc, 0);
-                  Value threads = arith::MulIOp::create(
-                      nb, loc, arith::MulIOp::create(nb, loc, block.x, block.y),
-                      block.z);
-                  auto loop = scf::ForOp::create(
-                      nb, loc, c0, threads, one, zeros,
-                      [&](OpBuilder &lb, Location l, Value t, ValueRange acc) {
-                        Value tx = arith::RemUIOp::create(lb, l, t, block.x);
-                        Value rest = arith::DivUIOp::create(lb, l, t, block.x);
-                        Value ty = arith::RemUIOp::create(lb, l, rest, block.y);
-                        Value tz = arith::DivUIOp::create(lb, l, rest, block.y);
-                        IRMapping map;
-                        bind(map, bids, {tz, ty, tx});
-                        for (Operation *op = &body.front(); op != last;
-                             op = op->getNextNode())
-                          if (!isa<gpu::AllReduceOp>(op))
-                            lb.clone(*op, map);
-                        SmallVector<Value> next;
-                        for (auto [r, a] : llvm::zip(reduces, acc))
-                          next.push_back(arith::AddFOp::create(
-                              lb, l, a, map.lookup(r.getValue())));
-                        scf::YieldOp::create(lb, l, next);
-                      });
-                  sums = loop.getResults();
-                }
-                // Pass 2 (or the only one): each phase of the body per
-                // thread, the pure ops of earlier phases recomputed.
-                for (size_t phase = 0; phase < phases.size(); ++phase)
-                  buildNest(nb, loc, {block.z, block.y, block.x},
-                            [&](OpBuilder &tb, ArrayRef<Value> tids) {
-                              IRMapping map = shared;
-                              bind(map, bids, tids);
-                              for (auto [r, sum] : llvm::zip(reduces, sums))
-                                map.map(r.getResult(), sum);
-                              for (size_t before = 0; before < phase; ++before)
-                                for (Operation *op : phases[before])
-                                  if (recomputable.contains(op))
-                                    tb.clone(*op, map);
-                              for (Operation *op : phases[phase])
-                                if (!isa<gpu::AllReduceOp>(op))
-                                  tb.clone(*op, map);
-                            });
-              });
+    buildNest(
+        b, loc, {grid.z, grid.y, grid.x},
+        [&](OpBuilder &nb, ArrayRef<Value> bids) {
+          SmallVector<Value> sums;
+          if (last) {
+            // Pass 1: every thread's contributions, summed.
+            SmallVector<Value> zeros;
+            for (gpu::AllReduceOp r : reduces)
+              zeros.push_back(arith::ConstantOp::create(
+                  nb, loc, nb.getZeroAttr(r.getType())));
+            Value one = arith::ConstantIndexOp::create(nb, loc, 1);
+            Value c0 = arith::ConstantIndexOp::create(nb, loc, 0);
+            auto loop = scf::ForOp::create(
+                nb, loc, c0, threads, one, zeros,
+                [&](OpBuilder &lb, Location l, Value t, ValueRange acc) {
+                  Value tx = arith::RemUIOp::create(lb, l, t, block.x);
+                  Value rest = arith::DivUIOp::create(lb, l, t, block.x);
+                  Value ty = arith::RemUIOp::create(lb, l, rest, block.y);
+                  Value tz = arith::DivUIOp::create(lb, l, rest, block.y);
+                  IRMapping map;
+                  bind(map, bids, {tz, ty, tx});
+                  for (Operation *op = &body.front(); op != last;
+                       op = op->getNextNode())
+                    if (!isa<gpu::AllReduceOp>(op))
+                      lb.clone(*op, map);
+                  SmallVector<Value> next;
+                  for (auto [r, a] : llvm::zip(reduces, acc))
+                    next.push_back(arith::AddFOp::create(
+                        lb, l, a, map.lookup(r.getValue())));
+                  scf::YieldOp::create(lb, l, next);
+                });
+            sums = loop.getResults();
+          }
+          // Runs `run` for every thread of the block with the values of the
+          // phases before `phase` in its map: the pure ops recomputed, the
+          // others loaded from the thread's slots. `run` also gets the
+          // thread's slot index.
+          auto eachThread =
+              [&](OpBuilder &ob, size_t phase,
+                  function_ref<void(OpBuilder &, IRMapping &, Value)> run) {
+                buildNest(ob, loc, {block.z, block.y, block.x},
+                          [&](OpBuilder &tb, ArrayRef<Value> tids) {
+                            IRMapping map = shared;
+                            bind(map, bids, tids);
+                            for (auto [r, sum] : llvm::zip(reduces, sums))
+                              map.map(r.getResult(), sum);
+                            Value slot = arith::AddIOp::create(
+                                tb, loc,
+                                arith::MulIOp::create(
+                                    tb, loc,
+                                    arith::AddIOp::create(
+                                        tb, loc,
+                                        arith::MulIOp::create(tb, loc, tids[0],
+                                                              block.y),
+                                        tids[1]),
+                                    block.x),
+                                tids[2]);
+                            top.restore(tb, loc, map, phase, slots, slot);
+                            run(tb, map, slot);
+                          });
+              };
+          // Pass 2 (or the only one): each phase of the body per thread.
+          for (size_t phase = 0; phase < top.phases.size(); ++phase) {
+            auto it = top.phases[phase].empty()
+                          ? loops.end()
+                          : loops.find(top.phases[phase].front());
+            if (it == loops.end()) {
+              eachThread(nb, phase,
+                         [&](OpBuilder &tb, IRMapping &map, Value slot) {
+                           for (Operation *op : top.phases[phase])
+                             if (!isa<gpu::AllReduceOp>(op))
+                               tb.clone(*op, map);
+                           top.keep(tb, loc, map, phase, slots, slot);
+                         });
+              continue;
+            }
+            auto loop = cast<scf::ForOp>(it->first);
+            const Phases &inner = it->second;
+            // Each thread's initial values, then the loop around the phases of
+            // its body, each run by every thread.
+            eachThread(nb, phase,
+                       [&](OpBuilder &tb, IRMapping &map, Value slot) {
+                         for (auto [init, result] :
+                              llvm::zip(loop.getInitArgs(), loop.getResults()))
+                           store(tb, loc, map.lookupOrDefault(init),
+                                 slots[result], slot);
+                       });
+            auto bound = [&](Value v) -> Value {
+              if (!launch->isAncestor(v.getParentRegion()->getParentOp()))
+                return v;
+              return nb.clone(*v.getDefiningOp())->getResult(0);
+            };
+            auto rebuilt = scf::ForOp::create(
+                nb, loc, bound(loop.getLowerBound()),
+                bound(loop.getUpperBound()), bound(loop.getStep()));
+            OpBuilder lb = OpBuilder::atBlockTerminator(rebuilt.getBody());
+            for (size_t q = 0; q < inner.phases.size(); ++q)
+              eachThread(
+                  lb, phase, [&](OpBuilder &tb, IRMapping &map, Value slot) {
+                    map.map(loop.getInductionVar(), rebuilt.getInductionVar());
+                    for (auto [arg, result] :
+                         llvm::zip(loop.getRegionIterArgs(), loop.getResults()))
+                      map.map(arg, load(tb, loc, slots[result], slot));
+                    inner.restore(tb, loc, map, q, slots, slot);
+                    for (Operation *op : inner.phases[q])
+                      tb.clone(*op, map);
+                    inner.keep(tb, loc, map, q, slots, slot);
+                    if (q + 1 == inner.phases.size())
+                      for (auto [next, result] : llvm::zip(
+                               loop.getBody()->getTerminator()->getOperands(),
+                               loop.getResults()))
+                        store(tb, loc, map.lookupOrDefault(next), slots[result],
+                              slot);
+                  });
+          }
+        });
     for (Value buffer : buffers)
       memref::DeallocOp::create(b, loc, buffer);
     launch.erase();
+    return success();
+  }
+
+  /// The ops of a block (a kernel's body, or the body of a loop in it
+  /// with barriers) in phases between its barriers; the terminator takes
+  /// its operands in the last. A later phase recomputes the values of the
+  /// ops free of side effects that take only such values (index math); a
+  /// thread keeps the others it takes from an earlier phase in a slot.
+  struct Phases {
+    SmallVector<SmallVector<Operation *>> phases;
+    DenseSet<Operation *> recomputable;
+    llvm::SetVector<Value> spilled;
+
+    LogicalResult analyze(Block &block) {
+      DenseMap<Operation *, size_t> phaseOf;
+      for (auto [q, phase] : llvm::enumerate(phases))
+        for (Operation *op : phase)
+          phaseOf[op] = q;
+      // Marks the values `op` (in phase `q`) takes from earlier phases to
+      // be kept unless recomputed; whether it takes only recomputed ones.
+      auto take = [&](Operation *op, size_t q) {
+        bool pure = true;
+        op->walk([&](Operation *inner) {
+          for (Value v : inner->getOperands()) {
+            Operation *def = v.getDefiningOp();
+            Operation *top = def ? block.findAncestorOpInBlock(*def) : nullptr;
+            if (!top || op->isAncestor(def) || recomputable.contains(top))
+              continue;
+            pure = false;
+            if (phaseOf.lookup(top) < q)
+              spilled.insert(v);
+          }
+        });
+        return pure;
+      };
+      for (auto [q, phase] : llvm::enumerate(phases))
+        for (Operation *op : phase)
+          if (take(op, q) && isMemoryEffectFree(op))
+            recomputable.insert(op);
+      take(block.getTerminator(), phases.size() - 1);
+      for (Value v : spilled)
+        if (!MemRefType::isValidElementType(v.getType()))
+          return v.getDefiningOp()->emitError(
+              "a value kept across a barrier must fit in a buffer");
+      return success();
+    }
+
+    /// Into `map`, the values of the phases before `phase`: recomputed, or
+    /// loaded from the thread's slots.
+    void restore(OpBuilder &b, Location loc, IRMapping &map, size_t phase,
+                 DenseMap<Value, Value> &slots, Value slot) const {
+      for (size_t before = 0; before < phase; ++before)
+        for (Operation *op : phases[before]) {
+          if (recomputable.contains(op))
+            b.clone(*op, map);
+          for (Value v : op->getResults())
+            if (spilled.contains(v))
+              map.map(v, load(b, loc, slots[v], slot));
+        }
+    }
+
+    /// The values of `phase` that later phases take, into the thread's
+    /// slots.
+    void keep(OpBuilder &b, Location loc, IRMapping &map, size_t phase,
+              DenseMap<Value, Value> &slots, Value slot) const {
+      for (Operation *op : phases[phase])
+        for (Value v : op->getResults())
+          if (spilled.contains(v))
+            store(b, loc, map.lookup(v), slots[v], slot);
+    }
+  };
+
+  static Value load(OpBuilder &b, Location loc, Value slots, Value slot) {
+    return memref::LoadOp::create(b, loc, slots, ValueRange{slot});
+  }
+  static void store(OpBuilder &b, Location loc, Value v, Value slots,
+                    Value slot) {
+    memref::StoreOp::create(b, loc, v, slots, ValueRange{slot});
+  }
+
+  /// cp.async copies as plain vector copies; their groups and waits go.
+  static LogicalResult lowerAsyncCopies(gpu::LaunchOp launch) {
+    SmallVector<Operation *> waits, groups;
+    SmallVector<nvgpu::DeviceAsyncCopyOp> copies;
+    launch.walk([&](Operation *op) {
+      if (isa<nvgpu::DeviceAsyncWaitOp>(op))
+        waits.push_back(op);
+      else if (isa<nvgpu::DeviceAsyncCreateGroupOp>(op))
+        groups.push_back(op);
+      else if (auto copy = dyn_cast<nvgpu::DeviceAsyncCopyOp>(op))
+        copies.push_back(copy);
+    });
+    for (nvgpu::DeviceAsyncCopyOp copy : copies)
+      if (copy.getSrcElements())
+        return copy.emitError("only whole cp.async copies run here");
+    for (Operation *op : llvm::concat<Operation *>(waits, groups))
+      op->erase();
+    for (nvgpu::DeviceAsyncCopyOp copy : copies) {
+      OpBuilder b(copy);
+      auto type = VectorType::get(
+          {copy.getDstElements().getSExtValue()},
+          cast<MemRefType>(copy.getDst().getType()).getElementType());
+      Value v = vector::LoadOp::create(b, copy.getLoc(), type, copy.getSrc(),
+                                       copy.getSrcIndices());
+      vector::StoreOp::create(b, copy.getLoc(), v, copy.getDst(),
+                              copy.getDstIndices());
+      copy.erase();
+    }
     return success();
   }
 };

@@ -133,8 +133,9 @@ def CpuCodegen : Pass<"flashnorm-cpu-codegen", "func::FuncOp"> {
     asked for, except inside an async task (which runs beside a
     statistic).
     Every other linalg op is tiled over its innermost loop with
-    `vector-width` (one register by default) and vectorized. Tile sizes shrink to the largest divisor
-    of the static loop size; ops with dynamic sizes are left to
+    `vector-width` (one register by default) and vectorized. Tile sizes
+    shrink to the largest divisor of the static loop size; ops with
+    dynamic sizes are left to
     convert-linalg-to-loops. The panel loops of flashnorm-pack-weights
     become `scf.for` (those marked `flashnorm.serial_panels`) or
     `scf.parallel` (split over the cores).
@@ -195,8 +196,13 @@ def GpuKernels : Pass<"flashnorm-gpu-kernels", "func::FuncOp"> {
       `gemm=auto` (the default) only those with more than 16 rows or a
       dynamic row count (prefill), where cuBLASLt's tiled tensor-core GEMMs
       win, while decode steps keep the generated bandwidth kernel;
-    - with `tensor-cores`, f16 and bf16 projections with sizes that are
-      multiples of 16 x 8 x 16 (and an f32 accumulator that starts at
+    - with `tensor-cores`, f16 and bf16 prefill projections with the
+      weight N x K and sizes that are multiples of 64 x 64 x 64: block
+      tiles of 128 or 64 along m and n, whose k tiles of 32 the block
+      copies into shared memory (`nvgpu.device_async_copy`, two stages) and
+      eight warps read as fragments (`ldmatrix` after flashnorm-gpu-mma);
+    - with `tensor-cores`, other f16 and bf16 projections with sizes that
+      are multiples of 16 x 8 x 16 (and an f32 accumulator that starts at
       zero): one warp per 16 x 8 output tile and slice of k, the k loop
       `vector.contract`s of fragments for flashnorm-gpu-mma; while the
       kernel has fewer than 2112 warps (decode) k is split into slices of
@@ -224,6 +230,7 @@ def GpuKernels : Pass<"flashnorm-gpu-kernels", "func::FuncOp"> {
     "::mlir::scf::SCFDialect",
     "::mlir::memref::MemRefDialect",
     "::mlir::affine::AffineDialect",
+    "::mlir::nvgpu::NVGPUDialect",
     "::mlir::vector::VectorDialect"
   ];
   let options = [
@@ -266,13 +273,17 @@ def GpuMma : Pass<"flashnorm-gpu-mma", "func::FuncOp"> {
     layout); a lane's two values along k are one aligned 32-bit load.
     Upstream's vector-to-nvgpu conversion loads global memory 16 bits at a
     time, converts no bf16 and, as a pass, fails on the other kernels'
-    scalar code.
+    scalar code. A fragment read from shared memory (the staged prefill
+    kernels) is one `nvgpu.ldmatrix` per lane (x4 for 16 x 16, x2 for
+    8 x 16), where its buffer's rows are a multiple of 16 bytes (the
+    pipeline aligns shared buffers to 16: flashnorm-gpu-align-workgroup).
   }];
   let dependentDialects = [
     "::mlir::affine::AffineDialect",
     "::mlir::LLVM::LLVMDialect",
     "::mlir::memref::MemRefDialect",
     "::mlir::NVVM::NVVMDialect",
+    "::mlir::nvgpu::NVGPUDialect",
     "::mlir::gpu::GPUDialect",
     "::mlir::vector::VectorDialect"
   ];
@@ -376,10 +387,10 @@ def GpuStreams : Pass<"flashnorm-gpu-streams", "func::FuncOp"> {
     token of every stream it created: each is synchronized and destroyed
     exactly once, the streams feeding joins included. With device buffers
     (`host-buffers=false`), each argument's address is checked on entry
-    (`flashnorm.check_alignment`): the kernels read it in vectors as wide as a driver
-    allocation's alignment allows (up to 16 bytes, as far as its static
-    size shows), so a view at an element offset aborts with a message that
-    names it instead of faulting in a kernel.
+    (`flashnorm.check_alignment`): the kernels read it in vectors as wide
+    as a driver allocation's alignment allows (up to 16 bytes, as far as
+    its static size shows), so a view at an element offset aborts with a
+    message that names it instead of faulting in a kernel.
   }];
   let dependentDialects = [
     "::mlir::flashnorm::FlashNormDialect",

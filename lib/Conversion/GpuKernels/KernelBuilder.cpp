@@ -88,6 +88,28 @@ Value kernels::to2d(OpBuilder &b, Location loc, Value buffer) {
   return memref::CollapseShapeOp::create(b, loc, buffer, groups);
 }
 
+Value kernels::zeroFragment(OpBuilder &b, Location loc) {
+  auto type = VectorType::get({16, 8}, b.getF32Type());
+  return arith::ConstantOp::create(
+      b, loc, type, DenseElementsAttr::get(type, b.getF32FloatAttr(0)));
+}
+
+Value kernels::multiplyFragments(OpBuilder &b, Location loc, Value a, Value w,
+                                 Value acc) {
+  MLIRContext *ctx = b.getContext();
+  AffineExpr m, n, k;
+  bindDims(ctx, m, n, k);
+  using Exprs = ArrayRef<AffineExpr>;
+  auto maps = b.getAffineMapArrayAttr(AffineMap::inferFromExprList(
+      ArrayRef<Exprs>{Exprs{m, k}, Exprs{n, k}, Exprs{m, n}}, ctx));
+  auto parallel =
+      vector::IteratorTypeAttr::get(ctx, vector::IteratorType::parallel);
+  auto iterators = b.getArrayAttr(
+      {parallel, parallel,
+       vector::IteratorTypeAttr::get(ctx, vector::IteratorType::reduction)});
+  return vector::ContractionOp::create(b, loc, a, w, acc, maps, iterators);
+}
+
 Value kernels::scaleElements(OpBuilder &b, Location loc, Value x, Value scale,
                              bool zeroRows) {
   Type f32 = b.getF32Type();

@@ -24,6 +24,7 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 
+#include <array>
 #include <string>
 
 namespace mlir::flashnorm::kernels {
@@ -110,6 +111,11 @@ struct RowMajorProjection {
 /// Matches `op` as a RowMajorProjection with f32, f16 or bf16 inputs.
 FailureOr<RowMajorProjection> matchRowMajor(linalg::LinalgOp op,
                                             std::string &why);
+/// Matches `op` as a RowMajorProjection tensor cores can take: f16 or bf16
+/// activations and weight of one type, the f32 accumulator starting at
+/// zero (the tensor-core strategies' common checks).
+FailureOr<RowMajorProjection> matchTensorCoreProjection(linalg::LinalgOp op,
+                                                        std::string &why);
 
 //===----------------------------------------------------------------------===//
 // Building
@@ -139,6 +145,14 @@ Value loadAt(OpBuilder &b, Location loc, Value buffer, AffineMap map,
 
 /// `buffer` without its leading unit batch dimensions.
 Value to2d(OpBuilder &b, Location loc, Value buffer);
+
+/// A warp's 16 x 8 f32 accumulator fragment of zeros.
+Value zeroFragment(OpBuilder &b, Location loc);
+/// `acc + a * w` on a warp's fragments, as flashnorm-gpu-mma takes it:
+/// acc[m, n] += a[m, k] * w[n, k] (a 16 x 16 or 16 x 32, w 8 x 16 or
+/// 8 x 32), one `vector.contract`.
+Value multiplyFragments(OpBuilder &b, Location loc, Value a, Value w,
+                        Value acc);
 
 /// `x * scale` (x one element or a vector of a's element type, scale an
 /// f32), computed in f32 and rounded once back to x's type; 0 where the
@@ -340,6 +354,35 @@ FailureOr<TensorCorePlan> planTensorCoreTile(linalg::LinalgOp op,
                                              std::string &why);
 void buildTensorCoreTile(KernelBuilder &builder, const TensorCorePlan &plan,
                          StringRef role);
+
+/// TensorCoreBlock.cpp: an f16 or bf16 prefill projection with its weight
+/// N x K on tensor cores, block tiles of A and the weight staged through
+/// a ring of shared-memory buffers (cp.async) and read as fragments by
+/// eight warps (ldmatrix, in flashnorm-gpu-mma).
+struct TensorCoreBlockPlan {
+  linalg::LinalgOp op;
+  RowMajorProjection projection;
+  linalg::FillOp deadFill;
+  /// The block's output tile (each of kBlockTiles).
+  int64_t blockM = 0, blockN = 0;
+  /// k tiles in the ring: in flight while one is multiplied, all but one.
+  int64_t stages = 2;
+};
+/// Block tile sizes along m and n, largest first.
+constexpr std::array<int64_t, 2> kBlockTiles = {128, 64};
+/// k per shared-memory stage (two m16n8k16 steps), and the padding of each
+/// shared row (in elements: 16 bytes) that keeps ldmatrix free of bank
+/// conflicts.
+constexpr int64_t kBlockK = 32, kBlockPad = 8;
+/// The grid a block tile is halved to fill: an H200's 132 SMs.
+constexpr int64_t kBlockMinGrid = 132;
+/// The most stages in a ring, and the shared memory a kernel may declare
+/// statically (more needs the driver's opt-in to dynamic shared memory).
+constexpr int64_t kBlockMaxStages = 4, kStaticSharedBytes = 48 * 1024;
+FailureOr<TensorCoreBlockPlan> planTensorCoreBlock(linalg::LinalgOp op,
+                                                   std::string &why);
+void buildTensorCoreBlock(KernelBuilder &builder,
+                          const TensorCoreBlockPlan &plan, StringRef role);
 
 /// HostLoops.cpp: host code that touches buffers (loops of loads and
 /// stores: an importer's KV-cache update) as a kernel in its place: a

@@ -293,3 +293,20 @@ FailureOr<RowMajorProjection> kernels::matchRowMajor(linalg::LinalgOp op,
       return fail("a buffer is strided");
   return p;
 }
+
+FailureOr<RowMajorProjection>
+kernels::matchTensorCoreProjection(linalg::LinalgOp op, std::string &why) {
+  FailureOr<RowMajorProjection> p = matchRowMajor(op, why);
+  if (failed(p))
+    return failure();
+  Type type = cast<MemRefType>(p->a.getType()).getElementType();
+  if (!type.isF16() && !type.isBF16())
+    why = "only f16 and bf16 run on tensor cores";
+  else if (cast<MemRefType>(p->b.getType()).getElementType() != type)
+    why = "the weight's type is not the activations'";
+  else if (!startsAtZero(p->c, op))
+    why = "the accumulator does not start at zero";
+  else
+    return p;
+  return failure();
+}

@@ -51,17 +51,9 @@ FailureOr<TensorCorePlan> kernels::planTensorCoreTile(linalg::LinalgOp op,
     why = msg.str();
     return failure();
   };
-  FailureOr<RowMajorProjection> p = matchRowMajor(op, why);
+  FailureOr<RowMajorProjection> p = matchTensorCoreProjection(op, why);
   if (failed(p))
     return failure();
-  Type type = cast<MemRefType>(p->a.getType()).getElementType();
-  if (!type.isF16() && !type.isBF16())
-    return fail("only f16 and bf16 run on tensor cores");
-  if (cast<MemRefType>(p->b.getType()).getElementType() != type)
-    return fail("the weight's type is not the activations'");
-  // The accumulator must start at zero (deferred projections do).
-  if (!startsAtZero(p->c, op))
-    return fail("the accumulator does not start at zero");
   // Rows: multiples of the tile's 16, or a decode step of 2-15 tokens in
   // one tile of padded rows. One row stays a GEMV (RowReduction.cpp reads
   // the weight once too, without 15 rows of padding).
@@ -156,18 +148,7 @@ void kernels::buildTensorCoreTile(KernelBuilder &builder,
                                           AffineMapAttr::get(map), pad, Value(),
                                           fb.getBoolArrayAttr(within));
   };
-  auto accType = VectorType::get({16, 8}, f32);
-  Value acc0 = arith::ConstantOp::create(
-      b, loc, accType, DenseElementsAttr::get(accType, b.getF32FloatAttr(0)));
-  AffineExpr dm, dn, dk;
-  bindDims(ctx, dm, dn, dk);
-  using Exprs = ArrayRef<AffineExpr>;
-  auto maps = b.getAffineMapArrayAttr(AffineMap::inferFromExprList(
-      ArrayRef<Exprs>{Exprs{dm, dk}, Exprs{dn, dk}, Exprs{dm, dn}}, ctx));
-  auto iterators = b.getArrayAttr(
-      {vector::IteratorTypeAttr::get(ctx, vector::IteratorType::parallel),
-       vector::IteratorTypeAttr::get(ctx, vector::IteratorType::parallel),
-       vector::IteratorTypeAttr::get(ctx, vector::IteratorType::reduction)});
+  Value acc0 = zeroFragment(b, loc);
   int64_t unroll = plan.unroll;
   AffineMap id2 = AffineMap::getMultiDimIdentityMap(2, ctx);
   AffineMap transposed =
@@ -197,8 +178,7 @@ void kernels::buildTensorCoreTile(KernelBuilder &builder,
   auto multiplyGroup = [&](OpBuilder &mb, Location l, Value acc,
                            ValueRange read) {
     for (int64_t f = 0; f < fragments; ++f)
-      acc = vector::ContractionOp::create(mb, l, read[f], read[fragments + f],
-                                          acc, maps, iterators);
+      acc = multiplyFragments(mb, l, read[f], read[fragments + f], acc);
     return acc;
   };
   // Register prefetch: each iteration reads the next group's fragments,

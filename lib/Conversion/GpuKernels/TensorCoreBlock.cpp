@@ -1,0 +1,242 @@
+//===- TensorCoreBlock.cpp - Prefill on tensor cores through shared memory ===//
+//
+// f16 and bf16 projections of many tokens (prefill) with the weight N x K,
+// staged as CUTLASS's sm80 GEMMs stage them: each block computes a bm x bn
+// output tile (128 or 64 each) over k in tiles of kBlockK, its eight warps
+// side by side (two along m, four along n), each a (bm / 2) x (bn / 4)
+// patch of m16n8k16 fragments. Where TensorCoreTile's warps each load their
+// own fragments from global memory (every A fragment read again by each
+// warp along n, every weight fragment by each block along m), here the
+// block's 256 threads copy a k tile of A and of the weight into shared
+// memory once, 16 bytes per copy, and the warps read their fragments from
+// there:
+// - the copies are `cp.async` (nvgpu.device_async_copy, bypassing L1) into
+//   a ring of `stages` buffers: while the warps multiply tile t, the copies
+//   of tiles t + 1 .. t + stages - 1 are in flight. An iteration issues
+//   the copy of tile t + stages - 1 into the stage tile t - 1 used (one
+//   commit group per iteration), multiplies tile t, then waits until at
+//   most stages - 2 groups are pending (tile t + 1 has landed) and meets
+//   the block at a barrier (every copy of tile t + 1 visible, every warp
+//   done with tile t's stage, which the next iteration refills). Past the
+//   last tile the copy repeats it into a stage nothing reads again, so the
+//   loop has one shape throughout: no peeled iterations, no branch.
+// - a shared row is kBlockK + kBlockPad elements (80 bytes), so that the
+//   eight rows an `ldmatrix` reads at one column fall in different banks
+//   (at 64 bytes they would be four ways in conflict);
+// - flashnorm-gpu-mma reads each fragment from shared memory with one
+//   `ldmatrix` (x4 for A's 16 x 16, x2 for the weight's 8 x 16): the ring
+//   is one buffer per operand, stage-major, so that a fragment's address is
+//   16-byte aligned whatever the stage (all strides multiples of 8).
+// Stages: as many as fit the 48 KB of static shared memory, up to
+// kBlockMaxStages: 2 for 128 x 128 tiles (40 KB), 3 for 128 x 64, 4 for
+// 64 x 64. Each output tile is written once, from zero, as in
+// TensorCoreTile.cpp.
+//
+//===----------------------------------------------------------------------===//
+
+#include "KernelBuilder.h"
+
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+
+using namespace mlir;
+using namespace mlir::flashnorm;
+using namespace mlir::flashnorm::kernels;
+
+FailureOr<TensorCoreBlockPlan> kernels::planTensorCoreBlock(linalg::LinalgOp op,
+                                                            std::string &why) {
+  auto fail = [&](const Twine &msg) {
+    why = msg.str();
+    return failure();
+  };
+  FailureOr<RowMajorProjection> p = matchTensorCoreProjection(op, why);
+  if (failed(p))
+    return failure();
+  // K x N weights would need the transposed ldmatrix and copies along n;
+  // flashnorm-gpu-weight-layout leaves constant weights N x K.
+  if (!p->transposeB)
+    return fail("the weight is not N x K");
+  int64_t minTile = kBlockTiles.back();
+  if (ShapedType::isDynamic(p->m) || ShapedType::isDynamic(p->n) ||
+      ShapedType::isDynamic(p->k) || p->m % minTile || p->n % minTile ||
+      p->k % kBlockK)
+    return fail("sizes are not static multiples of " + Twine(minTile) + " x " +
+                Twine(minTile) + " x " + Twine(kBlockK));
+  TensorCoreBlockPlan plan{op, *p, deadZeroFill(p->c, op)};
+  // The largest tiles that divide the output, halved (n first) while the
+  // grid would leave SMs of an H200 without a block: 512 tokens x 576
+  // outputs (SmolLM2) take 64 x 64 (72 blocks), 4096 x 4096 128 x 128.
+  auto largest = [](int64_t size) {
+    for (int64_t tile : kBlockTiles)
+      if (size % tile == 0)
+        return tile;
+    llvm_unreachable("sizes are multiples of the smallest tile");
+  };
+  plan.blockM = largest(p->m);
+  plan.blockN = largest(p->n);
+  int64_t smallest = kBlockTiles.back();
+  while ((p->m / plan.blockM) * (p->n / plan.blockN) < kBlockMinGrid &&
+         (plan.blockM > smallest || plan.blockN > smallest)) {
+    if (plan.blockN >= plan.blockM && plan.blockN > smallest)
+      plan.blockN /= 2;
+    else
+      plan.blockM /= 2;
+  }
+  int64_t stageBytes =
+      (plan.blockM + plan.blockN) * (kBlockK + kBlockPad) *
+      cast<MemRefType>(p->a.getType()).getElementTypeBitWidth() / 8;
+  plan.stages = std::min(kBlockMaxStages, kStaticSharedBytes / stageBytes);
+  return plan;
+}
+
+void kernels::buildTensorCoreBlock(KernelBuilder &builder,
+                                   const TensorCoreBlockPlan &plan,
+                                   StringRef role) {
+  linalg::LinalgOp op = plan.op;
+  const RowMajorProjection &p = plan.projection;
+  int64_t bm = plan.blockM, bn = plan.blockN, k = p.k, stages = plan.stages;
+  OpBuilder b(op);
+  Location loc = op.getLoc();
+  MLIRContext *ctx = b.getContext();
+  Value a = to2d(b, loc, p.a), w = to2d(b, loc, p.b), c = to2d(b, loc, p.c);
+  auto index = [&](int64_t v) -> Value {
+    return arith::ConstantIndexOp::create(b, loc, v);
+  };
+  Type type = cast<MemRefType>(p.a.getType()).getElementType();
+  constexpr int64_t warpsM = 2, warpsN = 4, threads = 32 * warpsM * warpsN;
+  auto workgroup =
+      gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
+  auto ringType = [&](int64_t rows) {
+    return MemRefType::get({stages, rows, kBlockK + kBlockPad}, type,
+                           MemRefLayoutAttrInterface(), workgroup);
+  };
+  // Warps along n are threads y, along m threads z.
+  auto launch = gpu::LaunchOp::create(
+      b, loc, index(p.m / bm), index(p.n / bn), index(1), index(32),
+      index(warpsN), index(warpsM), /*dynamicSharedMemorySize=*/nullptr,
+      /*asyncTokenType=*/nullptr, /*asyncDependencies=*/{},
+      TypeRange{ringType(bm), ringType(bn)});
+  b.setInsertionPointToStart(&launch.getBody().front());
+  Value ringA = launch.getWorkgroupAttributions()[0];
+  Value ringW = launch.getWorkgroupAttributions()[1];
+  AffineExpr d0, d1, d2;
+  bindDims(ctx, d0, d1, d2);
+  auto apply = [&](OpBuilder &ab, Location l, AffineExpr e, ValueRange v) {
+    return affine::AffineApplyOp::create(ab, l, AffineMap::get(v.size(), 0, e),
+                                         v)
+        .getResult();
+  };
+  gpu::KernelDim3 blockId = launch.getBlockIds(), tid = launch.getThreadIds();
+  Value flat =
+      apply(b, loc, d0 + 32 * (d1 + warpsN * d2), {tid.x, tid.y, tid.z});
+  Value m0 = apply(b, loc, d0 * bm, {blockId.x});
+  Value n0 = apply(b, loc, d0 * bn, {blockId.y});
+  // The warp's patch within the block tile.
+  int64_t warpM = bm / warpsM, warpN = bn / warpsN;
+  int64_t mTiles = warpM / 16, nTiles = warpN / 8;
+  Value wm = apply(b, loc, d0 * warpM, {tid.z});
+  Value wn = apply(b, loc, d0 * warpN, {tid.y});
+
+  // The block's copy of the k tile at k0 into `stage`: rows of kBlockK
+  // elements in 16-byte pieces, consecutive threads along a row, as many
+  // pieces per thread as the tile has (one or two per operand); then the
+  // thread's commit group.
+  int64_t perCopy = 16 / (type.getIntOrFloatBitWidth() / 8);
+  int64_t piecesPerRow = kBlockK / perCopy;
+  auto copyTile = [&](OpBuilder &cb, Location l, Value k0, Value stage) {
+    SmallVector<Value> tokens;
+    auto copyRows = [&](Value from, Value origin, Value ring, int64_t rows) {
+      for (int64_t piece = 0; piece < rows * piecesPerRow; piece += threads) {
+        Value r = apply(cb, l, (d0 + piece).floorDiv(piecesPerRow), {flat});
+        Value col = apply(cb, l, (d0 + piece) % piecesPerRow * perCopy, {flat});
+        tokens.push_back(nvgpu::DeviceAsyncCopyOp::create(
+            cb, l, nvgpu::DeviceAsyncTokenType::get(ctx), ring,
+            ValueRange{stage, r, col}, from,
+            ValueRange{apply(cb, l, d0 + d1, {origin, r}),
+                       apply(cb, l, d0 + d1, {k0, col})},
+            cb.getIndexAttr(perCopy), /*srcElements=*/Value(),
+            /*bypassL1=*/cb.getUnitAttr()));
+      }
+    };
+    copyRows(a, m0, ringA, bm);
+    copyRows(w, n0, ringW, bn);
+    return nvgpu::DeviceAsyncCreateGroupOp::create(
+        cb, l, nvgpu::DeviceAsyncTokenType::get(ctx), tokens);
+  };
+  // Until tile t + 1 has landed: all but the stages - 2 latest groups.
+  auto waitForNext = [&](OpBuilder &wb, Location l, Value group) {
+    nvgpu::DeviceAsyncWaitOp::create(wb, l, group,
+                                     wb.getI32IntegerAttr(stages - 2));
+    gpu::BarrierOp::create(wb, l);
+  };
+
+  // The warp's fragments of a stage, multiplied into its accumulators.
+  Value pad = arith::ConstantOp::create(b, loc, b.getZeroAttr(type));
+  SmallVector<bool> inBounds{true, true};
+  AffineMap fragmentMap = AffineMap::getMinorIdentityMap(3, 2, ctx);
+  auto multiply = [&](OpBuilder &mb, Location l, Value stage,
+                      SmallVector<Value> accs) {
+    auto fragment = [&](Value ring, Value r, int64_t kk, int64_t rows) {
+      return vector::TransferReadOp::create(
+          mb, l, VectorType::get({rows, 16}, type), ring,
+          ValueRange{stage, r, index(kk)}, AffineMapAttr::get(fragmentMap), pad,
+          Value(), mb.getBoolArrayAttr(inBounds));
+    };
+    for (int64_t kk = 0; kk < kBlockK; kk += 16) {
+      SmallVector<Value> as, ws;
+      for (int64_t i = 0; i < mTiles; ++i)
+        as.push_back(fragment(ringA, apply(mb, l, d0 + 16 * i, {wm}), kk, 16));
+      for (int64_t j = 0; j < nTiles; ++j)
+        ws.push_back(fragment(ringW, apply(mb, l, d0 + 8 * j, {wn}), kk, 8));
+      for (int64_t i = 0; i < mTiles; ++i)
+        for (int64_t j = 0; j < nTiles; ++j)
+          accs[i * nTiles + j] =
+              multiplyFragments(mb, l, as[i], ws[j], accs[i * nTiles + j]);
+    }
+    return accs;
+  };
+
+  // Tiles 0 .. stages - 2 into their stages (the last tile again where k
+  // has fewer), then until tile 0 has landed.
+  Value group;
+  for (int64_t stage = 0; stage + 1 < stages; ++stage)
+    group = copyTile(b, loc, index(std::min(stage * kBlockK, k - kBlockK)),
+                     index(stage));
+  waitForNext(b, loc, group);
+  SmallVector<Value> accs(mTiles * nTiles, zeroFragment(b, loc));
+  auto loop = scf::ForOp::create(
+      b, loc, index(0), index(k), index(kBlockK), accs,
+      [&](OpBuilder &lb, Location l, Value k0, ValueRange carried) {
+        // Tile t + stages - 1 (the last one past the end) into the stage
+        // tile t - 1 used.
+        Value ahead = affine::AffineMinOp::create(
+            lb, l,
+            AffineMap::get(1, 0,
+                           {d0 + (stages - 1) * kBlockK,
+                            getAffineConstantExpr(k - kBlockK, ctx)},
+                           ctx),
+            ValueRange{k0});
+        Value aheadStage =
+            apply(lb, l, (d0.floorDiv(kBlockK) + stages - 1) % stages, {k0});
+        Value next = copyTile(lb, l, ahead, aheadStage);
+        Value stage = apply(lb, l, d0.floorDiv(kBlockK) % stages, {k0});
+        SmallVector<Value> sums = multiply(lb, l, stage, carried);
+        waitForNext(lb, l, next);
+        scf::YieldOp::create(lb, l, sums);
+      });
+  for (int64_t i = 0; i < mTiles; ++i)
+    for (int64_t j = 0; j < nTiles; ++j)
+      vector::TransferWriteOp::create(
+          b, loc, loop.getResult(i * nTiles + j), c,
+          ValueRange{apply(b, loc, d0 + d1 + 16 * i, {m0, wm}),
+                     apply(b, loc, d0 + d1 + 8 * j, {n0, wn})},
+          inBounds);
+  gpu::TerminatorOp::create(b, loc);
+  builder.name(launch, role);
+  if (plan.deadFill)
+    plan.deadFill->erase();
+  op->erase();
+}

@@ -1,0 +1,114 @@
+// f16 and bf16 prefill projections with N x K weights and sizes that are
+// multiples of 64 x 64 x 32 take the staged tensor-core kernel: a block per
+// output tile, eight warps (32 x 4 x 2 threads), k tiles of A and the
+// weight copied by cp.async into rings of shared-memory stages and read as
+// fragments by ldmatrix. Its numbers are checked on the CPU in
+// test/Integration/gpu-kernels-on-cpu.test (Inputs/bf16-prefill.mlir), its
+// PTX in gpu-tensor-cores.mlir.
+// RUN: flashnorm-opt %s --flashnorm-gpu-to-kernels=gemm=codegen | FileCheck %s
+// RUN: flashnorm-opt %s --flashnorm-gpu-to-kernels=gemm=codegen | flashnorm-opt --pass-pipeline='builtin.module(func.func(flashnorm-gpu-mma))' | FileCheck %s --check-prefix=MMA
+// RUN: flashnorm-opt %s --flashnorm-gpu-to-kernels=gemm=codegen --remarks-filter=flashnorm --remark-format=emitRemark -o /dev/null 2>&1 | FileCheck %s --check-prefix=REMARKS
+
+#nk = [affine_map<(m, n, k) -> (m, k)>, affine_map<(m, n, k) -> (n, k)>, affine_map<(m, n, k) -> (m, n)>]
+
+// 256 tokens x 4096 -> 4096: 128 x 128 tiles would make 64 blocks, so the
+// tiles halve (n, then m) to 64 x 64: 256 blocks. A stage of both operands
+// is 2 x 64 rows of 40 halves (80 bytes: 16 of padding), 10 KB: four
+// stages. The prologue fills stages 0-2 (a commit group each) and waits for
+// tile 0 (at most 2 groups pending); each iteration copies tile t + 3 (the
+// last tile again past the end: affine.min) into stage (t + 3) mod 4,
+// multiplies stage t mod 4, waits for tile t + 1 and meets the block at a
+// barrier. The accumulators are written once, after the loop.
+// CHECK-LABEL: func.func @large
+// CHECK: gpu.launch blocks({{.*}}) in (%{{.*}} = %c4, %{{.*}} = %c64, %{{.*}} = %c1) threads(%{{.*}}) in (%{{.*}} = %c32, %{{.*}} = %c4, %{{.*}} = %c2) {{.*}} function(@large_proj_mma_block_0) workgroup(%[[A:.*]] : memref<4x64x40xf16, #gpu.address_space<workgroup>>, %[[W:.*]] : memref<4x64x40xf16, #gpu.address_space<workgroup>>)
+// CHECK-COUNT-2: nvgpu.device_async_copy %arg{{[01]}}[%{{.*}}, %{{.*}}], %{{.*}}[%c0, %{{.*}}, %{{.*}}], 8 {bypassL1}
+// CHECK: nvgpu.device_async_create_group
+// CHECK-COUNT-2: nvgpu.device_async_copy {{.*}}[%c1,
+// CHECK: nvgpu.device_async_create_group
+// CHECK-COUNT-2: nvgpu.device_async_copy {{.*}}[%c2,
+// CHECK: %[[G:.*]] = nvgpu.device_async_create_group
+// CHECK-NEXT: nvgpu.device_async_wait %[[G]] {numGroups = 2 : i32}
+// CHECK-NEXT: gpu.barrier
+// CHECK-NEXT: %[[SUMS:.*]]:4 = scf.for %[[K0:.*]] = %c0 to %c4096 step %c32 iter_args
+// CHECK: %[[AHEAD:.*]] = affine.min #{{.*}}(%[[K0]])
+// CHECK: %[[NEXT:.*]] = affine.apply #{{.*}}(%[[K0]])
+// CHECK: nvgpu.device_async_copy %arg0[%{{.*}}, %{{.*}}], %[[A]][%[[NEXT]], %{{.*}}, %{{.*}}], 8 {bypassL1}
+// CHECK-NEXT: nvgpu.device_async_copy %arg1[%{{.*}}, %{{.*}}], %[[W]][%[[NEXT]], %{{.*}}, %{{.*}}], 8 {bypassL1}
+// CHECK-NEXT: %[[G1:.*]] = nvgpu.device_async_create_group
+// CHECK: %[[STAGE:.*]] = affine.apply #{{.*}}(%[[K0]])
+// CHECK: vector.transfer_read %[[A]][%[[STAGE]], %{{.*}}, %c0], %{{.*}} {in_bounds = [true, true]} : memref<4x64x40xf16, #gpu.address_space<workgroup>>, vector<16x16xf16>
+// CHECK-COUNT-4: vector.contract
+// CHECK: vector.transfer_read %[[A]][%[[STAGE]], %{{.*}}, %c16]
+// CHECK-COUNT-4: vector.contract
+// CHECK-NEXT: nvgpu.device_async_wait %[[G1]] {numGroups = 2 : i32}
+// CHECK-NEXT: gpu.barrier
+// CHECK-NEXT: scf.yield
+// CHECK-NOT: nvgpu.device_async_copy
+// CHECK-COUNT-4: vector.transfer_write %[[SUMS]]#{{[0-3]}}, %arg2[{{.*}}] {in_bounds = [true, true]} : vector<16x8xf32>, memref<256x4096xf32>
+// CHECK-NEXT: gpu.terminator
+// Each fragment of a stage is one ldmatrix per lane, at its stage (x4 for
+// A, x2 for the weight): no other read of shared memory is left.
+// MMA-LABEL: func.func @large
+// MMA-NOT: vector.transfer_read
+// MMA: scf.for
+// MMA: nvgpu.ldmatrix %{{.*}}[%{{.*}}, %{{.*}}, %{{.*}}] {numTiles = 4 : i32, transpose = false} : memref<4x64x40xf16, #gpu.address_space<workgroup>> -> vector<4x2xf16>
+// MMA: nvgpu.ldmatrix %{{.*}}[%{{.*}}, %{{.*}}, %{{.*}}] {numTiles = 2 : i32, transpose = false} : memref<4x64x40xf16, #gpu.address_space<workgroup>> -> vector<2x2xf16>
+// MMA: nvvm.mma.sync
+// MMA-NOT: vector.transfer_read
+// MMA: scf.yield
+// MMA-NOT: vector.transfer_read
+// MMA-LABEL: func.func @wide
+func.func @large(%x: memref<256x4096xf16>, %w: memref<4096x4096xf16>, %y: memref<256x4096xf32>) {
+  %z = arith.constant 0.0 : f32
+  linalg.fill ins(%z : f32) outs(%y : memref<256x4096xf32>)
+  linalg.matmul indexing_maps = #nk ins(%x, %w : memref<256x4096xf16>, memref<4096x4096xf16>) outs(%y : memref<256x4096xf32>)
+  return
+}
+
+// 2048 tokens: 128 x 128 tiles (512 blocks), two pieces of each operand per
+// thread per tile, two stages (40 KB: three would pass the 48 KB of static
+// shared memory), so each iteration waits for all its copies. Warps are
+// 64 x 32 patches: 4 x 4 fragments.
+// CHECK-LABEL: func.func @wide
+// CHECK: gpu.launch blocks({{.*}}) in (%{{.*}} = %c16, %{{.*}} = %c32, %{{.*}} = %c1) {{.*}} workgroup(%{{.*}} : memref<2x128x40xbf16, #gpu.address_space<workgroup>>, %{{.*}} : memref<2x128x40xbf16, #gpu.address_space<workgroup>>)
+// CHECK-COUNT-4: nvgpu.device_async_copy
+// CHECK-NEXT: nvgpu.device_async_create_group
+// CHECK-NEXT: nvgpu.device_async_wait %{{.*}} {numGroups = 0 : i32}
+// CHECK: scf.for
+// CHECK-COUNT-4: nvgpu.device_async_copy
+// CHECK-NOT: nvgpu.device_async_copy
+// CHECK-COUNT-32: vector.contract
+// CHECK-NEXT: nvgpu.device_async_wait %{{.*}} {numGroups = 0 : i32}
+// CHECK-COUNT-16: vector.transfer_write
+func.func @wide(%x: memref<2048x4096xbf16>, %w: memref<4096x4096xbf16>, %y: memref<2048x4096xf32>) {
+  %z = arith.constant 0.0 : f32
+  linalg.fill ins(%z : f32) outs(%y : memref<2048x4096xf32>)
+  linalg.matmul indexing_maps = #nk ins(%x, %w : memref<2048x4096xbf16>, memref<4096x4096xbf16>) outs(%y : memref<2048x4096xf32>)
+  return
+}
+
+// Refused, to the warp-per-tile kernel: a K x N weight (the staged copies
+// and ldmatrix read rows along k), and 48 tokens (not a multiple of 64).
+// CHECK-LABEL: func.func @refused
+// CHECK: function(@refused_proj_mma_0)
+// CHECK-NOT: nvgpu.device_async_copy
+// CHECK: function(@refused_proj_mma_1)
+// CHECK-NOT: nvgpu.device_async_copy
+// REMARKS: remark: {{.*}}kernel @large_proj_mma_block_0
+// REMARKS: remark: {{.*}}kernel @wide_proj_mma_block_0
+// REMARKS: remark: {{.*}}kernel @refused_proj_mma_0
+// REMARKS: remark: {{.*}}kernel @refused_proj_mma_1
+func.func @refused(%x: memref<64x256xbf16>, %wkn: memref<256x128xbf16>, %y: memref<64x128xf32>,
+                   %x2: memref<48x256xbf16>, %w2: memref<128x256xbf16>, %y2: memref<48x128xf32>) {
+  %z = arith.constant 0.0 : f32
+  linalg.fill ins(%z : f32) outs(%y : memref<64x128xf32>)
+  linalg.matmul ins(%x, %wkn : memref<64x256xbf16>, memref<256x128xbf16>) outs(%y : memref<64x128xf32>)
+  linalg.fill ins(%z : f32) outs(%y2 : memref<48x128xf32>)
+  linalg.matmul indexing_maps = #nk ins(%x2, %w2 : memref<48x256xbf16>, memref<128x256xbf16>) outs(%y2 : memref<48x128xf32>)
+  return
+}
+
+// CHECK-LABEL: func.func @z_end
+func.func @z_end() {
+  return
+}
