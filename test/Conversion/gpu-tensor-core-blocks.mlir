@@ -18,7 +18,8 @@
 // tile 0 (at most 2 groups pending); each iteration copies tile t + 3 (the
 // last tile again past the end: affine.min) into stage (t + 3) mod 4,
 // multiplies stage t mod 4, waits for tile t + 1 and meets the block at a
-// barrier. The accumulators are written once, after the loop.
+// barrier. After the loop the block waits for every copy still in flight
+// (the ones past the last tile); the accumulators are written once.
 // CHECK-LABEL: func.func @large
 // CHECK: gpu.launch blocks({{.*}}) in (%{{.*}} = %c4, %{{.*}} = %c64, %{{.*}} = %c1) threads(%{{.*}}) in (%{{.*}} = %c32, %{{.*}} = %c4, %{{.*}} = %c2) {{.*}} function(@large_proj_mma_block_0) workgroup(%[[A:.*]] : memref<4x64x40xf16, #gpu.address_space<workgroup>>, %[[W:.*]] : memref<4x64x40xf16, #gpu.address_space<workgroup>>)
 // CHECK-COUNT-2: nvgpu.device_async_copy %arg{{[01]}}[%{{.*}}, %{{.*}}], %{{.*}}[%c0, %{{.*}}, %{{.*}}], 8 {bypassL1}
@@ -43,6 +44,9 @@
 // CHECK-NEXT: nvgpu.device_async_wait %[[G1]] {numGroups = 2 : i32}
 // CHECK-NEXT: gpu.barrier
 // CHECK-NEXT: scf.yield
+// CHECK-NOT: nvgpu.device_async_copy
+// CHECK: %[[LAST:.*]] = nvgpu.device_async_create_group{{ *$}}
+// CHECK-NEXT: nvgpu.device_async_wait %[[LAST]] {numGroups = 0 : i32}
 // CHECK-NOT: nvgpu.device_async_copy
 // CHECK-COUNT-4: vector.transfer_write %[[SUMS]]#{{[0-3]}}, %arg2[{{.*}}] {in_bounds = [true, true]} : vector<16x8xf32>, memref<256x4096xf32>
 // CHECK-NEXT: gpu.terminator
@@ -79,6 +83,7 @@ func.func @large(%x: memref<256x4096xf16>, %w: memref<4096x4096xf16>, %y: memref
 // CHECK-NOT: nvgpu.device_async_copy
 // CHECK-COUNT-32: vector.contract
 // CHECK-NEXT: nvgpu.device_async_wait %{{.*}} {numGroups = 0 : i32}
+// CHECK-NOT: nvgpu.device_async
 // CHECK-COUNT-16: vector.transfer_write
 func.func @wide(%x: memref<2048x4096xbf16>, %w: memref<4096x4096xbf16>, %y: memref<2048x4096xf32>) {
   %z = arith.constant 0.0 : f32

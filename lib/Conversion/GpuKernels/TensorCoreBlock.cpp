@@ -19,7 +19,8 @@
 //   the block at a barrier (every copy of tile t + 1 visible, every warp
 //   done with tile t's stage, which the next iteration refills). Past the
 //   last tile the copy repeats it into a stage nothing reads again, so the
-//   loop has one shape throughout: no peeled iterations, no branch.
+//   loop has one shape throughout: no peeled iterations, no branch; after
+//   the loop the block waits for those copies too.
 // - a shared row is kBlockK + kBlockPad elements (80 bytes), so that the
 //   eight rows an `ldmatrix` reads at one column fall in different banks
 //   (at 64 bytes they would be four ways in conflict);
@@ -227,6 +228,15 @@ void kernels::buildTensorCoreBlock(KernelBuilder &builder,
         waitForNext(lb, l, next);
         scf::YieldOp::create(lb, l, sums);
       });
+  // The copies past the last tile may still be in flight: none outlives
+  // the block (an empty group commits nothing; waiting for no pending group
+  // waits for all).
+  if (stages > 2)
+    nvgpu::DeviceAsyncWaitOp::create(
+        b, loc,
+        nvgpu::DeviceAsyncCreateGroupOp::create(
+            b, loc, nvgpu::DeviceAsyncTokenType::get(ctx), ValueRange{}),
+        b.getI32IntegerAttr(0));
   for (int64_t i = 0; i < mTiles; ++i)
     for (int64_t j = 0; j < nTiles; ++j)
       vector::TransferWriteOp::create(
