@@ -1,10 +1,11 @@
-// f16 and bf16 prefill projections with N x K weights and sizes that are
-// multiples of 64 x 64 x 32 take the staged tensor-core kernel: a block per
-// output tile, eight warps (32 x 4 x 2 threads), k tiles of A and the
-// weight copied by cp.async into rings of shared-memory stages and read as
-// fragments by ldmatrix. Its numbers are checked on the CPU in
-// test/Integration/gpu-kernels-on-cpu.test (Inputs/bf16-prefill.mlir), its
-// PTX in gpu-tensor-cores.mlir.
+// f16 and bf16 prefill projections with N x K weights, 64 tokens or more
+// and outputs and k that are multiples of 64 and 32 take the staged
+// tensor-core kernel: a block per output tile, eight warps (32 x 4 x 2
+// threads), k tiles of A and the weight copied by cp.async into rings of
+// shared-memory stages and read as fragments by ldmatrix. Its numbers are
+// checked on the CPU in test/Integration/gpu-kernels-on-cpu.test
+// (Inputs/bf16-prefill.mlir, Inputs/ragged-prefill.mlir), its PTX in
+// gpu-tensor-cores.mlir.
 // RUN: flashnorm-opt %s --flashnorm-gpu-to-kernels=gemm=codegen | FileCheck %s
 // RUN: flashnorm-opt %s --flashnorm-gpu-to-kernels=gemm=codegen | flashnorm-opt --pass-pipeline='builtin.module(func.func(flashnorm-gpu-mma))' | FileCheck %s --check-prefix=MMA
 // RUN: flashnorm-opt %s --flashnorm-gpu-to-kernels=gemm=codegen --remarks-filter=flashnorm --remark-format=emitRemark -o /dev/null 2>&1 | FileCheck %s --check-prefix=REMARKS
@@ -20,6 +21,11 @@
 // multiplies stage t mod 4, waits for tile t + 1 and meets the block at a
 // barrier. After the loop the block waits for every copy still in flight
 // (the ones past the last tile); the accumulators are written once.
+// Maps of @ragged below: the row A's copies read, clamped to the last
+// (129); the bound of the last loop, the real rows of its block's 16 (20 -
+// 16 * block x) times the block's row of 32.
+// CHECK: #[[LAST_ROW:.*]] = affine_map<()[s0, s1, s2, s3] -> ({{.*}}, 129)>
+// CHECK: #[[END_MAP:.*]] = affine_map<()[s0] -> (s0 * -512 + 640, 512)>
 // CHECK-LABEL: func.func @large
 // CHECK: gpu.launch blocks({{.*}}) in (%{{.*}} = %c4, %{{.*}} = %c64, %{{.*}} = %c1) threads(%{{.*}}) in (%{{.*}} = %c32, %{{.*}} = %c4, %{{.*}} = %c2) {{.*}} function(@large_proj_mma_block_0) workgroup(%[[A:.*]] : memref<4x64x40xf16, #gpu.address_space<workgroup>>, %[[W:.*]] : memref<4x64x40xf16, #gpu.address_space<workgroup>>)
 // CHECK-COUNT-2: nvgpu.device_async_copy %arg{{[01]}}[%{{.*}}, %{{.*}}], %{{.*}}[%c0, %{{.*}}, %{{.*}}], 8 {bypassL1}
@@ -93,7 +99,7 @@ func.func @wide(%x: memref<2048x4096xbf16>, %w: memref<4096x4096xbf16>, %y: memr
 }
 
 // Refused, to the warp-per-tile kernel: a K x N weight (the staged copies
-// and ldmatrix read rows along k), and 48 tokens (not a multiple of 64).
+// and ldmatrix read rows along k), and 48 tokens (fewer than a block's 64).
 // CHECK-LABEL: func.func @refused
 // CHECK: function(@refused_proj_mma_0)
 // CHECK-NOT: nvgpu.device_async_copy
@@ -103,6 +109,8 @@ func.func @wide(%x: memref<2048x4096xbf16>, %w: memref<4096x4096xbf16>, %y: memr
 // REMARKS: remark: {{.*}}kernel @wide_proj_mma_block_0
 // REMARKS: remark: {{.*}}kernel @refused_proj_mma_0
 // REMARKS: remark: {{.*}}kernel @refused_proj_mma_1
+// REMARKS: remark: {{.*}}kernel @ragged_proj_mma_block_0
+// REMARKS: remark: {{.*}}kernel @ragged_proj_mma_1
 func.func @refused(%x: memref<64x256xbf16>, %wkn: memref<256x128xbf16>, %y: memref<64x128xf32>,
                    %x2: memref<48x256xbf16>, %w2: memref<128x256xbf16>, %y2: memref<48x128xf32>) {
   %z = arith.constant 0.0 : f32
@@ -110,6 +118,43 @@ func.func @refused(%x: memref<64x256xbf16>, %wkn: memref<256x128xbf16>, %y: memr
   linalg.matmul ins(%x, %wkn : memref<64x256xbf16>, memref<256x128xbf16>) outs(%y : memref<64x128xf32>)
   linalg.fill ins(%z : f32) outs(%y2 : memref<48x128xf32>)
   linalg.matmul indexing_maps = #nk ins(%x2, %w2 : memref<48x256xbf16>, memref<128x256xbf16>) outs(%y2 : memref<48x128xf32>)
+  return
+}
+
+// A prompt of 130 tokens: 64-row tiles (62 padded rows, where 128 would pad
+// 126), three blocks along m. A's rows past the last copy the last again
+// (a row of A reaches only its own row of the product); the stores are
+// masked along the rows, and flashnorm-gpu-mma guards each lane's pair by
+// its row.
+// 20 tokens on the warp-per-tile kernel: two 16-row tiles, k in two
+// slices; the block sums the slices' partial tiles over its real rows
+// only: 16 x 32 elements (a block's four tiles side by side), or 4 x 32
+// in the last tile.
+// CHECK-LABEL: func.func @ragged
+// CHECK: gpu.launch blocks({{.*}}) in (%{{.*}} = %c3, %{{.*}} = %c64, %{{.*}} = %c1) {{.*}} function(@ragged_proj_mma_block_0) workgroup(%{{.*}} : memref<4x64x40xbf16, #gpu.address_space<workgroup>>
+// CHECK: %[[ROW:.*]] = affine.min #[[LAST_ROW]]()[
+// CHECK-NEXT: nvgpu.device_async_copy %arg0[%[[ROW]], %{{.*}}], %{{.*}}[%c0, %{{.*}}, %{{.*}}], 8 {bypassL1}
+// CHECK: nvgpu.device_async_copy %arg1[%{{.*}}, %{{.*}}], %{{.*}}[%c0, %{{.*}}, %{{.*}}], 8 {bypassL1}
+// CHECK: scf.for
+// CHECK: nvgpu.device_async_copy %arg0[%[[ROW]],
+// CHECK: vector.transfer_write {{.*}} {in_bounds = [false, true]} : vector<16x8xf32>, memref<130x4096xf32>
+// CHECK: function(@ragged_proj_mma_1)
+// CHECK: vector.transfer_read {{.*}} {in_bounds = [false, true]} : memref<20x1024xf16>, vector<16x32xf16>
+// CHECK: gpu.barrier
+// CHECK: %[[END:.*]] = affine.min #[[END_MAP]]()[%{{.*}}]
+// CHECK-NEXT: scf.for %{{.*}} = %{{.*}} to %[[END]] step %c256
+// MMA-LABEL: func.func @ragged
+// MMA: scf.for
+// MMA: %[[REAL:.*]] = arith.cmpi ult, %{{.*}}, %c130{{.*}} : index
+// MMA-NEXT: scf.if %[[REAL]] {
+// MMA: vector.store %{{.*}} : memref<130x4096xf32>, vector<2xf32>
+func.func @ragged(%x: memref<130x256xbf16>, %w: memref<4096x256xbf16>, %y: memref<130x4096xf32>,
+                  %x2: memref<20x1024xf16>, %w2: memref<64x1024xf16>, %y2: memref<20x64xf32>) {
+  %z = arith.constant 0.0 : f32
+  linalg.fill ins(%z : f32) outs(%y : memref<130x4096xf32>)
+  linalg.matmul indexing_maps = #nk ins(%x, %w : memref<130x256xbf16>, memref<4096x256xbf16>) outs(%y : memref<130x4096xf32>)
+  linalg.fill ins(%z : f32) outs(%y2 : memref<20x64xf32>)
+  linalg.matmul indexing_maps = #nk ins(%x2, %w2 : memref<20x1024xf16>, memref<64x1024xf16>) outs(%y2 : memref<20x64xf32>)
   return
 }
 

@@ -322,7 +322,7 @@ struct TensorCorePlan {
   int64_t slices = 1;
   /// k steps of 16 per loop iteration, loaded one iteration ahead.
   int64_t unroll = 1;
-  /// 2-15 rows in one tile: A's rows past the last and the output's are
+  /// Rows not a multiple of 16: A's rows past the last and the output's are
   /// masked (transfer ops not in bounds along the rows).
   bool paddedRows = false;
   /// Fragments two steps wide (16 x 32 and 8 x 32): with the weight N x K,
@@ -367,6 +367,9 @@ struct TensorCoreBlockPlan {
   int64_t blockM = 0, blockN = 0;
   /// k tiles in the ring: in flight while one is multiplied, all but one.
   int64_t stages = 2;
+  /// Rows are not a multiple of blockM: the last block copies the last row
+  /// in place of those past it and does not write them.
+  bool raggedRows = false;
 };
 /// Block tile sizes along m and n, largest first.
 constexpr std::array<int64_t, 2> kBlockTiles = {128, 64};

@@ -32,6 +32,12 @@
 // kBlockMaxStages: 2 for 128 x 128 tiles (40 KB), 3 for 128 x 64, 4 for
 // 64 x 64. Each output tile is written once, from zero, as in
 // TensorCoreTile.cpp.
+// Any number of tokens from 64 (a prompt is as long as it is): where the
+// rows are not a multiple of the block's, the last block's copies of rows
+// past the end copy the last row again (as flashnorm-gpu-mma clamps
+// TensorCoreTile's padded rows) and only real rows are written. The
+// weight's rows (outputs) and k stay multiples of the tiles: every model's
+// are.
 //
 //===----------------------------------------------------------------------===//
 
@@ -42,6 +48,7 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "llvm/Support/MathExtras.h"
 
 using namespace mlir;
 using namespace mlir::flashnorm;
@@ -62,30 +69,40 @@ FailureOr<TensorCoreBlockPlan> kernels::planTensorCoreBlock(linalg::LinalgOp op,
     return fail("the weight is not N x K");
   int64_t minTile = kBlockTiles.back();
   if (ShapedType::isDynamic(p->m) || ShapedType::isDynamic(p->n) ||
-      ShapedType::isDynamic(p->k) || p->m % minTile || p->n % minTile ||
-      p->k % kBlockK)
-    return fail("sizes are not static multiples of " + Twine(minTile) + " x " +
-                Twine(minTile) + " x " + Twine(kBlockK));
+      ShapedType::isDynamic(p->k))
+    return fail("sizes are not static");
+  // Fewer rows than a block tile: mostly padding, and too few blocks to
+  // stage anything for; the warp-per-tile kernel's.
+  if (p->m < minTile)
+    return fail("fewer than " + Twine(minTile) + " rows");
+  if (p->n % minTile || p->k % kBlockK)
+    return fail("outputs are not a multiple of " + Twine(minTile) +
+                " nor k of " + Twine(kBlockK));
   TensorCoreBlockPlan plan{op, *p, deadZeroFill(p->c, op)};
-  // The largest tiles that divide the output, halved (n first) while the
-  // grid would leave SMs of an H200 without a block: 512 tokens x 576
-  // outputs (SmolLM2) take 64 x 64 (72 blocks), 4096 x 4096 128 x 128.
-  auto largest = [](int64_t size) {
+  // The tiles that pad the fewest rows (the largest of those), halved (n
+  // first) while the grid would leave SMs of an H200 without a block: 512
+  // tokens x 576 outputs (SmolLM2) take 64 x 64 (72 blocks), 4096 x 4096
+  // 128 x 128, 130 tokens 64 rows (62 padded, where 128 would pad 126).
+  auto leastPadding = [](int64_t size) {
+    int64_t best = kBlockTiles.front();
     for (int64_t tile : kBlockTiles)
-      if (size % tile == 0)
-        return tile;
-    llvm_unreachable("sizes are multiples of the smallest tile");
+      if (llvm::alignTo(size, tile) < llvm::alignTo(size, best))
+        best = tile;
+    return best;
   };
-  plan.blockM = largest(p->m);
-  plan.blockN = largest(p->n);
-  int64_t smallest = kBlockTiles.back();
-  while ((p->m / plan.blockM) * (p->n / plan.blockN) < kBlockMinGrid &&
-         (plan.blockM > smallest || plan.blockN > smallest)) {
-    if (plan.blockN >= plan.blockM && plan.blockN > smallest)
+  plan.blockM = leastPadding(p->m);
+  plan.blockN = leastPadding(p->n);
+  auto grid = [&] {
+    return llvm::divideCeil(p->m, plan.blockM) * (p->n / plan.blockN);
+  };
+  while (grid() < kBlockMinGrid &&
+         (plan.blockM > minTile || plan.blockN > minTile)) {
+    if (plan.blockN >= plan.blockM && plan.blockN > minTile)
       plan.blockN /= 2;
     else
       plan.blockM /= 2;
   }
+  plan.raggedRows = p->m % plan.blockM != 0;
   int64_t stageBytes =
       (plan.blockM + plan.blockN) * (kBlockK + kBlockPad) *
       cast<MemRefType>(p->a.getType()).getElementTypeBitWidth() / 8;
@@ -116,8 +133,9 @@ void kernels::buildTensorCoreBlock(KernelBuilder &builder,
   };
   // Warps along n are threads y, along m threads z.
   auto launch = gpu::LaunchOp::create(
-      b, loc, index(p.m / bm), index(p.n / bn), index(1), index(32),
-      index(warpsN), index(warpsM), /*dynamicSharedMemorySize=*/nullptr,
+      b, loc, index(llvm::divideCeil(p.m, bm)), index(p.n / bn), index(1),
+      index(32), index(warpsN), index(warpsM),
+      /*dynamicSharedMemorySize=*/nullptr,
       /*asyncTokenType=*/nullptr, /*asyncDependencies=*/{},
       TypeRange{ringType(bm), ringType(bn)});
   b.setInsertionPointToStart(&launch.getBody().front());
@@ -149,21 +167,34 @@ void kernels::buildTensorCoreBlock(KernelBuilder &builder,
   int64_t piecesPerRow = kBlockK / perCopy;
   auto copyTile = [&](OpBuilder &cb, Location l, Value k0, Value stage) {
     SmallVector<Value> tokens;
-    auto copyRows = [&](Value from, Value origin, Value ring, int64_t rows) {
+    auto copyRows = [&](Value from, Value origin, Value ring, int64_t rows,
+                        std::optional<int64_t> realRows) {
       for (int64_t piece = 0; piece < rows * piecesPerRow; piece += threads) {
         Value r = apply(cb, l, (d0 + piece).floorDiv(piecesPerRow), {flat});
         Value col = apply(cb, l, (d0 + piece) % piecesPerRow * perCopy, {flat});
+        Value row = apply(cb, l, d0 + d1, {origin, r});
+        // Rows past the last real one (a ragged last block) copy the last
+        // row again: a row of A reaches only its own row of the product,
+        // and those are not written.
+        if (realRows)
+          row = affine::AffineMinOp::create(
+              cb, l,
+              AffineMap::get(
+                  1, 0, {d0, getAffineConstantExpr(*realRows - 1, ctx)}, ctx),
+              ValueRange{row});
         tokens.push_back(nvgpu::DeviceAsyncCopyOp::create(
             cb, l, nvgpu::DeviceAsyncTokenType::get(ctx), ring,
             ValueRange{stage, r, col}, from,
-            ValueRange{apply(cb, l, d0 + d1, {origin, r}),
-                       apply(cb, l, d0 + d1, {k0, col})},
+            ValueRange{row, apply(cb, l, d0 + d1, {k0, col})},
             cb.getIndexAttr(perCopy), /*srcElements=*/Value(),
             /*bypassL1=*/cb.getUnitAttr()));
       }
     };
-    copyRows(a, m0, ringA, bm);
-    copyRows(w, n0, ringW, bn);
+    std::optional<int64_t> rowsOfA;
+    if (plan.raggedRows)
+      rowsOfA = p.m;
+    copyRows(a, m0, ringA, bm, rowsOfA);
+    copyRows(w, n0, ringW, bn, std::nullopt);
     return nvgpu::DeviceAsyncCreateGroupOp::create(
         cb, l, nvgpu::DeviceAsyncTokenType::get(ctx), tokens);
   };
@@ -237,13 +268,16 @@ void kernels::buildTensorCoreBlock(KernelBuilder &builder,
         nvgpu::DeviceAsyncCreateGroupOp::create(
             b, loc, nvgpu::DeviceAsyncTokenType::get(ctx), ValueRange{}),
         b.getI32IntegerAttr(0));
+  // A ragged last block writes its real rows only (flashnorm-gpu-mma
+  // guards each lane's rows).
+  SmallVector<bool> rowsInBounds{!plan.raggedRows, true};
   for (int64_t i = 0; i < mTiles; ++i)
     for (int64_t j = 0; j < nTiles; ++j)
       vector::TransferWriteOp::create(
           b, loc, loop.getResult(i * nTiles + j), c,
           ValueRange{apply(b, loc, d0 + d1 + 16 * i, {m0, wm}),
                      apply(b, loc, d0 + d1 + 8 * j, {n0, wn})},
-          inBounds);
+          rowsInBounds);
   gpu::TerminatorOp::create(b, loc);
   builder.name(launch, role);
   if (plan.deadFill)

@@ -1,8 +1,10 @@
 //===- TensorCoreTile.cpp - f16 and bf16 projections on tensor cores ------===//
 //
-// f16 and bf16 projections whose sizes are multiples of the m16n8k16 MMA
-// tile, or whose 2-15 rows (a decode step of a few tokens: speculative
-// decoding, a small batch) are padded to one tile. Each 16 x 8 output tile is
+// f16 and bf16 projections whose outputs and k are multiples of the
+// m16n8k16 MMA tile, any rows from 2 (a decode step of a few tokens:
+// speculative decoding, a small batch; the prompts the staged kernel of
+// TensorCoreBlock.cpp does not take), those of the last tile padded when
+// they are not a multiple of 16. Each 16 x 8 output tile is
 // computed by one warp per slice of k (up to four tiles per block, side by side
 // along n), its k loop a vector.contract of 16 x 16 by 8 x 16 fragments, which
 // flashnorm-gpu-mma turns into mma.sync. No shared memory for the operands:
@@ -54,17 +56,20 @@ FailureOr<TensorCorePlan> kernels::planTensorCoreTile(linalg::LinalgOp op,
   FailureOr<RowMajorProjection> p = matchTensorCoreProjection(op, why);
   if (failed(p))
     return failure();
-  // Rows: multiples of the tile's 16, or a decode step of 2-15 tokens in
-  // one tile of padded rows. One row stays a GEMV (RowReduction.cpp reads
-  // the weight once too, without 15 rows of padding).
-  bool paddedRows = p->m >= 2 && p->m < 16;
   if (ShapedType::isDynamic(p->m) || ShapedType::isDynamic(p->n) ||
-      ShapedType::isDynamic(p->k) || (p->m % 16 && !paddedRows) || p->n % 8 ||
-      p->k % 16)
-    return fail("sizes are not static multiples of the 16 x 8 x 16 tile "
-                "(nor 2-15 rows)");
+      ShapedType::isDynamic(p->k))
+    return fail("sizes are not static");
+  // One row stays a GEMV (RowReduction.cpp reads the weight once too,
+  // without 15 rows of padding).
+  if (p->m < 2)
+    return fail("one row (the GEMV's)");
+  if (p->n % 8 || p->k % 16)
+    return fail("the outputs are not a multiple of 8 or k of 16 (the "
+                "m16n8k16 tile)");
   TensorCorePlan plan{op, *p, deadZeroFill(p->c, op)};
-  plan.paddedRows = paddedRows;
+  // Rows need not be a multiple of 16: the last tile's are padded (a
+  // decode step of 2-15 tokens in one tile; a prompt of 20 or 130).
+  plan.paddedRows = p->m % 16 != 0;
   // Slices of k, doubled while the kernel stays within kTargetWarps and
   // each slice keeps kMinSliceSteps: 16 x 4096 x 4096 (512 tiles) takes 8,
   // 16 x 4096 x 14336 (1792 tiles) 2. (Past the target the warps do not fit
@@ -137,7 +142,7 @@ void kernels::buildTensorCoreTile(KernelBuilder &builder,
   Type type = cast<MemRefType>(p.a.getType()).getElementType();
   Value pad = arith::ConstantOp::create(b, loc, b.getZeroAttr(type));
   SmallVector<bool> inBounds{true, true};
-  // Padded rows: A's fragment and the output tile run past the last row
+  // Padded rows: A's fragment and the last output tile run past the last row
   // (zeros read, nothing written there; flashnorm-gpu-mma clamps the reads
   // and guards the stores).
   SmallVector<bool> rowsInBounds{!plan.paddedRows, true};
@@ -220,9 +225,19 @@ void kernels::buildTensorCoreTile(KernelBuilder &builder,
     Value flat =
         apply(b, loc, d0 + 32 * (d1 + warps * d2), {tid.x, tid.y, tid.z});
     Value blockN = apply(b, loc, d0 * rowLength, {blockId.y});
-    int64_t rows = plan.paddedRows ? m : 16;
+    // The block's real rows: 16, or those left in the last tile.
+    Value end = index(16 * rowLength);
+    if (plan.paddedRows)
+      end = affine::AffineMinOp::create(
+                b, loc,
+                AffineMap::get(1, 0,
+                               {getAffineConstantExpr(16 * rowLength, ctx),
+                                (m - d0 * 16) * rowLength},
+                               ctx),
+                ValueRange{blockId.x})
+                .getResult();
     scf::ForOp::create(
-        b, loc, flat, index(rows * rowLength), index(threads), ValueRange{},
+        b, loc, flat, end, index(threads), ValueRange{},
         [&](OpBuilder &rb, Location l, Value e, ValueRange) {
           Value row = apply(rb, l, d0.floorDiv(rowLength), {e});
           Value column = apply(rb, l, d0 % rowLength, {e});
