@@ -52,9 +52,9 @@ bool flashnorm::reachesNoBuffer(Operation *op) {
 }
 
 bool flashnorm::isKnownRoot(Value root) {
-  // Function arguments, and a kernel's own workgroup and private buffers
-  // (they alias nothing outside it); a loop's memref iter_arg is any of its
-  // values.
+  // Function arguments, and a kernel's own workgroup (attributions, its
+  // dynamic shared memory) and private buffers (they alias nothing outside
+  // it); a loop's memref iter_arg is any of its values.
   if (auto arg = dyn_cast<BlockArgument>(root)) {
     Operation *owner = arg.getOwner()->getParentOp();
     if (auto launch = dyn_cast<gpu::LaunchOp>(owner))
@@ -62,7 +62,8 @@ bool flashnorm::isKnownRoot(Value root) {
              llvm::is_contained(launch.getPrivateAttributions(), arg);
     return arg.getOwner()->isEntryBlock() && isa<FunctionOpInterface>(owner);
   }
-  return isa_and_nonnull<gpu::AllocOp, memref::AllocOp, memref::AllocaOp>(
+  return isa_and_nonnull<gpu::AllocOp, gpu::DynamicSharedMemoryOp,
+                         memref::AllocOp, memref::AllocaOp>(
              root.getDefiningOp()) ||
          namedGlobal(root);
 }

@@ -38,6 +38,7 @@
 #include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 #include "mlir/Dialect/NVGPU/Utils/MMAUtils.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/IRMapping.h"
 
@@ -317,18 +318,36 @@ private:
         .getResult();
   }
 
+  /// Whether the shared buffer starts 16 bytes aligned: a workgroup
+  /// attribution (aligned by flashnorm-gpu-align-workgroup), or a view of
+  /// the block's dynamic shared memory (aligned to 16 by the NVVM lowering)
+  /// at a constant multiple of 16 bytes.
+  static bool startsAligned(Value buffer) {
+    if (auto arg = dyn_cast<BlockArgument>(buffer)) {
+      auto launch = dyn_cast<gpu::LaunchOp>(arg.getOwner()->getParentOp());
+      return launch &&
+             llvm::is_contained(launch.getWorkgroupAttributions(), buffer);
+    }
+    auto view = buffer.getDefiningOp<memref::ViewOp>();
+    std::optional<int64_t> shift =
+        view ? getConstantIntValue(view.getByteShift()) : std::nullopt;
+    return shift && *shift % 16 == 0 &&
+           view.getSource().getDefiningOp<gpu::DynamicSharedMemoryOp>();
+  }
+
   /// Whether the lanes' parts of the fragment `read` reads are one
   /// ldmatrix: a 16-wide fragment of the last two dimensions of a shared
   /// buffer, read as stored (k the last), in bounds, every row it reads
   /// 16-byte aligned whatever the leading indices (a stage of a ring): the
   /// buffer's offset and strides but the last multiples of eight 16-bit
-  /// elements, the buffer itself aligned to 16 by
-  /// flashnorm-gpu-align-workgroup, and the fragment at a multiple of 16
-  /// along k, as the kernels place them.
+  /// elements, the buffer itself starting aligned to 16 (startsAligned),
+  /// and the fragment at a multiple of 16 along k, as the kernels place
+  /// them.
   static bool readsAsMatrix(vector::TransferReadOp read) {
     auto type = cast<MemRefType>(read.getBase().getType());
     if (!gpu::GPUDialect::hasWorkgroupMemoryAddressSpace(type) ||
-        type.getRank() < 2 || isPaired(read.getVectorType()) ||
+        !startsAligned(read.getBase()) || type.getRank() < 2 ||
+        isPaired(read.getVectorType()) ||
         read.getPermutationMap() != AffineMap::getMinorIdentityMap(
                                         type.getRank(), 2, read.getContext()) ||
         !read.isDimInBounds(0) || !read.isDimInBounds(1))

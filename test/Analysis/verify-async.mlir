@@ -280,3 +280,34 @@ module attributes {gpu.container_module} {
     return
   }
 }
+
+// -----
+
+// A kernel's dynamic shared memory is its own: a kernel staging %a through
+// it only reads %a, so two of them may read %a at once (were the view's
+// root unknown, each would be taken to write every argument).
+module attributes {gpu.container_module} {
+  gpu.module @k {
+    gpu.func @stage(%a: memref<16xf32>, %out: memref<16xf32>) kernel {
+      %c0 = arith.constant 0 : index
+      %i = gpu.thread_id x
+      %raw = gpu.dynamic_shared_memory : memref<?xi8, #gpu.address_space<workgroup>>
+      %s = memref.view %raw[%c0][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<16xf32, #gpu.address_space<workgroup>>
+      %v = memref.load %a[%i] : memref<16xf32>
+      memref.store %v, %s[%i] : memref<16xf32, #gpu.address_space<workgroup>>
+      %w = memref.load %s[%i] : memref<16xf32, #gpu.address_space<workgroup>>
+      memref.store %w, %out[%i] : memref<16xf32>
+      gpu.return
+    }
+  }
+  func.func @dynamic_shared_is_private(%a: memref<16xf32>, %o1: memref<16xf32>, %o2: memref<16xf32>) {
+    %c1 = arith.constant 1 : index
+    %bytes = arith.constant 64 : i32
+    %t0 = gpu.wait async
+    %x1 = gpu.launch_func async [%t0] @k::@stage blocks in (%c1, %c1, %c1) threads in (%c1, %c1, %c1) dynamic_shared_memory_size %bytes args(%a : memref<16xf32>, %o1 : memref<16xf32>)
+    %t1 = gpu.wait async
+    %x2 = gpu.launch_func async [%t1] @k::@stage blocks in (%c1, %c1, %c1) threads in (%c1, %c1, %c1) dynamic_shared_memory_size %bytes args(%a : memref<16xf32>, %o2 : memref<16xf32>)
+    gpu.wait [%x1, %x2]
+    return
+  }
+}

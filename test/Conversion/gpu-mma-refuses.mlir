@@ -43,3 +43,27 @@ func.func @unaligned_ring(%y: memref<16x8xf32>) {
   }
   return
 }
+
+// A ring in the block's dynamic shared memory at 8 bytes from its start:
+// its rows are not 16-byte aligned whatever the strides, so no ldmatrix
+// either.
+func.func @unaligned_view(%y: memref<16x8xf32>) {
+  %c1 = arith.constant 1 : index
+  %c8 = arith.constant 8 : index
+  %c32 = arith.constant 32 : index
+  %bytes = arith.constant 5128 : i32
+  // expected-error @+1 {{flashnorm-gpu-mma: a tensor-core kernel it cannot convert: a fragment that is not a 2-D block of a 2-D buffer}}
+  gpu.launch blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1) threads(%tx, %ty, %tz) in (%sx = %c32, %sy = %c1, %sz = %c1) dynamic_shared_memory_size %bytes {
+    %c0 = arith.constant 0 : index
+    %pad = arith.constant 0.0 : f16
+    %acc = arith.constant dense<0.0> : vector<16x8xf32>
+    %raw = gpu.dynamic_shared_memory : memref<?xi8, #gpu.address_space<workgroup>>
+    %ring = memref.view %raw[%c8][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<2x16x40xf16, #gpu.address_space<workgroup>>
+    %fa = vector.transfer_read %ring[%c1, %c0, %c0], %pad {in_bounds = [true, true]} : memref<2x16x40xf16, #gpu.address_space<workgroup>>, vector<16x16xf16>
+    %fb = vector.transfer_read %ring[%c0, %c0, %c0], %pad {in_bounds = [true, true]} : memref<2x16x40xf16, #gpu.address_space<workgroup>>, vector<8x16xf16>
+    %r = vector.contract #contract %fa, %fb, %acc : vector<16x16xf16>, vector<8x16xf16> into vector<16x8xf32>
+    vector.transfer_write %r, %y[%c0, %c0] {in_bounds = [true, true]} : vector<16x8xf32>, memref<16x8xf32>
+    gpu.terminator
+  }
+  return
+}

@@ -20,14 +20,19 @@
 // last tile again past the end: affine.min) into stage (t + 3) mod 4,
 // multiplies stage t mod 4, waits for tile t + 1 and meets the block at a
 // barrier. After the loop the block waits for every copy still in flight
-// (the ones past the last tile); the accumulators are written once.
+// (the ones past the last tile); the accumulators are written once. The
+// rings are views of the block's dynamic shared memory (40 KB), the
+// weight's from A's 20 KB on.
 // Maps of @ragged below: the row A's copies read, clamped to the last
 // (129); the bound of the last loop, the real rows of its block's 16 (20 -
 // 16 * block x) times the block's row of 32.
 // CHECK: #[[LAST_ROW:.*]] = affine_map<()[s0, s1, s2, s3] -> ({{.*}}, 129)>
 // CHECK: #[[END_MAP:.*]] = affine_map<()[s0] -> (s0 * -512 + 640, 512)>
 // CHECK-LABEL: func.func @large
-// CHECK: gpu.launch blocks({{.*}}) in (%{{.*}} = %c4, %{{.*}} = %c64, %{{.*}} = %c1) threads(%{{.*}}) in (%{{.*}} = %c32, %{{.*}} = %c4, %{{.*}} = %c2) {{.*}} function(@large_proj_mma_block_0) workgroup(%[[A:.*]] : memref<4x64x40xf16, #gpu.address_space<workgroup>>, %[[W:.*]] : memref<4x64x40xf16, #gpu.address_space<workgroup>>)
+// CHECK: gpu.launch blocks({{.*}}) in (%{{.*}} = %c4, %{{.*}} = %c64, %{{.*}} = %c1) threads(%{{.*}}) in (%{{.*}} = %c32, %{{.*}} = %c4, %{{.*}} = %c2) dynamic_shared_memory_size %c40960_i32 {{.*}} function(@large_proj_mma_block_0) {
+// CHECK-NEXT: %[[SHARED:.*]] = gpu.dynamic_shared_memory : memref<?xi8, #gpu.address_space<workgroup>>
+// CHECK-NEXT: %[[A:.*]] = memref.view %[[SHARED]][%c0][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<4x64x40xf16, #gpu.address_space<workgroup>>
+// CHECK-NEXT: %[[W:.*]] = memref.view %[[SHARED]][%c20480][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<4x64x40xf16, #gpu.address_space<workgroup>>
 // CHECK-COUNT-2: nvgpu.device_async_copy %arg{{[01]}}[%{{.*}}, %{{.*}}], %{{.*}}[%c0, %{{.*}}, %{{.*}}], 8 {bypassL1}
 // CHECK: nvgpu.device_async_create_group
 // CHECK-COUNT-2: nvgpu.device_async_copy {{.*}}[%c1,
@@ -76,19 +81,23 @@ func.func @large(%x: memref<256x4096xf16>, %w: memref<4096x4096xf16>, %y: memref
 }
 
 // 2048 tokens: 128 x 128 tiles (512 blocks), two pieces of each operand per
-// thread per tile, two stages (40 KB: three would pass the 48 KB of static
-// shared memory), so each iteration waits for all its copies. Warps are
-// 64 x 32 patches: 4 x 4 fragments.
+// thread per tile, four stages too: 80 KB, past the 48 KB a kernel may
+// declare statically (the runtime's launch opts in). Warps are 64 x 32
+// patches: 4 x 4 fragments.
 // CHECK-LABEL: func.func @wide
-// CHECK: gpu.launch blocks({{.*}}) in (%{{.*}} = %c16, %{{.*}} = %c32, %{{.*}} = %c1) {{.*}} workgroup(%{{.*}} : memref<2x128x40xbf16, #gpu.address_space<workgroup>>, %{{.*}} : memref<2x128x40xbf16, #gpu.address_space<workgroup>>)
+// CHECK: gpu.launch blocks({{.*}}) in (%{{.*}} = %c16, %{{.*}} = %c32, %{{.*}} = %c1) {{.*}} dynamic_shared_memory_size %c81920_i32
+// CHECK: memref.view %{{.*}}[%c0][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<4x128x40xbf16, #gpu.address_space<workgroup>>
+// CHECK-NEXT: memref.view %{{.*}}[%c40960][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<4x128x40xbf16, #gpu.address_space<workgroup>>
 // CHECK-COUNT-4: nvgpu.device_async_copy
 // CHECK-NEXT: nvgpu.device_async_create_group
-// CHECK-NEXT: nvgpu.device_async_wait %{{.*}} {numGroups = 0 : i32}
+// CHECK: nvgpu.device_async_wait %{{.*}} {numGroups = 2 : i32}
 // CHECK: scf.for
 // CHECK-COUNT-4: nvgpu.device_async_copy
 // CHECK-NOT: nvgpu.device_async_copy
 // CHECK-COUNT-32: vector.contract
-// CHECK-NEXT: nvgpu.device_async_wait %{{.*}} {numGroups = 0 : i32}
+// CHECK-NEXT: nvgpu.device_async_wait %{{.*}} {numGroups = 2 : i32}
+// CHECK-NOT: nvgpu.device_async_copy
+// CHECK: nvgpu.device_async_wait %{{.*}} {numGroups = 0 : i32}
 // CHECK-NOT: nvgpu.device_async
 // CHECK-COUNT-16: vector.transfer_write
 func.func @wide(%x: memref<2048x4096xbf16>, %w: memref<4096x4096xbf16>, %y: memref<2048x4096xf32>) {
@@ -131,7 +140,7 @@ func.func @refused(%x: memref<64x256xbf16>, %wkn: memref<256x128xbf16>, %y: memr
 // only: 16 x 32 elements (a block's four tiles side by side), or 4 x 32
 // in the last tile.
 // CHECK-LABEL: func.func @ragged
-// CHECK: gpu.launch blocks({{.*}}) in (%{{.*}} = %c3, %{{.*}} = %c64, %{{.*}} = %c1) {{.*}} function(@ragged_proj_mma_block_0) workgroup(%{{.*}} : memref<4x64x40xbf16, #gpu.address_space<workgroup>>
+// CHECK: gpu.launch blocks({{.*}}) in (%{{.*}} = %c3, %{{.*}} = %c64, %{{.*}} = %c1) {{.*}} function(@ragged_proj_mma_block_0)
 // CHECK: %[[ROW:.*]] = affine.min #[[LAST_ROW]]()[
 // CHECK-NEXT: nvgpu.device_async_copy %arg0[%[[ROW]], %{{.*}}], %{{.*}}[%c0, %{{.*}}, %{{.*}}], 8 {bypassL1}
 // CHECK: nvgpu.device_async_copy %arg1[%{{.*}}, %{{.*}}], %{{.*}}[%c0, %{{.*}}, %{{.*}}], 8 {bypassL1}

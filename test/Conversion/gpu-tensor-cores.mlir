@@ -187,14 +187,16 @@ func.func @loop(%x: memref<16x512xbf16>, %w: memref<64x512xbf16>, %y: memref<16x
 // Prefill through shared memory (test/Integration/Inputs/bf16-prefill.mlir,
 // whose numbers gpu-kernels-on-cpu.test checks; the kernel's structure in
 // gpu-tensor-core-blocks.mlir): 32 x 4 x 2 threads, two rings of four
-// 64 x 40 stages aligned to 16 bytes; the prologue commits three groups of
-// cp.async copies and waits for the first (at most two pending); fragments
-// come from ldmatrix (x4 for the activation, x2 for the weight).
+// 64 x 40 stages in the block's dynamic shared memory (its base aligned to
+// 16 bytes, the weight's ring 20480 bytes on); the prologue commits three
+// groups of cp.async copies and waits for the first (at most two pending);
+// fragments come from ldmatrix (x4 for the activation, x2 for the weight).
 // RUN: flashnorm-opt %S/../Integration/Inputs/bf16-prefill.mlir --flashnorm | flashnorm-opt --flashnorm-gpu-pipeline="format=isa gemm=codegen" | FileCheck %s --check-prefix=STAGED-PTX
+// STAGED-PTX: .shared .align 16 .b8 __dynamic_shmem__0;
 // STAGED-PTX: .entry f_proj_mma_block_0
 // STAGED-PTX: .maxntid 32, 4, 2
-// STAGED-PTX: .shared .align 16 .b8 __wg_f_proj_mma_block_0_0[20480];
-// STAGED-PTX: .shared .align 16 .b8 __wg_f_proj_mma_block_0_1[20480];
+// STAGED-PTX: mov.b64 \09%rd{{[0-9]+}}, __dynamic_shmem__0;
+// STAGED-PTX: cp.async.cg.shared.global [%rd{{[0-9]+}}+20480], [%rd{{[0-9]+}}], 16;
 // STAGED-PTX-COUNT-3: cp.async.commit_group;
 // STAGED-PTX: cp.async.wait_group \092;
 // STAGED-PTX: bar.sync

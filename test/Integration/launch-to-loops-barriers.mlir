@@ -20,6 +20,10 @@
 // Barriers elsewhere (under an scf.if) are refused.
 // RUN: not flashnorm-opt %S/Inputs/barrier-nested.mlir --pass-pipeline='builtin.module(func.func(flashnorm-test-gpu-launch-to-loops))' 2>&1 | FileCheck %s --check-prefix=NESTED
 // NESTED: error: only barriers at the top level of the kernel or of a loop there are supported
+// Views of dynamic shared memory (the staged kernels' rings) become buffers
+// of their own, so views that overlap are refused.
+// RUN: not flashnorm-opt %S/Inputs/dynamic-shared-overlap.mlir --pass-pipeline='builtin.module(func.func(flashnorm-test-gpu-launch-to-loops))' 2>&1 | FileCheck %s --check-prefix=OVERLAP
+// OVERLAP: error: views of dynamic shared memory overlap
 func.func @neighbours(%out: memref<8xf32>) {
   %c1 = arith.constant 1 : index
   %c2 = arith.constant 2 : index

@@ -17,7 +17,8 @@
 // run by every thread: what a thread carries (the loop's values, and any
 // value a later phase of the body takes that cannot be recomputed) lives
 // in a buffer with a slot per thread between phases. Workgroup
-// buffers are host buffers, one per launch, reused by each block in turn.
+// buffers are host buffers, one per launch, reused by each block in turn;
+// so is each view of dynamic shared memory.
 // `cp.async` copies (nvgpu.device_async_copy) are plain copies; their
 // groups and waits go: a phase's copies are done when the phase ends.
 // Vector loads lose their alignment: what a GPU's allocations guarantee (256
@@ -37,6 +38,7 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
@@ -136,7 +138,7 @@ struct TestLaunchToLoopsPass
   }
 
   LogicalResult lower(gpu::LaunchOp launch) {
-    if (failed(lowerAsyncCopies(launch)))
+    if (failed(lowerAsyncCopies(launch)) || failed(viewsToAttributions(launch)))
       return failure();
     launch.walk([](vector::LoadOp load) { load.removeAlignmentAttr(); });
     Block &body = launch.getBody().front();
@@ -467,6 +469,37 @@ struct TestLaunchToLoopsPass
   static void store(OpBuilder &b, Location loc, Value v, Value slots,
                     Value slot) {
     memref::StoreOp::create(b, loc, v, slots, ValueRange{slot});
+  }
+
+  /// Each typed view of dynamic shared memory as a workgroup buffer of its
+  /// own (then a host buffer like any other): the views must not overlap,
+  /// since the buffers will not alias.
+  static LogicalResult viewsToAttributions(gpu::LaunchOp launch) {
+    SmallVector<gpu::DynamicSharedMemoryOp> raws;
+    launch.walk([&](gpu::DynamicSharedMemoryOp op) { raws.push_back(op); });
+    std::vector<std::pair<int64_t, int64_t>> ranges; // [begin, end) bytes
+    for (gpu::DynamicSharedMemoryOp raw : raws) {
+      for (Operation *user : llvm::make_early_inc_range(raw->getUsers())) {
+        auto view = dyn_cast<memref::ViewOp>(user);
+        std::optional<int64_t> shift =
+            view ? getConstantIntValue(view.getByteShift()) : std::nullopt;
+        if (!shift || !view.getType().hasStaticShape())
+          return user->emitError("dynamic shared memory is read through "
+                                 "static views at constant offsets only");
+        MemRefType type = view.getType();
+        int64_t end =
+            *shift + type.getNumElements() * type.getElementTypeBitWidth() / 8;
+        for (auto [begin, last] : ranges)
+          if (*shift < last && begin < end)
+            return view.emitError("views of dynamic shared memory overlap");
+        ranges.emplace_back(*shift, end);
+        view.replaceAllUsesWith(
+            launch.addWorkgroupAttribution(type, view.getLoc()));
+        view.erase();
+      }
+      raw.erase();
+    }
+    return success();
   }
 
   /// cp.async copies as plain vector copies; their groups and waits go.

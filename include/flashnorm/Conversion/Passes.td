@@ -197,17 +197,19 @@ def GpuKernels : Pass<"flashnorm-gpu-kernels", "func::FuncOp"> {
       dynamic row count (prefill), where cuBLASLt's tiled tensor-core GEMMs
       win, while decode steps keep the generated bandwidth kernel;
     - with `tensor-cores`, f16 and bf16 prefill projections with the
-      weight N x K and sizes that are multiples of 64 x 64 x 64: block
-      tiles of 128 or 64 along m and n, whose k tiles of 32 the block
-      copies into shared memory (`nvgpu.device_async_copy`, two stages) and
-      eight warps read as fragments (`ldmatrix` after flashnorm-gpu-mma);
-    - with `tensor-cores`, other f16 and bf16 projections with sizes that
-      are multiples of 16 x 8 x 16 (and an f32 accumulator that starts at
-      zero): one warp per 16 x 8 output tile and slice of k, the k loop
-      `vector.contract`s of fragments for flashnorm-gpu-mma; while the
-      kernel has fewer than 2112 warps (decode) k is split into slices of
-      at least 40 steps, whose partial tiles are summed through shared
-      memory in slice order;
+      weight N x K, 64 rows or more (the last block's padded) and outputs
+      and k that are multiples of 64 and 32: block tiles of 128 or 64
+      along m and n, whose k tiles of 32 the block copies into a ring of
+      four stages in its dynamic shared memory (`nvgpu.device_async_copy`)
+      and eight warps read as fragments (`ldmatrix` after
+      flashnorm-gpu-mma);
+    - with `tensor-cores`, other f16 and bf16 projections with outputs and
+      k that are multiples of 8 and 16, two rows or more (the last tile's
+      padded) and an f32 accumulator that starts at zero: one warp per
+      16 x 8 output tile and slice of k, the k loop `vector.contract`s of
+      fragments for flashnorm-gpu-mma; while the kernel has fewer than
+      4224 warps (decode) k is split into slices of at least 32 steps,
+      whose partial tiles are summed through shared memory in slice order;
     - every other op: parallel loops, tiled by `threads` on the innermost
       dimension (threads x, coalesced), the outer dimensions on blocks; the
       reduction loops of projections run inside each thread;

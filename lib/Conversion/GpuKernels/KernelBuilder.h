@@ -379,9 +379,12 @@ constexpr std::array<int64_t, 2> kBlockTiles = {128, 64};
 constexpr int64_t kBlockK = 32, kBlockPad = 8;
 /// The grid a block tile is halved to fill: an H200's 132 SMs.
 constexpr int64_t kBlockMinGrid = 132;
-/// The most stages in a ring, and the shared memory a kernel may declare
-/// statically (more needs the driver's opt-in to dynamic shared memory).
-constexpr int64_t kBlockMaxStages = 4, kStaticSharedBytes = 48 * 1024;
+/// The most stages in a ring, and the shared memory a block's rings may
+/// take: two blocks per SM (as many as 128 x 128 tiles' registers allow)
+/// within the 227 KB a block of an H200 may have. Dynamic shared memory:
+/// past 48 KB the driver needs the kernel's opt-in, which the runtime's
+/// launch gives.
+constexpr int64_t kBlockMaxStages = 4, kBlockSharedBytes = 113 * 1024;
 FailureOr<TensorCoreBlockPlan> planTensorCoreBlock(linalg::LinalgOp op,
                                                    std::string &why);
 void buildTensorCoreBlock(KernelBuilder &builder,

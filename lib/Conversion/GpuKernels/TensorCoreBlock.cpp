@@ -28,9 +28,12 @@
 //   `ldmatrix` (x4 for A's 16 x 16, x2 for the weight's 8 x 16): the ring
 //   is one buffer per operand, stage-major, so that a fragment's address is
 //   16-byte aligned whatever the stage (all strides multiples of 8).
-// Stages: as many as fit the 48 KB of static shared memory, up to
-// kBlockMaxStages: 2 for 128 x 128 tiles (40 KB), 3 for 128 x 64, 4 for
-// 64 x 64. Each output tile is written once, from zero, as in
+// Stages: kBlockMaxStages (4) where kBlockSharedBytes allows, which is
+// every tile: 80 KB for 128 x 128, 40 KB for 64 x 64. Past the 48 KB a
+// kernel may declare statically, so the rings are views of the block's
+// dynamic shared memory (`gpu.dynamic_shared_memory`, 16-byte aligned; the
+// weight's ring starts at A's size, a multiple of 80 bytes x 16) and the
+// launch says how much. Each output tile is written once, from zero, as in
 // TensorCoreTile.cpp.
 // Any number of tokens from 64 (a prompt is as long as it is): where the
 // rows are not a multiple of the block's, the last block's copies of rows
@@ -106,7 +109,7 @@ FailureOr<TensorCoreBlockPlan> kernels::planTensorCoreBlock(linalg::LinalgOp op,
   int64_t stageBytes =
       (plan.blockM + plan.blockN) * (kBlockK + kBlockPad) *
       cast<MemRefType>(p->a.getType()).getElementTypeBitWidth() / 8;
-  plan.stages = std::min(kBlockMaxStages, kStaticSharedBytes / stageBytes);
+  plan.stages = std::min(kBlockMaxStages, kBlockSharedBytes / stageBytes);
   return plan;
 }
 
@@ -131,16 +134,26 @@ void kernels::buildTensorCoreBlock(KernelBuilder &builder,
     return MemRefType::get({stages, rows, kBlockK + kBlockPad}, type,
                            MemRefLayoutAttrInterface(), workgroup);
   };
+  auto bytesOf = [](MemRefType ring) {
+    return ring.getNumElements() * ring.getElementTypeBitWidth() / 8;
+  };
+  MemRefType ringTypeA = ringType(bm), ringTypeW = ringType(bn);
+  int64_t sharedBytes = bytesOf(ringTypeA) + bytesOf(ringTypeW);
   // Warps along n are threads y, along m threads z.
   auto launch = gpu::LaunchOp::create(
       b, loc, index(llvm::divideCeil(p.m, bm)), index(p.n / bn), index(1),
       index(32), index(warpsN), index(warpsM),
-      /*dynamicSharedMemorySize=*/nullptr,
-      /*asyncTokenType=*/nullptr, /*asyncDependencies=*/{},
-      TypeRange{ringType(bm), ringType(bn)});
+      arith::ConstantIntOp::create(b, loc, sharedBytes, 32),
+      /*asyncTokenType=*/nullptr, /*asyncDependencies=*/{});
   b.setInsertionPointToStart(&launch.getBody().front());
-  Value ringA = launch.getWorkgroupAttributions()[0];
-  Value ringW = launch.getWorkgroupAttributions()[1];
+  Value shared = gpu::DynamicSharedMemoryOp::create(
+      b, loc,
+      MemRefType::get({ShapedType::kDynamic}, b.getI8Type(),
+                      MemRefLayoutAttrInterface(), workgroup));
+  Value ringA =
+      memref::ViewOp::create(b, loc, ringTypeA, shared, index(0), ValueRange{});
+  Value ringW = memref::ViewOp::create(b, loc, ringTypeW, shared,
+                                       index(bytesOf(ringTypeA)), ValueRange{});
   AffineExpr d0, d1, d2;
   bindDims(ctx, d0, d1, d2);
   auto apply = [&](OpBuilder &ab, Location l, AffineExpr e, ValueRange v) {
