@@ -113,7 +113,7 @@ FailureOr<RowMajorProjection> matchRowMajor(linalg::LinalgOp op,
                                             std::string &why);
 /// Matches `op` as a RowMajorProjection tensor cores can take: f16 or bf16
 /// activations and weight of one type, the f32 accumulator starting at
-/// zero (the tensor-core strategies' common checks).
+/// zero, static sizes (the tensor-core strategies' common checks).
 FailureOr<RowMajorProjection> matchTensorCoreProjection(linalg::LinalgOp op,
                                                         std::string &why);
 

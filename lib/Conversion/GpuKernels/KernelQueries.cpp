@@ -306,6 +306,9 @@ kernels::matchTensorCoreProjection(linalg::LinalgOp op, std::string &why) {
     why = "the weight's type is not the activations'";
   else if (!startsAtZero(p->c, op))
     why = "the accumulator does not start at zero";
+  else if (ShapedType::isDynamic(p->m) || ShapedType::isDynamic(p->n) ||
+           ShapedType::isDynamic(p->k))
+    why = "sizes are not static";
   else
     return p;
   return failure();

@@ -71,9 +71,6 @@ FailureOr<TensorCoreBlockPlan> kernels::planTensorCoreBlock(linalg::LinalgOp op,
   if (!p->transposeB)
     return fail("the weight is not N x K");
   int64_t minTile = kBlockTiles.back();
-  if (ShapedType::isDynamic(p->m) || ShapedType::isDynamic(p->n) ||
-      ShapedType::isDynamic(p->k))
-    return fail("sizes are not static");
   // Fewer rows than a block tile: mostly padding, and too few blocks to
   // stage anything for; the warp-per-tile kernel's.
   if (p->m < minTile)

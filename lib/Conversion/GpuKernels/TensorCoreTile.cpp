@@ -56,9 +56,6 @@ FailureOr<TensorCorePlan> kernels::planTensorCoreTile(linalg::LinalgOp op,
   FailureOr<RowMajorProjection> p = matchTensorCoreProjection(op, why);
   if (failed(p))
     return failure();
-  if (ShapedType::isDynamic(p->m) || ShapedType::isDynamic(p->n) ||
-      ShapedType::isDynamic(p->k))
-    return fail("sizes are not static");
   // One row stays a GEMV (RowReduction.cpp reads the weight once too,
   // without 15 rows of padding).
   if (p->m < 2)
