@@ -179,12 +179,16 @@ cp "$kit/obj/programs/configs.json" "$kit/bench/"
   # that each has a whole block of rows and a last one padded (its copies
   # clamped, its stores masked).
   echo "GPU_OPTIONS=gemm=codegen check llama-bf16-prefill-codegen -- --family=llama --flavor=linalg --dtype=bf16 --layers=2 --tokens=100"
+  # Weights stored K x N (arguments) on the staged kernel: its fragments
+  # by ldmatrix.trans.
+  echo "GPU_OPTIONS=gemm=codegen check kn-prefill $root/test/Integration/Inputs/kn-prefill.mlir"
   python3 -c 'import json,sys; [print("bench_build %s \"%s\"" % (b["name"], b["options"])) for b in json.load(open(sys.argv[1]))["builds"]]' \
     "$kit/obj/programs/configs.json"
 } > "$kit/obj/jobs"
 # Tolerances of each check (relative, absolute), read by run.sh.
 printf '%s\n' "llama-bf16 3e-2 3e-2" "llama-bf16-prefill 3e-2 3e-2" \
-  "llama-bf16-prefill-codegen 3e-2 3e-2" "* 1e-4 1e-4" > "$kit/checks/tolerances"
+  "llama-bf16-prefill-codegen 3e-2 3e-2" "kn-prefill 3e-2 1e-1" \
+  "* 1e-4 1e-4" > "$kit/checks/tolerances"
 
 # (A nested bash: set -e does not apply inside a command followed by ||.)
 if ! xargs -d '\n' -P "$jobs" -I{} bash -c \

@@ -38,6 +38,7 @@
 #include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 #include "mlir/Dialect/NVGPU/Utils/MMAUtils.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Utils/IndexingUtils.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/IRMapping.h"
@@ -201,6 +202,19 @@ public:
         why = "a contraction that is not a[m, k] * b[n, k]";
         return WalkResult::interrupt();
       }
+      if (auto split = dyn_cast<vector::ExtractStridedSliceOp>(op)) {
+        if (!splitHalf(split)) {
+          why = "a slice of a fragment other than half of a 16 x 16 one "
+                "(two weight fragments)";
+          return WalkResult::interrupt();
+        }
+        auto read = split.getSource().getDefiningOp<vector::TransferReadOp>();
+        if (read && maskedRows(read)) {
+          why = "a weight fragment past its buffer's edge";
+          return WalkResult::interrupt();
+        }
+        return WalkResult::advance();
+      }
       if (isa<scf::ForOp, scf::YieldOp>(op))
         return WalkResult::advance();
       why = "'" + op->getName().getStringRef().str() + "' on a fragment";
@@ -277,6 +291,43 @@ private:
     return cast<MemRefType>(transfer.getBase().getType()).getDimSize(0);
   }
 
+  /// Which half (0 or 1: rows 0-7 or 8-15) of a 16 x 16 fragment `split`
+  /// takes as an 8 x 16 weight fragment, or nullopt if it is another slice.
+  /// A 16 x 16 read of the weight is two n-tiles' fragments in one
+  /// ldmatrix.x4 where each alone is an x2 (TensorCoreBlock.cpp).
+  static std::optional<int64_t> splitHalf(vector::ExtractStridedSliceOp split) {
+    VectorType source = split.getSourceVectorType();
+    if (!isFragment(source) || source.getElementType().isF32() ||
+        roleOf(source) != MatMulOperandRole::A || isPaired(source) ||
+        !isFragment(split.getType()) ||
+        roleOf(split.getType()) != MatMulOperandRole::B ||
+        isPaired(split.getType()) || split.hasNonUnitStrides())
+      return std::nullopt;
+    SmallVector<int64_t> offsets = getI64SubArray(split.getOffsets());
+    if (offsets.size() != 2 || offsets[1] != 0 ||
+        (offsets[0] != 0 && offsets[0] != 8))
+      return std::nullopt;
+    return offsets[0] / 8;
+  }
+
+  /// This lane's part of half `half` of a 16 x 16 fragment whose part is
+  /// `part`: the A layout's registers hold (rows g, k 2t), (g + 8, 2t),
+  /// (g, 2t + 8), (g + 8, 2t + 8), and a weight fragment's (its row g, k 2t),
+  /// (g, 2t + 8) (PTX ISA, m16n8k16 fragments; B's n is the fragment's
+  /// row): half h is registers h and h + 2, whichever way the whole was
+  /// loaded (ldmatrix.x4 or the lane map).
+  static Value halfOf(OpBuilder &b, Location loc, Value part, int64_t half) {
+    auto type = cast<VectorType>(part.getType());
+    auto halfType = VectorType::get({2, 2}, type.getElementType());
+    Value result =
+        arith::ConstantOp::create(b, loc, halfType, b.getZeroAttr(halfType));
+    for (int64_t r = 0; r < 2; ++r)
+      result = vector::InsertOp::create(
+          b, loc, vector::ExtractOp::create(b, loc, part, half + 2 * r), result,
+          r);
+    return result;
+  }
+
   /// The lane map (lane, value) -> (row, column) of a fragment of `type`.
   AffineMap laneMap(OpBuilder &b, VectorType type, MatMulOperandRole role) {
     Type element = type.getElementType();
@@ -335,21 +386,36 @@ private:
            view.getSource().getDefiningOp<gpu::DynamicSharedMemoryOp>();
   }
 
+  /// Whether `read` reads its fragment transposed: the buffer's last two
+  /// dimensions are the fragment's columns (k) and rows.
+  static bool readsTransposed(vector::TransferReadOp read) {
+    unsigned rank = read.getBase().getType().getRank();
+    return rank >= 2 &&
+           read.getPermutationMap() ==
+               AffineMap::get(rank, 0,
+                              {getAffineDimExpr(rank - 1, read.getContext()),
+                               getAffineDimExpr(rank - 2, read.getContext())},
+                              read.getContext());
+  }
+
   /// Whether the lanes' parts of the fragment `read` reads are one
   /// ldmatrix: a 16-wide fragment of the last two dimensions of a shared
-  /// buffer, read as stored (k the last), in bounds, every row it reads
-  /// 16-byte aligned whatever the leading indices (a stage of a ring): the
-  /// buffer's offset and strides but the last multiples of eight 16-bit
-  /// elements, the buffer itself starting aligned to 16 (startsAligned),
-  /// and the fragment at a multiple of 16 along k, as the kernels place
-  /// them.
+  /// buffer, read as stored (k the last) or transposed (k the rows:
+  /// ldmatrix.trans), in bounds, every row it reads 16-byte aligned
+  /// whatever the leading indices (a stage of a ring): the buffer's offset
+  /// and strides but the last multiples of eight 16-bit elements, the
+  /// buffer itself starting aligned to 16 (startsAligned), and the
+  /// fragment at a multiple of 8 along the buffer's last dimension, as the
+  /// kernels place them.
   static bool readsAsMatrix(vector::TransferReadOp read) {
     auto type = cast<MemRefType>(read.getBase().getType());
     if (!gpu::GPUDialect::hasWorkgroupMemoryAddressSpace(type) ||
         !startsAligned(read.getBase()) || type.getRank() < 2 ||
         isPaired(read.getVectorType()) ||
-        read.getPermutationMap() != AffineMap::getMinorIdentityMap(
-                                        type.getRank(), 2, read.getContext()) ||
+        (read.getPermutationMap() !=
+             AffineMap::getMinorIdentityMap(type.getRank(), 2,
+                                            read.getContext()) &&
+         !readsTransposed(read)) ||
         !read.isDimInBounds(0) || !read.isDimInBounds(1))
       return false;
     auto [strides, offset] = type.getStridesAndOffset();
@@ -361,25 +427,40 @@ private:
   }
 
   /// This lane's part of a fragment of shared memory by one ldmatrix: x4
-  /// for A (16 x 16: its 8 x 8 matrices rows 0-7 and 8-15 at k 0-7, then
-  /// at k 8-15, the order of A's registers), x2 for B (8 x 16: k 0-7, then
-  /// 8-15). Lane l gives the address of row l % 8 of matrix l / 8, and
-  /// receives from each matrix the pair the fragment map gives it (row
-  /// l / 4, columns 2 (l % 4) and 2 (l % 4) + 1): the registers mma.sync
-  /// takes, in order.
+  /// for 16 x 16 (its 8 x 8 matrices rows 0-7 and 8-15 at k 0-7, then at k
+  /// 8-15, the order of A's registers), x2 for B (8 x 16: k 0-7, then
+  /// 8-15). Lane l gives the address of a row of matrix i = l / 8 in
+  /// memory, row l % 8 of it, and receives from each matrix the pair the
+  /// fragment map gives it (fragment row l / 4, columns 2 (l % 4) and
+  /// 2 (l % 4) + 1): the registers mma.sync takes, in order. Read as
+  /// stored, a row in memory is a fragment row; read transposed, a column
+  /// (k), and ldmatrix.trans hands each lane its pair of the column it
+  /// holds.
   Value loadMatrix(OpBuilder &b, vector::TransferReadOp read,
                    ValueRange origin) {
     Location loc = read.getLoc();
     VectorType type = read.getVectorType();
-    int64_t rows = type.getDimSize(0), matrices = rows * 16 / 64;
+    int64_t blocks = type.getDimSize(0) / 8, matrices = 2 * blocks;
+    bool transposed = readsTransposed(read);
     AffineExpr d0, d1;
     bindDims(b.getContext(), d0, d1);
+    // Matrix i's block of the fragment: rows 8 (i % blocks), columns
+    // 8 (i / blocks); this lane's offset into it.
+    AffineExpr matrix = d1.floorDiv(8), inMatrix = d1 % 8;
+    AffineExpr fragmentRow = (matrix % blocks) * 8,
+               fragmentColumn = (matrix.floorDiv(blocks) % 2) * 8;
+    if (transposed)
+      fragmentColumn = fragmentColumn + inMatrix;
+    else
+      fragmentRow = fragmentRow + inMatrix;
     SmallVector<Value> at(origin);
-    Value &row = at[at.size() - 2], &column = at.back();
-    row = withLane(b, loc, d0 + d1 % rows, row);
-    column = withLane(b, loc, d0 + (d1.floorDiv(rows) % 2) * 8, column);
+    AffineMap permutation = read.getPermutationMap();
+    Value &row = at[permutation.getDimPosition(0)];
+    Value &column = at[permutation.getDimPosition(1)];
+    row = withLane(b, loc, d0 + fragmentRow, row);
+    column = withLane(b, loc, d0 + fragmentColumn, column);
     return nvgpu::LdMatrixOp::create(b, loc, lanePart(type), read.getBase(), at,
-                                     /*transpose=*/false, matrices);
+                                     transposed, matrices);
   }
 
   /// This lane's part of an A or B fragment, a row per register: pairs
@@ -614,6 +695,13 @@ private:
     }
     if (auto contract = dyn_cast<vector::ContractionOp>(op)) {
       mapping.map(contract.getResult(), mma(b, loc, contract));
+      return;
+    }
+    if (auto split = dyn_cast<vector::ExtractStridedSliceOp>(op);
+        split && isFragment(split.getSourceVectorType())) {
+      mapping.map(
+          split.getResult(),
+          halfOf(b, loc, mapping.lookup(split.getSource()), *splitHalf(split)));
       return;
     }
     if (auto constant = dyn_cast<arith::ConstantOp>(op);

@@ -19,10 +19,11 @@
 // tile 0 (at most 2 groups pending); each iteration copies tile t + 3 (the
 // last tile again past the end: affine.min) into stage (t + 3) mod 4,
 // multiplies stage t mod 4, waits for tile t + 1 and meets the block at a
-// barrier. After the loop the block waits for every copy still in flight
-// (the ones past the last tile); the accumulators are written once. The
-// rings are views of the block's dynamic shared memory (40 KB), the
-// weight's from A's 20 KB on.
+// barrier. The weight's fragments are read two n-tiles (16 rows) at a
+// time and split in halves. After the loop the block waits for every copy
+// still in flight (the ones past the last tile); the accumulators are
+// written once. The rings are views of the block's dynamic shared memory
+// (40 KB), the weight's from A's 20 KB on.
 // Maps of @ragged below: the row A's copies read, clamped to the last
 // (129); the bound of the last loop, the real rows of its block's 16 (20 -
 // 16 * block x) times the block's row of 32.
@@ -49,6 +50,9 @@
 // CHECK-NEXT: %[[G1:.*]] = nvgpu.device_async_create_group
 // CHECK: %[[STAGE:.*]] = affine.apply #{{.*}}(%[[K0]])
 // CHECK: vector.transfer_read %[[A]][%[[STAGE]], %{{.*}}, %c0], %{{.*}} {in_bounds = [true, true]} : memref<4x64x40xf16, #gpu.address_space<workgroup>>, vector<16x16xf16>
+// CHECK: %[[BOTH:.*]] = vector.transfer_read %[[W]][%[[STAGE]], %{{.*}}, %c0], %{{.*}} {in_bounds = [true, true]} : memref<4x64x40xf16, #gpu.address_space<workgroup>>, vector<16x16xf16>
+// CHECK-NEXT: vector.extract_strided_slice %[[BOTH]] {offsets = [0, 0], sizes = [8, 16], strides = [1, 1]}
+// CHECK-NEXT: vector.extract_strided_slice %[[BOTH]] {offsets = [8, 0], sizes = [8, 16], strides = [1, 1]}
 // CHECK-COUNT-4: vector.contract
 // CHECK: vector.transfer_read %[[A]][%[[STAGE]], %{{.*}}, %c16]
 // CHECK-COUNT-4: vector.contract
@@ -61,14 +65,32 @@
 // CHECK-NOT: nvgpu.device_async_copy
 // CHECK-COUNT-4: vector.transfer_write %[[SUMS]]#{{[0-3]}}, %arg2[{{.*}}] {in_bounds = [true, true]} : vector<16x8xf32>, memref<256x4096xf32>
 // CHECK-NEXT: gpu.terminator
-// Each fragment of a stage is one ldmatrix per lane, at its stage (x4 for
-// A, x2 for the weight): no other read of shared memory is left.
+// Each fragment of a stage is one ldmatrix.x4 per lane, at its stage: A's
+// 16 x 16, and the weight's 16 rows of two n-tiles, whose halves are
+// registers 0 and 2 (the first n-tile's k 0-7 and 8-15) and 1 and 3 (the
+// second's); no other read of shared memory is left.
 // MMA-LABEL: func.func @large
+// MMA: %[[AV:.*]] = memref.view %{{.*}}[%c0][]
+// MMA: %[[WV:.*]] = memref.view %{{.*}}[%c20480][]
 // MMA-NOT: vector.transfer_read
 // MMA: scf.for
-// MMA: nvgpu.ldmatrix %{{.*}}[%{{.*}}, %{{.*}}, %{{.*}}] {numTiles = 4 : i32, transpose = false} : memref<4x64x40xf16, #gpu.address_space<workgroup>> -> vector<4x2xf16>
-// MMA: nvgpu.ldmatrix %{{.*}}[%{{.*}}, %{{.*}}, %{{.*}}] {numTiles = 2 : i32, transpose = false} : memref<4x64x40xf16, #gpu.address_space<workgroup>> -> vector<2x2xf16>
-// MMA: nvvm.mma.sync
+// MMA: nvgpu.ldmatrix %[[AV]][%{{.*}}, %{{.*}}, %{{.*}}] {numTiles = 4 : i32, transpose = false} : memref<4x64x40xf16, #gpu.address_space<workgroup>> -> vector<4x2xf16>
+// MMA: %[[WF:.*]] = nvgpu.ldmatrix %[[WV]][%{{.*}}, %{{.*}}, %{{.*}}] {numTiles = 4 : i32, transpose = false} : memref<4x64x40xf16, #gpu.address_space<workgroup>> -> vector<4x2xf16>
+// MMA: %[[R0:.*]] = vector.extract %[[WF]][0]
+// MMA-NEXT: %[[H0:.*]] = vector.insert %[[R0]], %{{.*}} [0]
+// MMA-NEXT: %[[R2:.*]] = vector.extract %[[WF]][2]
+// MMA-NEXT: %[[FIRST:.*]] = vector.insert %[[R2]], %[[H0]] [1]
+// MMA: %[[R1:.*]] = vector.extract %[[WF]][1]
+// MMA-NEXT: %[[H1:.*]] = vector.insert %[[R1]], %{{.*}} [0]
+// MMA-NEXT: %[[R3:.*]] = vector.extract %[[WF]][3]
+// MMA-NEXT: %[[SECOND:.*]] = vector.insert %[[R3]], %[[H1]] [1]
+// MMA-NEXT: %[[B0:.*]] = vector.extract %[[FIRST]][0]
+// MMA-NEXT: %[[B1:.*]] = vector.extract %[[FIRST]][1]
+// MMA: nvvm.mma.sync A[{{.*}}]  B[%[[B0]], %[[B1]]]
+// MMA: %[[B2:.*]] = vector.extract %[[SECOND]][0]
+// MMA-NEXT: %[[B3:.*]] = vector.extract %[[SECOND]][1]
+// MMA: nvvm.mma.sync A[{{.*}}]  B[%[[B2]], %[[B3]]]
+// MMA-NOT: numTiles = 2
 // MMA-NOT: vector.transfer_read
 // MMA: scf.yield
 // MMA-NOT: vector.transfer_read
@@ -107,8 +129,40 @@ func.func @wide(%x: memref<2048x4096xbf16>, %w: memref<4096x4096xbf16>, %y: memr
   return
 }
 
-// Refused, to the warp-per-tile kernel: a K x N weight (the staged copies
-// and ldmatrix read rows along k), and 48 tokens (fewer than a block's 64).
+// A weight stored K x N (an argument; constants are made N x K): a stage of
+// it is 32 rows of k, each 128 outputs long and padded by 16 bytes (272
+// bytes: the eight rows an ldmatrix.trans reads at one column fall in
+// different banks), copied two 16-byte pieces per thread along n; 74 KB of
+// rings. The warps read 16 outputs x 16 of k transposed: one
+// ldmatrix.trans.x4 for two n-tiles.
+// CHECK-LABEL: func.func @kn
+// CHECK: gpu.launch blocks({{.*}}) in (%{{.*}} = %c16, %{{.*}} = %c32, %{{.*}} = %c1) {{.*}} dynamic_shared_memory_size %c75776_i32
+// CHECK: memref.view %{{.*}}[%c0][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<4x128x40xbf16, #gpu.address_space<workgroup>>
+// CHECK-NEXT: %[[KN:.*]] = memref.view %{{.*}}[%c40960][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<4x32x136xbf16, #gpu.address_space<workgroup>>
+// CHECK-COUNT-2: nvgpu.device_async_copy %arg0
+// CHECK-COUNT-2: nvgpu.device_async_copy %arg1[%{{.*}}, %{{.*}}], %[[KN]][%c0, %{{.*}}, %{{.*}}], 8 {bypassL1}
+// CHECK-NEXT: nvgpu.device_async_create_group
+// CHECK: scf.for
+// CHECK: vector.transfer_read %[[KN]][%{{.*}}, %c0, %{{.*}}], %{{.*}} {in_bounds = [true, true], permutation_map = #{{.*}}} : memref<4x32x136xbf16, #gpu.address_space<workgroup>>, vector<16x16xbf16>
+// CHECK-NEXT: vector.extract_strided_slice
+// CHECK-NEXT: vector.extract_strided_slice
+// CHECK-COUNT-32: vector.contract
+// CHECK-NEXT: nvgpu.device_async_wait %{{.*}} {numGroups = 2 : i32}
+// MMA-LABEL: func.func @kn
+// MMA: %[[KNV:.*]] = memref.view %{{.*}}[%c40960][]
+// MMA: scf.for
+// MMA: nvgpu.ldmatrix %[[KNV]][%{{.*}}, %{{.*}}, %{{.*}}] {numTiles = 4 : i32, transpose = true} : memref<4x32x136xbf16, #gpu.address_space<workgroup>> -> vector<4x2xbf16>
+// MMA-NOT: vector.transfer_read
+// MMA: scf.yield
+func.func @kn(%x: memref<2048x4096xbf16>, %w: memref<4096x4096xbf16>, %y: memref<2048x4096xf32>) {
+  %z = arith.constant 0.0 : f32
+  linalg.fill ins(%z : f32) outs(%y : memref<2048x4096xf32>)
+  linalg.matmul ins(%x, %w : memref<2048x4096xbf16>, memref<4096x4096xbf16>) outs(%y : memref<2048x4096xf32>)
+  return
+}
+
+// Refused, to the warp-per-tile kernel: 96 outputs (not a multiple of a
+// block's 64), and 48 tokens (fewer than a block's 64).
 // CHECK-LABEL: func.func @refused
 // CHECK: function(@refused_proj_mma_0)
 // CHECK-NOT: nvgpu.device_async_copy
@@ -116,15 +170,16 @@ func.func @wide(%x: memref<2048x4096xbf16>, %w: memref<4096x4096xbf16>, %y: memr
 // CHECK-NOT: nvgpu.device_async_copy
 // REMARKS: remark: {{.*}}kernel @large_proj_mma_block_0
 // REMARKS: remark: {{.*}}kernel @wide_proj_mma_block_0
+// REMARKS: remark: {{.*}}kernel @kn_proj_mma_block_0
 // REMARKS: remark: {{.*}}kernel @refused_proj_mma_0
 // REMARKS: remark: {{.*}}kernel @refused_proj_mma_1
 // REMARKS: remark: {{.*}}kernel @ragged_proj_mma_block_0
 // REMARKS: remark: {{.*}}kernel @ragged_proj_mma_1
-func.func @refused(%x: memref<64x256xbf16>, %wkn: memref<256x128xbf16>, %y: memref<64x128xf32>,
+func.func @refused(%x: memref<64x256xbf16>, %w96: memref<96x256xbf16>, %y: memref<64x96xf32>,
                    %x2: memref<48x256xbf16>, %w2: memref<128x256xbf16>, %y2: memref<48x128xf32>) {
   %z = arith.constant 0.0 : f32
-  linalg.fill ins(%z : f32) outs(%y : memref<64x128xf32>)
-  linalg.matmul ins(%x, %wkn : memref<64x256xbf16>, memref<256x128xbf16>) outs(%y : memref<64x128xf32>)
+  linalg.fill ins(%z : f32) outs(%y : memref<64x96xf32>)
+  linalg.matmul indexing_maps = #nk ins(%x, %w96 : memref<64x256xbf16>, memref<96x256xbf16>) outs(%y : memref<64x96xf32>)
   linalg.fill ins(%z : f32) outs(%y2 : memref<48x128xf32>)
   linalg.matmul indexing_maps = #nk ins(%x2, %w2 : memref<48x256xbf16>, memref<128x256xbf16>) outs(%y2 : memref<48x128xf32>)
   return

@@ -190,7 +190,8 @@ func.func @loop(%x: memref<16x512xbf16>, %w: memref<64x512xbf16>, %y: memref<16x
 // 64 x 40 stages in the block's dynamic shared memory (its base aligned to
 // 16 bytes, the weight's ring 20480 bytes on); the prologue commits three
 // groups of cp.async copies and waits for the first (at most two pending);
-// fragments come from ldmatrix (x4 for the activation, x2 for the weight).
+// fragments come from ldmatrix.x4 (the activation's 16 x 16, the weight's
+// 16 rows of two n-tiles), none from an x2.
 // RUN: flashnorm-opt %S/../Integration/Inputs/bf16-prefill.mlir --flashnorm | flashnorm-opt --flashnorm-gpu-pipeline="format=isa gemm=codegen" | FileCheck %s --check-prefix=STAGED-PTX
 // STAGED-PTX: .shared .align 16 .b8 __dynamic_shmem__0;
 // STAGED-PTX: .entry f_proj_mma_block_0
@@ -200,12 +201,26 @@ func.func @loop(%x: memref<16x512xbf16>, %w: memref<64x512xbf16>, %y: memref<16x
 // STAGED-PTX-COUNT-3: cp.async.commit_group;
 // STAGED-PTX: cp.async.wait_group \092;
 // STAGED-PTX: bar.sync
+// STAGED-PTX-NOT: ldmatrix.sync.aligned.m8n8.x2
 // STAGED-PTX: ldmatrix.sync.aligned.m8n8.x4.shared.b16
-// STAGED-PTX: ldmatrix.sync.aligned.m8n8.x2.shared.b16
+// STAGED-PTX-NOT: ldmatrix.sync.aligned.m8n8.x2
 // STAGED-PTX: mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32
+// STAGED-PTX-NOT: ldmatrix.sync.aligned.m8n8.x2
 // STAGED-PTX: .entry f_proj_mma_block_1
+// STAGED-PTX-NOT: ldmatrix.sync.aligned.m8n8.x2
 // STAGED-PTX: ldmatrix.sync.aligned.m8n8.x4.shared.b16
+// STAGED-PTX-NOT: ldmatrix.sync.aligned.m8n8.x2
 // STAGED-PTX: mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32
+// A weight stored K x N (Inputs/kn-prefill.mlir): its fragments come from
+// ldmatrix.trans (rows of the stage along n), A's as before.
+// RUN: flashnorm-opt %S/../Integration/Inputs/kn-prefill.mlir --flashnorm | flashnorm-opt --flashnorm-gpu-pipeline="format=isa gemm=codegen" | FileCheck %s --check-prefix=KN-PTX
+// KN-PTX: .entry f_proj_mma_block_0
+// KN-PTX: ldmatrix.sync.aligned.m8n8.x4.shared.b16
+// KN-PTX: ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16
+// KN-PTX: mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32
+// KN-PTX: .entry f_proj_mma_block_1
+// KN-PTX: ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16
+// KN-PTX: mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32
 #nks = [affine_map<(m, n, k) -> (m, k)>, affine_map<(m, n, k) -> (n, k)>, affine_map<(m, n, k) -> (m, n)>]
 func.func @split(%x: memref<16x2560xbf16>, %w: memref<16x2560xbf16>, %y: memref<16x16xf32>) {
   %z = arith.constant 0.0 : f32

@@ -196,13 +196,14 @@ def GpuKernels : Pass<"flashnorm-gpu-kernels", "func::FuncOp"> {
       `gemm=auto` (the default) only those with more than 16 rows or a
       dynamic row count (prefill), where cuBLASLt's tiled tensor-core GEMMs
       win, while decode steps keep the generated bandwidth kernel;
-    - with `tensor-cores`, f16 and bf16 prefill projections with the
-      weight N x K, 64 rows or more (the last block's padded) and outputs
+    - with `tensor-cores`, f16 and bf16 prefill projections (the weight
+      N x K or K x N), 64 rows or more (the last block's padded) and outputs
       and k that are multiples of 64 and 32: block tiles of 128 or 64
       along m and n, whose k tiles of 32 the block copies into a ring of
       four stages in its dynamic shared memory (`nvgpu.device_async_copy`)
       and eight warps read as fragments (`ldmatrix` after
-      flashnorm-gpu-mma);
+      flashnorm-gpu-mma; the weight's two n-tiles at a time, transposed
+      from a K x N weight);
     - with `tensor-cores`, other f16 and bf16 projections with outputs and
       k that are multiples of 8 and 16, two rows or more (the last tile's
       padded) and an f32 accumulator that starts at zero: one warp per
@@ -277,8 +278,11 @@ def GpuMma : Pass<"flashnorm-gpu-mma", "func::FuncOp"> {
     time, converts no bf16 and, as a pass, fails on the other kernels'
     scalar code. A fragment read from shared memory (the staged prefill
     kernels) is one `nvgpu.ldmatrix` per lane (x4 for 16 x 16, x2 for
-    8 x 16), where its buffer's rows are a multiple of 16 bytes (the
+    8 x 16; `.trans` where the buffer's rows run along the fragment's
+    rows), where its buffer's rows are a multiple of 16 bytes (the
     pipeline aligns shared buffers to 16: flashnorm-gpu-align-workgroup).
+    A half of a 16 x 16 fragment (`vector.extract_strided_slice`, rows
+    0-7 or 8-15) is a weight fragment: two n-tiles read by one x4.
   }];
   let dependentDialects = [
     "::mlir::affine::AffineDialect",

@@ -1,15 +1,14 @@
 //===- TensorCoreBlock.cpp - Prefill on tensor cores through shared memory ===//
 //
-// f16 and bf16 projections of many tokens (prefill) with the weight N x K,
-// staged as CUTLASS's sm80 GEMMs stage them: each block computes a bm x bn
-// output tile (128 or 64 each) over k in tiles of kBlockK, its eight warps
-// side by side (two along m, four along n), each a (bm / 2) x (bn / 4)
-// patch of m16n8k16 fragments. Where TensorCoreTile's warps each load their
-// own fragments from global memory (every A fragment read again by each
-// warp along n, every weight fragment by each block along m), here the
-// block's 256 threads copy a k tile of A and of the weight into shared
-// memory once, 16 bytes per copy, and the warps read their fragments from
-// there:
+// f16 and bf16 projections of many tokens (prefill), staged as CUTLASS's
+// sm80 GEMMs stage them: each block computes a bm x bn output tile (128 or
+// 64 each) over k in tiles of kBlockK, its eight warps side by side (two
+// along m, four along n), each a (bm / 2) x (bn / 4) patch of m16n8k16
+// fragments. Where TensorCoreTile's warps each load their own fragments
+// from global memory (every A fragment read again by each warp along n,
+// every weight fragment by each block along m), here the block's 256
+// threads copy a k tile of A and of the weight into shared memory once, 16
+// bytes per copy, and the warps read their fragments from there:
 // - the copies are `cp.async` (nvgpu.device_async_copy, bypassing L1) into
 //   a ring of `stages` buffers: while the warps multiply tile t, the copies
 //   of tiles t + 1 .. t + stages - 1 are in flight. An iteration issues
@@ -21,20 +20,27 @@
 //   last tile the copy repeats it into a stage nothing reads again, so the
 //   loop has one shape throughout: no peeled iterations, no branch; after
 //   the loop the block waits for those copies too.
-// - a shared row is kBlockK + kBlockPad elements (80 bytes), so that the
+// - a stage holds the tile as the operand is stored: rows of kBlockK for A
+//   and an N x K weight (nn.Linear's, and every constant weight after
+//   flashnorm-gpu-weight-layout), kBlockK rows along n for a K x N weight
+//   (an argument stored so); each row is padded by 16 bytes, so that the
 //   eight rows an `ldmatrix` reads at one column fall in different banks
-//   (at 64 bytes they would be four ways in conflict);
+//   (at 64 bytes A's would be four ways in conflict);
 // - flashnorm-gpu-mma reads each fragment from shared memory with one
-//   `ldmatrix` (x4 for A's 16 x 16, x2 for the weight's 8 x 16): the ring
-//   is one buffer per operand, stage-major, so that a fragment's address is
-//   16-byte aligned whatever the stage (all strides multiples of 8).
+//   `ldmatrix.x4`: A's 16 x 16, and the weight's 16 rows of two n-tiles,
+//   split in the 8 x 16 halves each mma takes (as CUTLASS's warp iterators
+//   read B, half the ldmatrix instructions of an x2 per n-tile); a K x N
+//   weight's by `ldmatrix.trans`, which hands each lane its pairs along k
+//   from rows along n. The ring is one buffer per operand, stage-major, so
+//   that a fragment's address is 16-byte aligned whatever the stage (all
+//   strides multiples of 8).
 // Stages: kBlockMaxStages (4) where kBlockSharedBytes allows, which is
-// every tile: 80 KB for 128 x 128, 40 KB for 64 x 64. Past the 48 KB a
-// kernel may declare statically, so the rings are views of the block's
-// dynamic shared memory (`gpu.dynamic_shared_memory`, 16-byte aligned; the
-// weight's ring starts at A's size, a multiple of 80 bytes x 16) and the
-// launch says how much. Each output tile is written once, from zero, as in
-// TensorCoreTile.cpp.
+// every tile: 80 KB for 128 x 128 (74 KB with a K x N weight), 40 KB for
+// 64 x 64. Past the 48 KB a kernel may declare statically, so the rings
+// are views of the block's dynamic shared memory
+// (`gpu.dynamic_shared_memory`, 16-byte aligned; the weight's ring starts
+// at A's size, a multiple of 80 bytes x 64) and the launch says how much.
+// Each output tile is written once, from zero, as in TensorCoreTile.cpp.
 // Any number of tokens from 64 (a prompt is as long as it is): where the
 // rows are not a multiple of the block's, the last block's copies of rows
 // past the end copy the last row again (as flashnorm-gpu-mma clamps
@@ -57,6 +63,21 @@ using namespace mlir;
 using namespace mlir::flashnorm;
 using namespace mlir::flashnorm::kernels;
 
+namespace {
+/// A stage of one operand's ring: `tile` rows of kBlockK elements (A, a
+/// weight stored N x K) or kBlockK rows of `tile` (a weight stored K x N,
+/// its rows along n). Each row is padded by kBlockPad elements (16 bytes),
+/// so that the eight rows an ldmatrix reads at one column fall in
+/// different banks.
+struct StageShape {
+  int64_t rows, rowLength;
+  int64_t elements() const { return rows * (rowLength + kBlockPad); }
+};
+StageShape stageShape(int64_t tile, bool alongK) {
+  return alongK ? StageShape{tile, kBlockK} : StageShape{kBlockK, tile};
+}
+} // namespace
+
 FailureOr<TensorCoreBlockPlan> kernels::planTensorCoreBlock(linalg::LinalgOp op,
                                                             std::string &why) {
   auto fail = [&](const Twine &msg) {
@@ -66,10 +87,6 @@ FailureOr<TensorCoreBlockPlan> kernels::planTensorCoreBlock(linalg::LinalgOp op,
   FailureOr<RowMajorProjection> p = matchTensorCoreProjection(op, why);
   if (failed(p))
     return failure();
-  // K x N weights would need the transposed ldmatrix and copies along n;
-  // flashnorm-gpu-weight-layout leaves constant weights N x K.
-  if (!p->transposeB)
-    return fail("the weight is not N x K");
   int64_t minTile = kBlockTiles.back();
   // Fewer rows than a block tile: mostly padding, and too few blocks to
   // stage anything for; the warp-per-tile kernel's.
@@ -104,7 +121,8 @@ FailureOr<TensorCoreBlockPlan> kernels::planTensorCoreBlock(linalg::LinalgOp op,
   }
   plan.raggedRows = p->m % plan.blockM != 0;
   int64_t stageBytes =
-      (plan.blockM + plan.blockN) * (kBlockK + kBlockPad) *
+      (stageShape(plan.blockM, true).elements() +
+       stageShape(plan.blockN, p->transposeB).elements()) *
       cast<MemRefType>(p->a.getType()).getElementTypeBitWidth() / 8;
   plan.stages = std::min(kBlockMaxStages, kBlockSharedBytes / stageBytes);
   return plan;
@@ -127,14 +145,16 @@ void kernels::buildTensorCoreBlock(KernelBuilder &builder,
   constexpr int64_t warpsM = 2, warpsN = 4, threads = 32 * warpsM * warpsN;
   auto workgroup =
       gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
-  auto ringType = [&](int64_t rows) {
-    return MemRefType::get({stages, rows, kBlockK + kBlockPad}, type,
-                           MemRefLayoutAttrInterface(), workgroup);
+  StageShape shapeA = stageShape(bm, true),
+             shapeW = stageShape(bn, p.transposeB);
+  auto ringType = [&](StageShape shape) {
+    return MemRefType::get({stages, shape.rows, shape.rowLength + kBlockPad},
+                           type, MemRefLayoutAttrInterface(), workgroup);
   };
   auto bytesOf = [](MemRefType ring) {
     return ring.getNumElements() * ring.getElementTypeBitWidth() / 8;
   };
-  MemRefType ringTypeA = ringType(bm), ringTypeW = ringType(bn);
+  MemRefType ringTypeA = ringType(shapeA), ringTypeW = ringType(shapeW);
   int64_t sharedBytes = bytesOf(ringTypeA) + bytesOf(ringTypeW);
   // Warps along n are threads y, along m threads z.
   auto launch = gpu::LaunchOp::create(
@@ -166,23 +186,29 @@ void kernels::buildTensorCoreBlock(KernelBuilder &builder,
   // The warp's patch within the block tile.
   int64_t warpM = bm / warpsM, warpN = bn / warpsN;
   int64_t mTiles = warpM / 16, nTiles = warpN / 8;
+  assert(nTiles % 2 == 0 && "a warp's n-tiles pair (warpN >= 16)");
   Value wm = apply(b, loc, d0 * warpM, {tid.z});
   Value wn = apply(b, loc, d0 * warpN, {tid.y});
 
-  // The block's copy of the k tile at k0 into `stage`: rows of kBlockK
-  // elements in 16-byte pieces, consecutive threads along a row, as many
-  // pieces per thread as the tile has (one or two per operand); then the
-  // thread's commit group.
+  // The block's copy of the k tile at k0 into `stage`: each operand's
+  // stage rows in 16-byte pieces, consecutive threads along a row, as many
+  // pieces per thread as the stage has (one or two per operand: 256 or 512
+  // pieces); then the thread's commit group.
   int64_t perCopy = 16 / (type.getIntOrFloatBitWidth() / 8);
-  int64_t piecesPerRow = kBlockK / perCopy;
   auto copyTile = [&](OpBuilder &cb, Location l, Value k0, Value stage) {
     SmallVector<Value> tokens;
-    auto copyRows = [&](Value from, Value origin, Value ring, int64_t rows,
+    // The stage's rows from (rowOrigin, columnOrigin) of `from`.
+    auto copyRows = [&](Value from, Value rowOrigin, Value columnOrigin,
+                        Value ring, StageShape shape,
                         std::optional<int64_t> realRows) {
-      for (int64_t piece = 0; piece < rows * piecesPerRow; piece += threads) {
+      int64_t piecesPerRow = shape.rowLength / perCopy;
+      assert(shape.rows * piecesPerRow % threads == 0 &&
+             "every thread copies as many pieces");
+      for (int64_t piece = 0; piece < shape.rows * piecesPerRow;
+           piece += threads) {
         Value r = apply(cb, l, (d0 + piece).floorDiv(piecesPerRow), {flat});
         Value col = apply(cb, l, (d0 + piece) % piecesPerRow * perCopy, {flat});
-        Value row = apply(cb, l, d0 + d1, {origin, r});
+        Value row = apply(cb, l, d0 + d1, {rowOrigin, r});
         // Rows past the last real one (a ragged last block) copy the last
         // row again: a row of A reaches only its own row of the product,
         // and those are not written.
@@ -195,7 +221,7 @@ void kernels::buildTensorCoreBlock(KernelBuilder &builder,
         tokens.push_back(nvgpu::DeviceAsyncCopyOp::create(
             cb, l, nvgpu::DeviceAsyncTokenType::get(ctx), ring,
             ValueRange{stage, r, col}, from,
-            ValueRange{row, apply(cb, l, d0 + d1, {k0, col})},
+            ValueRange{row, apply(cb, l, d0 + d1, {columnOrigin, col})},
             cb.getIndexAttr(perCopy), /*srcElements=*/Value(),
             /*bypassL1=*/cb.getUnitAttr()));
       }
@@ -203,8 +229,11 @@ void kernels::buildTensorCoreBlock(KernelBuilder &builder,
     std::optional<int64_t> rowsOfA;
     if (plan.raggedRows)
       rowsOfA = p.m;
-    copyRows(a, m0, ringA, bm, rowsOfA);
-    copyRows(w, n0, ringW, bn, std::nullopt);
+    copyRows(a, m0, k0, ringA, shapeA, rowsOfA);
+    if (p.transposeB)
+      copyRows(w, n0, k0, ringW, shapeW, std::nullopt);
+    else
+      copyRows(w, k0, n0, ringW, shapeW, std::nullopt);
     return nvgpu::DeviceAsyncCreateGroupOp::create(
         cb, l, nvgpu::DeviceAsyncTokenType::get(ctx), tokens);
   };
@@ -218,21 +247,39 @@ void kernels::buildTensorCoreBlock(KernelBuilder &builder,
   // The warp's fragments of a stage, multiplied into its accumulators.
   Value pad = arith::ConstantOp::create(b, loc, b.getZeroAttr(type));
   SmallVector<bool> inBounds{true, true};
-  AffineMap fragmentMap = AffineMap::getMinorIdentityMap(3, 2, ctx);
+  // Fragments are rows x k: a stage read as stored, or (a K x N weight's)
+  // transposed.
+  AffineMap asStored = AffineMap::getMinorIdentityMap(3, 2, ctx);
+  AffineMap transposed = AffineMap::get(3, 0, {d2, d1}, ctx);
   auto multiply = [&](OpBuilder &mb, Location l, Value stage,
                       SmallVector<Value> accs) {
-    auto fragment = [&](Value ring, Value r, int64_t kk, int64_t rows) {
+    auto fragment = [&](Value ring, Value r, int64_t kk) {
       return vector::TransferReadOp::create(
-          mb, l, VectorType::get({rows, 16}, type), ring,
-          ValueRange{stage, r, index(kk)}, AffineMapAttr::get(fragmentMap), pad,
+          mb, l, VectorType::get({16, 16}, type), ring,
+          ValueRange{stage, r, index(kk)}, AffineMapAttr::get(asStored), pad,
+          Value(), mb.getBoolArrayAttr(inBounds));
+    };
+    auto weightFragment = [&](Value n, int64_t kk) {
+      if (p.transposeB)
+        return fragment(ringW, n, kk);
+      return vector::TransferReadOp::create(
+          mb, l, VectorType::get({16, 16}, type), ringW,
+          ValueRange{stage, index(kk), n}, AffineMapAttr::get(transposed), pad,
           Value(), mb.getBoolArrayAttr(inBounds));
     };
     for (int64_t kk = 0; kk < kBlockK; kk += 16) {
       SmallVector<Value> as, ws;
       for (int64_t i = 0; i < mTiles; ++i)
-        as.push_back(fragment(ringA, apply(mb, l, d0 + 16 * i, {wm}), kk, 16));
-      for (int64_t j = 0; j < nTiles; ++j)
-        ws.push_back(fragment(ringW, apply(mb, l, d0 + 8 * j, {wn}), kk, 8));
+        as.push_back(fragment(ringA, apply(mb, l, d0 + 16 * i, {wm}), kk));
+      // Two n-tiles' weight fragments per read, split in halves: one
+      // ldmatrix.x4 where each alone is an x2.
+      for (int64_t j = 0; j < nTiles; j += 2) {
+        Value both = weightFragment(apply(mb, l, d0 + 8 * j, {wn}), kk);
+        for (int64_t half = 0; half < 2; ++half)
+          ws.push_back(vector::ExtractStridedSliceOp::create(
+              mb, l, both, ArrayRef<int64_t>{8 * half, 0},
+              ArrayRef<int64_t>{8, 16}, ArrayRef<int64_t>{1, 1}));
+      }
       for (int64_t i = 0; i < mTiles; ++i)
         for (int64_t j = 0; j < nTiles; ++j)
           accs[i * nTiles + j] =
