@@ -115,7 +115,7 @@ private:
   /// The alignment in bytes the kernels may assume of a device buffer of
   /// `type`, beyond its element's: the widest vector (16 bytes) that the
   /// static extent of a row-major buffer divides into, as the kernels'
-  /// choice of a load's width does (KernelQueries.cpp, GpuMma.cpp); 16
+  /// choice of a load's width does (KernelQueries.cpp, GpuMma/); 16
   /// for a strided view, whose static offset and strides the kernels take
   /// as counted from a driver-aligned base. 1 where nothing is assumed.
   static int64_t assumedAlignment(MemRefType type) {
