@@ -34,11 +34,9 @@ namespace {
 using nvgpu::MatMulOperandRole;
 
 /// Converts one tensor-core kernel. `check` decides, touching nothing;
-/// `convert` then rebuilds the fragment ops with each lane's part: an A or
-/// B fragment becomes a vector<4x2xT> or vector<2x2xT> (a row per 32-bit
-/// register), a paired one a vector<2x8xT> or vector<1x8xT> (eight values
-/// of each row the lane holds), an accumulator a vector<4xf32>. Fragments
-/// may be carried by loops (TensorCoreTile's prefetched steps).
+/// `convert` then rebuilds the fragment ops on each lane's part of their
+/// fragments (Fragments.h). Fragments may be carried by loops
+/// (TensorCoreTile's prefetched steps).
 class TensorKernel {
 public:
   explicit TensorKernel(gpu::LaunchOp launch) : launch(launch) {}
