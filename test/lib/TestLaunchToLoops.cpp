@@ -27,14 +27,23 @@
 // `flashnorm.gemm_lt` (cuBLASLt) becomes the loops of what cuBLASLt
 // computes: each output's products summed in f32, rounded once to the
 // output's type.
+// Each `vector.contract` (the tensor-core kernels' m16n8k16 fragments)
+// becomes loops over its iteration space on stack buffers, with the
+// arithmetic the CPU lowering's outer products do (each output's products
+// in k order, fused multiply-adds in the accumulator's type). Unrolled,
+// one fragment was 256 vector FMAs and twice as many element moves: a
+// kernel of 24 fragments made 11 MB of LLVM IR, whose compilation was
+// most of the time the tests of those kernels took.
 //
 //===----------------------------------------------------------------------===//
 
 #include "flashnorm/Dialect/FlashNorm/IR/FlashNormOps.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Async/IR/Async.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -49,8 +58,8 @@
 using namespace mlir;
 
 namespace {
-/// Loops over the three values in `ubs`, innermost last; calls `body` with
-/// the three induction variables.
+/// Loops from 0 to each value of `ubs`, innermost last; calls `body` with
+/// the induction variables.
 void buildNest(OpBuilder &b, Location loc, ArrayRef<Value> ubs,
                function_ref<void(OpBuilder &, ArrayRef<Value>)> body) {
   Value zero = arith::ConstantIndexOp::create(b, loc, 0);
@@ -75,8 +84,8 @@ struct TestLaunchToLoopsPass
     return "Test only: run gpu.launch bodies as sequential CPU loops";
   }
   void getDependentDialects(DialectRegistry &registry) const override {
-    registry.insert<scf::SCFDialect, arith::ArithDialect, memref::MemRefDialect,
-                    vector::VectorDialect>();
+    registry.insert<scf::SCFDialect, arith::ArithDialect, math::MathDialect,
+                    memref::MemRefDialect, vector::VectorDialect>();
   }
 
   void runOnOperation() override {
@@ -90,6 +99,97 @@ struct TestLaunchToLoopsPass
     for (gpu::LaunchOp launch : launches)
       if (failed(lower(launch)))
         return signalPassFailure();
+    SmallVector<vector::ContractionOp> contracts;
+    getOperation().walk(
+        [&](vector::ContractionOp op) { contracts.push_back(op); });
+    StackBuffers buffers;
+    for (vector::ContractionOp contract : contracts)
+      if (failed(contractAsLoops(contract, buffers)))
+        return signalPassFailure();
+  }
+
+  /// `contract` as loops on stack buffers: its operands stored, each point
+  /// of the iteration space adding its product to the accumulator's
+  /// element, the accumulator read back. The buffers are allocated once at
+  /// the start of the function or async task that runs the contraction (an
+  /// alloca in a loop would take more stack each iteration; an alloca
+  /// scope around the loops would hold several blocks once they are
+  /// branches), one per operand, shape and type: the contractions of a task
+  /// run one after another, each done with its buffers when it ends.
+  using StackBuffers = DenseMap<std::tuple<Block *, unsigned, Type>, Value>;
+  LogicalResult contractAsLoops(vector::ContractionOp contract,
+                                StackBuffers &buffers) {
+    auto accType = dyn_cast<VectorType>(contract.getAccType());
+    SmallVector<AffineMap> maps = contract.getIndexingMapsArray();
+    // Operands of floats no wider than the accumulator's, extended to it.
+    auto widens = [&](Type type) {
+      auto from = dyn_cast<FloatType>(type);
+      auto to = dyn_cast<FloatType>(accType.getElementType());
+      return from && to && from.getWidth() <= to.getWidth();
+    };
+    if (!accType || !widens(contract.getLhsType().getElementType()) ||
+        !widens(contract.getRhsType().getElementType()) ||
+        contract.getKind() != vector::CombiningKind::ADD ||
+        isa<vector::MaskingOpInterface>(contract->getParentOp()) ||
+        !llvm::all_of(
+            maps, [](AffineMap map) { return map.isProjectedPermutation(); }))
+      return contract.emitError("only unmasked float contractions that add, "
+                                "their maps projected permutations, run here");
+    Operation *task = contract->getParentOp();
+    while (!isa<func::FuncOp, async::ExecuteOp>(task))
+      task = task->getParentOp();
+    Block *entry = &task->getRegion(0).front();
+    SmallVector<int64_t> bounds;
+    contract.getIterationBounds(bounds);
+    OpBuilder b(contract);
+    Location loc = contract.getLoc();
+    Type accElement = accType.getElementType();
+    Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+    auto stored = [&](Value vector, unsigned operand) -> Value {
+      auto type = cast<VectorType>(vector.getType());
+      auto bufferType = MemRefType::get(type.getShape(), type.getElementType());
+      Value &buffer = buffers[{entry, operand, bufferType}];
+      if (!buffer) {
+        OpBuilder atEntry = OpBuilder::atBlockBegin(entry);
+        buffer = memref::AllocaOp::create(atEntry, loc, bufferType);
+      }
+      SmallVector<Value> origin(type.getRank(), zero);
+      SmallVector<bool> inBounds(type.getRank(), true);
+      vector::TransferWriteOp::create(b, loc, vector, buffer, origin, inBounds);
+      return buffer;
+    };
+    Value lhs = stored(contract.getLhs(), 0),
+          rhs = stored(contract.getRhs(), 1),
+          acc = stored(contract.getAcc(), 2);
+    SmallVector<Value> ubs;
+    for (int64_t bound : bounds)
+      ubs.push_back(arith::ConstantIndexOp::create(b, loc, bound));
+    buildNest(b, loc, ubs, [&](OpBuilder &nb, ArrayRef<Value> ivs) {
+      auto at = [&](AffineMap map) {
+        SmallVector<Value> indices;
+        for (AffineExpr e : map.getResults())
+          indices.push_back(ivs[cast<AffineDimExpr>(e).getPosition()]);
+        return indices;
+      };
+      auto load = [&](Value buffer, AffineMap map) -> Value {
+        Value v = memref::LoadOp::create(nb, loc, buffer, at(map));
+        return v.getType() == accElement
+                   ? v
+                   : arith::ExtFOp::create(nb, loc, accElement, v);
+      };
+      Value sum = math::FmaOp::create(nb, loc, load(lhs, maps[0]),
+                                      load(rhs, maps[1]), load(acc, maps[2]));
+      memref::StoreOp::create(nb, loc, sum, acc, at(maps[2]));
+    });
+    SmallVector<Value> origin(accType.getRank(), zero);
+    SmallVector<bool> inBounds(accType.getRank(), true);
+    Value padding =
+        arith::ConstantOp::create(b, loc, b.getZeroAttr(accElement));
+    Value result = vector::TransferReadOp::create(b, loc, accType, acc, origin,
+                                                  padding, inBounds);
+    contract.getResult().replaceAllUsesWith(result);
+    contract.erase();
+    return success();
   }
 
   /// A thread's loops, one output each, k innermost (sequential).
