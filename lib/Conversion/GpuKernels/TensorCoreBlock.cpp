@@ -253,28 +253,26 @@ void kernels::buildTensorCoreBlock(KernelBuilder &builder,
   AffineMap transposed = AffineMap::get(3, 0, {d2, d1}, ctx);
   auto multiply = [&](OpBuilder &mb, Location l, Value stage,
                       SmallVector<Value> accs) {
-    auto fragment = [&](Value ring, Value r, int64_t kk) {
+    // A 16 x 16 fragment at `rows` and k = kk of a stage whose rows run
+    // along k (read as stored) or along n (read transposed).
+    auto fragment = [&](Value ring, Value rows, int64_t kk, bool alongK) {
+      Value at = index(kk);
       return vector::TransferReadOp::create(
           mb, l, VectorType::get({16, 16}, type), ring,
-          ValueRange{stage, r, index(kk)}, AffineMapAttr::get(asStored), pad,
-          Value(), mb.getBoolArrayAttr(inBounds));
-    };
-    auto weightFragment = [&](Value n, int64_t kk) {
-      if (p.transposeB)
-        return fragment(ringW, n, kk);
-      return vector::TransferReadOp::create(
-          mb, l, VectorType::get({16, 16}, type), ringW,
-          ValueRange{stage, index(kk), n}, AffineMapAttr::get(transposed), pad,
-          Value(), mb.getBoolArrayAttr(inBounds));
+          alongK ? ValueRange{stage, rows, at} : ValueRange{stage, at, rows},
+          AffineMapAttr::get(alongK ? asStored : transposed), pad, Value(),
+          mb.getBoolArrayAttr(inBounds));
     };
     for (int64_t kk = 0; kk < kBlockK; kk += 16) {
       SmallVector<Value> as, ws;
       for (int64_t i = 0; i < mTiles; ++i)
-        as.push_back(fragment(ringA, apply(mb, l, d0 + 16 * i, {wm}), kk));
+        as.push_back(
+            fragment(ringA, apply(mb, l, d0 + 16 * i, {wm}), kk, true));
       // Two n-tiles' weight fragments per read, split in halves: one
       // ldmatrix.x4 where each alone is an x2.
       for (int64_t j = 0; j < nTiles; j += 2) {
-        Value both = weightFragment(apply(mb, l, d0 + 8 * j, {wn}), kk);
+        Value both =
+            fragment(ringW, apply(mb, l, d0 + 8 * j, {wn}), kk, p.transposeB);
         for (int64_t half = 0; half < 2; ++half)
           ws.push_back(vector::ExtractStridedSliceOp::create(
               mb, l, both, ArrayRef<int64_t>{8 * half, 0},
