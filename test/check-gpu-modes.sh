@@ -48,10 +48,11 @@ case $target in
 esac > "$out.ref"
 for mode in auto streams fused serial; do
   if [ "$target" = cpu ]; then
+    # One process: a model's weights are printed and parsed once.
     flashnorm-opt "$out.rewritten.mlir" \
-      --flashnorm-gpu-to-kernels="defer-mode=$mode gemm=codegen ${GPU_KERNEL_OPTIONS:-}" |
-      flashnorm-opt --pass-pipeline='builtin.module(func.func(flashnorm-test-gpu-launch-to-loops))' |
-      flashnorm-opt --flashnorm-cpu-buffers-to-llvm=vectorize=false |
+      --flashnorm-gpu-to-kernels="defer-mode=$mode gemm=codegen ${GPU_KERNEL_OPTIONS:-}" \
+      --flashnorm-test-gpu-launch-to-loops \
+      --flashnorm-cpu-buffers-to-llvm=vectorize=false |
       run "$async" > "$out.$mode"
   else
     flashnorm-opt "$out.rewritten.mlir" \
