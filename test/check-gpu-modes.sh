@@ -34,7 +34,7 @@ fi
 utils="$MLIR_LIB_DIR/libmlir_runner_utils.so,$MLIR_LIB_DIR/libmlir_c_runner_utils.so"
 # On the CPU the JIT does not optimize: each program runs once, on small
 # inputs, and LLVM's -O2 (fully unrolling the loops over a block's threads)
-# took longer than the run it would speed up: about a third of this
+# took longer than the run it would speed up: over a quarter of this
 # script's time.
 case $target in cpu) jit=-O0 ;; *) jit=-O2 ;; esac
 run() { mlir-runner $jit -e main -entry-point-result=void -shared-libs="$utils,$1"; }
