@@ -16,7 +16,10 @@
 # Every program is flashnorm-opt -> mlir-translate -> llc -> cc, linked
 # against the driver stub; the real driver is loaded where it runs.
 #   scripts/gpu-kit.sh [DIR]      (default build/gpu-kit; needs ./setup.sh)
-# Prints the kit's size and fails over 32 MiB.
+# Prints the kit's size and fails over 32 MiB. FLASHNORM_KIT_BENCH=sample
+# compiles a quarter of the benchmark's builds, every configuration at one
+# shape in turn (configs.py --sample): what CI builds and starts; a GPU
+# machine gets the whole kit.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 kit=${1:-$root/build/gpu-kit}
@@ -24,6 +27,12 @@ build=${FLASHNORM_BUILD_DIR:-$root/build}
 llvm=/usr/lib/llvm-22/bin
 cuda=${CUDA_ROOT:-/usr/local/cuda}
 jobs=${FLASHNORM_KIT_JOBS:-$(nproc)}
+case ${FLASHNORM_KIT_BENCH:-all} in
+  all) sample=() ;;
+  sample) sample=(--sample) ;;
+  *) echo "gpu-kit: FLASHNORM_KIT_BENCH is all or sample, not '$FLASHNORM_KIT_BENCH'" >&2
+    exit 1 ;;
+esac
 limit_mib=32
 
 for f in "$build/bin/flashnorm-opt" "$build/bin/flashnorm-gen" \
@@ -150,14 +159,14 @@ export -f runtime_test
 
 bench_build() {
   local name=$1 options=$2
-  # One process for both pipelines: 224 builds, each start of the tool and
+  # One process for both pipelines: 224 builds (56 sampled), each start of the tool and
   # print and parse of the module between them costs.
   flashnorm-opt "$kit/obj/programs/$name.mlir" --flashnorm \
     --flashnorm-gpu-pipeline="$options" | link so "bench/$name.so"
 }
 export -f bench_build
 
-python3 "$root/bench/gpu/configs.py" programs "$kit/obj/programs"
+python3 "$root/bench/gpu/configs.py" programs "$kit/obj/programs" ${sample[@]+"${sample[@]}"}
 cp "$kit/obj/programs/configs.json" "$kit/bench/"
 
 # Every job, one line each, run $jobs at a time; a failing job fails the kit.
@@ -206,9 +215,20 @@ git -C "$root" describe --always --dirty > "$kit/VERSION" 2>/dev/null ||
   echo unknown > "$kit/VERSION"
 
 bytes=$(du -sb "$kit" | cut -f1)
-mib=$(awk -v b="$bytes" 'BEGIN { printf "%.1f", b / 1048576 }')
-echo "gpu-kit: $kit: $(find "$kit" -type f | wc -l) files, $mib MiB," \
+mib() { awk -v b="$1" 'BEGIN { printf "%.1f", b / 1048576 }'; }
+echo "gpu-kit: $kit: $(find "$kit" -type f | wc -l) files, $(mib "$bytes") MiB," \
   "built in $((SECONDS - start)) s"
+if [ ${#sample[@]} -gt 0 ]; then
+  # The limit is the whole kit's: the sample's builds scaled to all of them
+  # (a build's size depends on its configuration, and the sample has every
+  # configuration at every shape).
+  built=$(ls "$kit"/bench/*.so | wc -l)
+  all=$(python3 -c 'import sys; sys.path.insert(0, sys.argv[1]); import configs; print(len(list(configs.builds())))' "$root/bench/gpu")
+  bench=$(du -sb "$kit/bench" | cut -f1)
+  bytes=$((bytes - bench + bench * all / built))
+  echo "gpu-kit: benchmark sample ($built of $all builds): the whole kit" \
+    "about $(mib "$bytes") MiB"
+fi
 if [ "$bytes" -gt $((limit_mib << 20)) ]; then
   echo "gpu-kit: over the $limit_mib MiB limit" >&2
   exit 1
