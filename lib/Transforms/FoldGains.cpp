@@ -1,5 +1,34 @@
-//===- FoldGains.cpp - Weightless normalization (FLASHNORM.md §1)
-//----------===//
+//===- FoldGains.cpp - Weightless normalization (FLASHNORM.md §1) --------===//
+//
+// flashnorm-fold-gains: a norm's learned gain g (and a LayerNorm's bias and
+// mean-centering) moves into the weights of the projections that read it,
+// (x / rms(x)) (diag(g) W) instead of ((x / rms(x)) diag(g)) W, and the
+// norm becomes weightless. Folded into all of its projections or none: a norm
+// with one reader it cannot fold keeps its gain, with a remark saying
+// which and why.
+//
+// Where the gain goes depends on where each weight lives, found by the
+// shared projection analysis (matchProjection, traceWeight):
+// - a constant: the raw-buffer weight folder (WeightFolder.h) scales it
+//   along the projection's k axis in one pass, in f64, rounded once to its
+//   type (with a query projection's attention scale, and centered for a
+//   LayerNorm where the type can carry it);
+// - a dequantization's per-input-channel factor: the factor takes the gain,
+//   the integers stay; an int8 weight with per-output-channel scales is
+//   requantized only with allow-requantize, within its tolerance;
+// - a function argument (prepare-function=true): a generated
+//   @<fn>_flashnorm_prepare, which the caller runs once on the weights,
+//   folds it;
+// - an extern global (fold-plan=FILE): the fold is recorded for
+//   flashnorm-fold-checkpoint, which applies it to the checkpoint.
+//
+// Plan, then apply (FoldGainsPattern): the plan reads the gain and every
+// projection's weight, the weight folder then makes every folded value in
+// new attributes, and only when both succeeded is anything replaced.
+//
+//===----------------------------------------------------------------------===//
+
+#include "PrepareFunction.h"
 
 #include "flashnorm/Analysis/Projection.h"
 #include "flashnorm/Dialect/FlashNorm/IR/FlashNormOps.h"
@@ -148,16 +177,6 @@ struct NormTraits {
   }
 };
 
-/// A weight argument whose fold moves into the prepare function.
-struct ArgFold {
-  unsigned weightArg;
-  int64_t axis;
-  /// The gain: an argument of the function, or a constant.
-  std::optional<unsigned> gainArg;
-  ElementsAttr gainConstant;
-  bool onePlus, center;
-};
-
 /// The entry-block argument `v` is, looking through reshapes.
 std::optional<unsigned> getArgumentThroughReshapes(Value v) {
   while (Operation *def = v.getDefiningOp()) {
@@ -173,10 +192,50 @@ std::optional<unsigned> getArgumentThroughReshapes(Value v) {
   return arg.getArgNumber();
 }
 
+/// One norm's fold, decided before anything changes: where the gain (and a
+/// LayerNorm's bias and mean-centering) goes for each projection, and then
+/// (`computeFolded`) the folded values themselves.
+struct NormFold {
+  Value gainValue, biasValue;
+  bool layer = false, onePlus = false;
+  /// A LayerNorm without gain or bias whose mean-centering alone is left
+  /// for the prepare function or the checkpoint.
+  bool centerOnly = false;
+  /// The mean-centering goes into the weights (every one can carry it).
+  bool center = false;
+  /// A runtime gain, folded through the prepare function.
+  std::optional<unsigned> gainArg;
+  SmallVector<double> gain, bias;
+  /// A gain or bias whose values are in a checkpoint (fold-plan only), and
+  /// the globals that hold them.
+  std::optional<PlanVector> gainRef, biasRef;
+  SmallVector<ml_program::GlobalOp> vectorGlobals;
+  /// Constant weights (and per-input-channel factors), weights in the
+  /// checkpoint, int8 weights to requantize, argument weights.
+  SmallVector<FoldTarget, 3> targets, checkpointTargets;
+  SmallVector<RequantTarget, 1> requantTargets;
+  SmallVector<ArgFold> argFolds;
+  unsigned numKFactors = 0;
+
+  /// What computeFolded made, one per target.
+  SmallVector<ElementsAttr> folded;
+  SmallVector<SmallVector<double>> biases;
+  SmallVector<SmallVector<ElementsAttr>> logitBiases;
+  unsigned numLogitScales = 0;
+  SmallVector<Requantized> requantized;
+  /// The requantized weights' errors, for the remark.
+  std::string requantErrors;
+
+  bool valuesInCheckpoint() const { return gainRef || biasRef; }
+};
+
 /// Folds a norm's gain (and a LayerNorm's bias and mean-centering) into the
 /// constant weights of all its projections, or into none of them. With
 /// `argFolds`, weights that are function arguments are folded through the
-/// prepare function instead (recorded there).
+/// prepare function instead (recorded there). Plan, then apply: `plan`
+/// reads the IR (the gain, each projection's weight), `computeFolded`
+/// makes every folded weight, each may refuse; only then does `apply`
+/// replace anything.
 template <typename NormOp> struct FoldGainsPattern : OpRewritePattern<NormOp> {
   FoldGainsPattern(MLIRContext *ctx, PassReporter &reporter, bool cloneShared,
                    std::optional<double> requantizeTolerance,
@@ -194,38 +253,73 @@ template <typename NormOp> struct FoldGainsPattern : OpRewritePattern<NormOp> {
 
   LogicalResult matchAndRewrite(NormOp norm,
                                 PatternRewriter &rewriter) const override {
-    constexpr bool layer = std::is_same_v<NormOp, LayerNormOp>;
-    Value gainValue = norm.getGain(), biasValue = NormTraits::getBias(norm);
+    std::string why;
+    FailureOr<NormFold> fold = plan(norm, why);
+    if (succeeded(fold) && failed(computeFolded(*fold, why)))
+      fold = failure();
+    if (failed(fold)) {
+      // Nothing to fold says nothing.
+      if (!why.empty())
+        reporter.refused(norm, "not folded: " + why);
+      return failure();
+    }
+    apply(rewriter, norm, *fold);
+    return success();
+  }
+
+  /// The norm's fold, or why not (`why` left empty where there is nothing
+  /// to fold). Reads the IR only.
+  FailureOr<NormFold> plan(NormOp norm, std::string &why) const {
+    NormFold f;
+    f.layer = std::is_same_v<NormOp, LayerNormOp>;
+    f.gainValue = norm.getGain();
+    f.biasValue = NormTraits::getBias(norm);
     // A weightless LayerNorm still has its centering to fold; defer-scale
     // does that for constant weights, only the prepare function can for
     // argument ones and only a plan for weights in a checkpoint.
-    bool centerOnly =
-        layer && !gainValue && !biasValue && (argFolds || checkpoint);
-    if ((!gainValue && !biasValue && !centerOnly) ||
+    f.centerOnly =
+        f.layer && !f.gainValue && !f.biasValue && (argFolds || checkpoint);
+    if ((!f.gainValue && !f.biasValue && !f.centerOnly) ||
         norm.getResult().use_empty())
       return failure();
     // Centered already, by the fold that dropped this norm's gain or bias.
-    if (centerOnly &&
+    if (f.centerOnly &&
         llvm::any_of(getUsesThroughRowRegrouping(norm.getResult()),
                      [](OpOperand *use) {
                        return use->getOwner()->hasAttr(kCenteredWeightsAttr);
                      }))
       return failure();
-    std::string why;
-    auto refuse = [&](const Twine &msg) {
-      reporter.refused(norm, "not folded: " + msg);
+    auto fail = [&](const Twine &msg) {
+      why = msg.str();
       return failure();
     };
     int64_t numFeatures = norm.getFeatureSize();
     if (ShapedType::isDynamic(numFeatures))
-      return refuse("the normalized dimension is dynamic");
-    bool onePlus = NormTraits::isOnePlus(norm);
-    // A runtime gain can only be folded through the prepare function.
-    std::optional<unsigned> gainArg;
-    SmallVector<double> gain(numFeatures, 1.0), bias;
-    // A gain or bias whose values are in a checkpoint (fold-plan only).
-    std::optional<PlanVector> gainRef, biasRef;
-    SmallVector<ml_program::GlobalOp> vectorGlobals;
+      return fail("the normalized dimension is dynamic");
+    f.onePlus = NormTraits::isOnePlus(norm);
+    f.gain.assign(numFeatures, 1.0);
+    if (failed(planVectors(norm, f, why)))
+      return failure();
+    // A LayerNorm's mean-centering goes into the weights too, unless one of
+    // them is too narrow to carry it (canCarryCentering): then it stays in
+    // the (weightless) norm, for every projection alike.
+    f.center = f.layer;
+    for (OpOperand *use : getUsesThroughRowRegrouping(norm.getResult()))
+      if (failed(planUse(norm, use, f, why)))
+        return failure();
+    for (ArgFold &a : f.argFolds)
+      a.center = f.center;
+    if (f.centerOnly &&
+        (!f.center || (f.argFolds.empty() && f.checkpointTargets.empty()))) {
+      why.clear(); // Nothing for this pass (defer-scale says why).
+      return failure();
+    }
+    return f;
+  }
+
+  /// The gain's and bias's values: constants, a runtime gain (prepare
+  /// function), or vectors of a checkpoint (fold plan).
+  LogicalResult planVectors(NormOp norm, NormFold &f, std::string &why) const {
     auto inCheckpoint = [&](Value v, std::optional<PlanVector> &ref,
                             StringRef what) -> LogicalResult {
       ml_program::GlobalOp global;
@@ -241,157 +335,159 @@ template <typename NormOp> struct FoldGainsPattern : OpRewritePattern<NormOp> {
         return failure();
       }
       ref = *vec;
-      vectorGlobals.push_back(global);
+      f.vectorGlobals.push_back(global);
       return success();
     };
-    if (gainValue) {
+    if (f.gainValue) {
       FailureOr<SmallVector<double>> g =
-          readFeatureConstant(gainValue, "gain", why);
+          readFeatureConstant(f.gainValue, "gain", why);
       if (succeeded(g)) {
-        gain = *g;
-        if (onePlus)
-          for (double &v : gain)
+        f.gain = *g;
+        if (f.onePlus)
+          for (double &v : f.gain)
             v += 1.0; // In f64, never in the gain's own type.
-      } else if (succeeded(inCheckpoint(gainValue, gainRef, "the gain"))) {
-        if (onePlus)
-          gainRef->offset += 1.0;
+      } else if (succeeded(inCheckpoint(f.gainValue, f.gainRef, "the gain"))) {
+        if (f.onePlus)
+          f.gainRef->offset += 1.0;
       } else if (refusedForCheckpoint.contains(norm)) {
-        return refuse(why);
+        return failure();
       } else if (!argFolds) {
-        if (getArgumentThroughReshapes(gainValue)) {
+        if (getArgumentThroughReshapes(f.gainValue)) {
           refusedForArguments.insert(norm);
           why += " (prepare-function=true folds it through a prepare "
                  "function)";
         }
-        return refuse(why);
-      } else if (!(gainArg = getArgumentThroughReshapes(gainValue))) {
-        return refuse(why);
+        return failure();
+      } else if (!(f.gainArg = getArgumentThroughReshapes(f.gainValue))) {
+        return failure();
       }
     }
-    if (biasValue) {
+    if (f.biasValue) {
       FailureOr<SmallVector<double>> b =
-          readFeatureConstant(biasValue, "bias", why);
+          readFeatureConstant(f.biasValue, "bias", why);
       if (succeeded(b))
-        bias = *b;
-      else if (failed(inCheckpoint(biasValue, biasRef, "the bias")))
-        return refuse(why);
+        f.bias = *b;
+      else if (failed(inCheckpoint(f.biasValue, f.biasRef, "the bias")))
+        return failure();
     }
-    bool valuesInCheckpoint = gainRef || biasRef;
+    return success();
+  }
 
-    SmallVector<FoldTarget, 3> targets, checkpointTargets;
-    SmallVector<RequantTarget, 1> requantTargets;
-    unsigned numKFactors = 0;
-    SmallVector<ArgFold> newArgFolds;
-    // A LayerNorm's mean-centering goes into the weights too, unless one of
-    // them is too narrow to carry it (canCarryCentering): then it stays in
-    // the (weightless) norm, for every projection alike.
-    bool center = layer;
-    for (OpOperand *use : getUsesThroughRowRegrouping(norm.getResult())) {
-      Operation *user = use->getOwner();
-      auto userRefusal = [&]() {
-        return refuse("user '" + user->getName().getStringRef() + "' at " +
-                      formatLoc(user->getLoc()) + ": " + why);
-      };
-      FailureOr<Projection> projection = matchProjection(*use, &why);
-      if (failed(projection))
-        return userRefusal();
-      if (biasValue && !projection->rowPreserving) {
-        why = "a bias folds only through a projection whose rows are the "
-              "norm's rows";
+  /// Where the fold goes for one projection reading the norm: its
+  /// constant weight, the per-input-channel factor of its dequantization,
+  /// its int8 weight (requantized), its argument weight (the prepare
+  /// function) or its weight in the checkpoint (the fold plan).
+  LogicalResult planUse(NormOp norm, OpOperand *use, NormFold &f,
+                        std::string &why) const {
+    Operation *user = use->getOwner();
+    auto fail = [&](const Twine &msg) {
+      why = msg.str();
+      return failure();
+    };
+    auto userRefusal = [&]() {
+      return fail("user '" + user->getName().getStringRef() + "' at " +
+                  formatLoc(user->getLoc()) + ": " + why);
+    };
+    FailureOr<Projection> projection = matchProjection(*use, &why);
+    if (failed(projection))
+      return userRefusal();
+    if (f.biasValue && !projection->rowPreserving) {
+      why = "a bias folds only through a projection whose rows are the "
+            "norm's rows";
+      return userRefusal();
+    }
+    FailureOr<WeightSource> source =
+        traceWeight(projection->getWeight(), projection->weightAxis,
+                    /*allowArgument=*/argFolds != nullptr, &why);
+    // A quantized weight with a per-input-channel factor: the gain folds
+    // into the factor, the integers stay (the factor becomes the target).
+    FailureOr<KFactorSource> kFactor =
+        failed(source) ? traceWeightToKFactor(projection->getWeight(),
+                                              projection->weightAxis)
+                       : FailureOr<KFactorSource>(failure());
+    if (succeeded(kFactor)) {
+      if (f.layer)
+        why = "its weight is quantized: a LayerNorm's mean-centering "
+              "cannot fold into the per-input-channel factor of its "
+              "dequantization";
+      else if (f.gainArg || f.valuesInCheckpoint())
+        why = "its weight's per-input-channel factor is a constant but "
+              "the gain is not";
+      else if (!isUsedOnce(kFactor->dequant, kFactor->chain))
+        why = "its dequantized weight has other users";
+      else {
+        Projection factorUse;
+        factorUse.op = kFactor->dequant;
+        factorUse.weightIndex = kFactor->factorOperand;
+        f.targets.push_back(
+            {factorUse, kFactor->factor, getLogitScale(*projection)});
+        ++f.numKFactors;
+        return success();
+      }
+      return userRefusal();
+    }
+    // Opt-in: an int8 weight with per-output-channel scales takes the
+    // gain by requantizing (inexact, reported with its error).
+    FailureOr<Int8Dequant> requant =
+        failed(source) && requantizeTolerance
+            ? traceWeightToInt8Dequant(projection->getWeight(),
+                                       projection->weightAxis)
+            : FailureOr<Int8Dequant>(failure());
+    if (succeeded(requant)) {
+      if (f.layer)
+        why = "its weight is quantized: a LayerNorm's mean-centering and "
+              "bias are not requantized";
+      else if (f.gainArg || f.valuesInCheckpoint())
+        why = "its weight is a constant int8 tensor but the gain is not "
+              "a constant";
+      else if (!isUsedOnce(requant->dequant, requant->chain))
+        why = "its dequantized weight has other users";
+      else {
+        f.requantTargets.push_back({*projection, *requant});
+        return success();
+      }
+      return userRefusal();
+    }
+    if (failed(source)) {
+      if (!argFolds &&
+          succeeded(traceWeight(projection->getWeight(), projection->weightAxis,
+                                /*allowArgument=*/true))) {
+        refusedForArguments.insert(norm);
+        why += " (prepare-function=true folds it through a prepare "
+               "function)";
+      }
+      return userRefusal();
+    }
+    f.center &= canCarryCentering(
+        getElementTypeOrSelf(source->argument ? source->argument.getType()
+                             : source->global ? source->global.getType()
+                                              : source->value.getShapedType()));
+    // Ops between the weight and the projection, and the weight itself,
+    // must have no other users: the fold changes what they hold.
+    auto sharedVia = [&]() -> Operation * {
+      for (Operation *op : source->chain)
+        if (!op->getResult(0).hasOneUse())
+          return op;
+      return nullptr;
+    };
+    auto sharedRefusal = [&]() {
+      return fail("the weight of '" + user->getName().getStringRef() +
+                  "' has other users and clone-shared-weights=false");
+    };
+    if (source->global && !source->value) {
+      // The weight is in a checkpoint: the fold goes into the plan.
+      std::string name = source->global.getSymName().str();
+      if (!checkpoint) {
+        refusedForCheckpoint.insert(norm);
+        why = "its weight is the extern global @" + name +
+              " (fold-plan=FILE records the fold for "
+              "flashnorm-fold-checkpoint)";
         return userRefusal();
       }
-      FailureOr<WeightSource> source =
-          traceWeight(projection->getWeight(), projection->weightAxis,
-                      /*allowArgument=*/argFolds != nullptr, &why);
-      // A quantized weight with a per-input-channel factor: the gain folds
-      // into the factor, the integers stay (the factor becomes the target).
-      FailureOr<KFactorSource> kFactor =
-          failed(source) ? traceWeightToKFactor(projection->getWeight(),
-                                                projection->weightAxis)
-                         : FailureOr<KFactorSource>(failure());
-      if (succeeded(kFactor)) {
-        if (layer)
-          why = "its weight is quantized: a LayerNorm's mean-centering "
-                "cannot fold into the per-input-channel factor of its "
-                "dequantization";
-        else if (gainArg || valuesInCheckpoint)
-          why = "its weight's per-input-channel factor is a constant but "
-                "the gain is not";
-        else if (!isUsedOnce(kFactor->dequant, kFactor->chain))
-          why = "its dequantized weight has other users";
-        else {
-          Projection factorUse;
-          factorUse.op = kFactor->dequant;
-          factorUse.weightIndex = kFactor->factorOperand;
-          targets.push_back(
-              {factorUse, kFactor->factor, getLogitScale(*projection)});
-          ++numKFactors;
-          continue;
-        }
-        return userRefusal();
-      }
-      // Opt-in: an int8 weight with per-output-channel scales takes the
-      // gain by requantizing (inexact, reported with its error).
-      FailureOr<Int8Dequant> requant =
-          failed(source) && requantizeTolerance
-              ? traceWeightToInt8Dequant(projection->getWeight(),
-                                         projection->weightAxis)
-              : FailureOr<Int8Dequant>(failure());
-      if (succeeded(requant)) {
-        if (layer)
-          why = "its weight is quantized: a LayerNorm's mean-centering and "
-                "bias are not requantized";
-        else if (gainArg || valuesInCheckpoint)
-          why = "its weight is a constant int8 tensor but the gain is not "
-                "a constant";
-        else if (!isUsedOnce(requant->dequant, requant->chain))
-          why = "its dequantized weight has other users";
-        else {
-          requantTargets.push_back({*projection, *requant});
-          continue;
-        }
-        return userRefusal();
-      }
-      if (failed(source)) {
-        if (!argFolds && succeeded(traceWeight(projection->getWeight(),
-                                               projection->weightAxis,
-                                               /*allowArgument=*/true))) {
-          refusedForArguments.insert(norm);
-          why += " (prepare-function=true folds it through a prepare "
-                 "function)";
-        }
-        return userRefusal();
-      }
-      center &= canCarryCentering(getElementTypeOrSelf(
-          source->argument ? source->argument.getType()
-          : source->global ? source->global.getType()
-                           : source->value.getShapedType()));
-      // Ops between the weight and the projection, and the weight itself,
-      // must have no other users: the fold changes what they hold.
-      auto sharedVia = [&]() -> Operation * {
-        for (Operation *op : source->chain)
-          if (!op->getResult(0).hasOneUse())
-            return op;
-        return nullptr;
-      };
-      if (source->global && !source->value) {
-        // The weight is in a checkpoint: the fold goes into the plan.
-        std::string name = source->global.getSymName().str();
-        if (!checkpoint) {
-          refusedForCheckpoint.insert(norm);
-          why = "its weight is the extern global @" + name +
-                " (fold-plan=FILE records the fold for "
-                "flashnorm-fold-checkpoint)";
-          return userRefusal();
-        }
-        if (!cloneShared &&
-            (!source->constant->getResult(0).hasOneUse() || sharedVia()))
-          return refuse("the weight of '" + user->getName().getStringRef() +
-                        "' has other users and clone-shared-weights=false");
-        if (!biasValue) {
-          checkpointTargets.push_back({*projection, *source});
-          continue;
-        }
+      if (!cloneShared &&
+          (!source->constant->getResult(0).hasOneUse() || sharedVia()))
+        return sharedRefusal();
+      if (f.biasValue) {
         // The folded bias is one value per output feature: the weight's
         // other dimensions must be just those.
         auto type = cast<RankedTensorType>(source->global.getType());
@@ -400,137 +496,140 @@ template <typename NormOp> struct FoldGainsPattern : OpRewritePattern<NormOp> {
         auto result =
             cast<RankedTensorType>(projection->op->getResult(0).getType());
         if (rest != result.getShape().back())
-          return refuse("the bias cannot be folded through the weight of '" +
-                        user->getName().getStringRef() +
-                        "' (it needs one output-feature dimension)");
-        checkpointTargets.push_back({*projection, *source});
-        continue;
+          return fail("the bias cannot be folded through the weight of '" +
+                      user->getName().getStringRef() +
+                      "' (it needs one output-feature dimension)");
       }
-      if (valuesInCheckpoint)
-        return refuse("the " + Twine(gainRef ? "gain" : "bias") +
-                      " is in the checkpoint but the weight of '" +
-                      user->getName().getStringRef() + "' is not");
-      if (BlockArgument arg = source->argument) {
-        unsigned index = arg.getArgNumber();
-        Operation *shared = sharedVia();
-        why = !arg.hasOneUse() ? "weight argument #" + std::to_string(index) +
-                                     " has other users"
-              : shared ? "weight argument #" + std::to_string(index) +
-                             " reaches other users through '" +
-                             shared->getName().getStringRef().str() + "'"
-              : !cast<ShapedType>(arg.getType()).hasStaticShape()
-                  ? "weight argument #" + std::to_string(index) +
-                        " has a dynamic shape"
-              : !bias.empty()
-                  ? "a LayerNorm bias cannot be folded through argument "
-                    "weights"
-              : llvm::any_of(
-                    *argFolds,
-                    [&](const ArgFold &f) { return f.weightArg == index; })
-                  ? "weight argument #" + std::to_string(index) +
-                        " is already folded for another norm"
-                  : "";
-        if (!why.empty())
-          return userRefusal();
-        ArgFold fold{index,          source->axis, gainArg,
-                     ElementsAttr(), onePlus,      layer};
-        if (!gainArg && gainValue) {
-          Attribute attr;
-          (void)matchPattern(gainValue, m_Constant(&attr));
-          fold.gainConstant = cast<ElementsAttr>(attr);
-        }
-        newArgFolds.push_back(fold);
-        continue;
-      }
-      if (gainArg)
-        return refuse("user '" + user->getName().getStringRef() +
-                      "' has a constant weight but the gain is an argument");
-      if (!cloneShared &&
-          (!source->constant->getResult(0).hasOneUse() || sharedVia()))
-        return refuse("the weight of '" + user->getName().getStringRef() +
-                      "' has other users and clone-shared-weights=false");
-      targets.push_back({*projection, *source, getLogitScale(*projection)});
+      f.checkpointTargets.push_back({*projection, *source});
+      return success();
     }
+    if (f.valuesInCheckpoint())
+      return fail("the " + Twine(f.gainRef ? "gain" : "bias") +
+                  " is in the checkpoint but the weight of '" +
+                  user->getName().getStringRef() + "' is not");
+    if (BlockArgument arg = source->argument) {
+      unsigned index = arg.getArgNumber();
+      Operation *shared = sharedVia();
+      why =
+          !arg.hasOneUse()
+              ? "weight argument #" + std::to_string(index) + " has other users"
+          : shared ? "weight argument #" + std::to_string(index) +
+                         " reaches other users through '" +
+                         shared->getName().getStringRef().str() + "'"
+          : !cast<ShapedType>(arg.getType()).hasStaticShape()
+              ? "weight argument #" + std::to_string(index) +
+                    " has a dynamic shape"
+          : !f.bias.empty()
+              ? "a LayerNorm bias cannot be folded through argument "
+                "weights"
+          : llvm::any_of(*argFolds,
+                         [&](const ArgFold &a) { return a.weightArg == index; })
+              ? "weight argument #" + std::to_string(index) +
+                    " is already folded for another norm"
+              : "";
+      if (!why.empty())
+        return userRefusal();
+      ArgFold fold{index,          source->axis, f.gainArg,
+                   ElementsAttr(), f.onePlus,    f.layer};
+      if (!f.gainArg && f.gainValue) {
+        Attribute attr;
+        (void)matchPattern(f.gainValue, m_Constant(&attr));
+        fold.gainConstant = cast<ElementsAttr>(attr);
+      }
+      f.argFolds.push_back(fold);
+      return success();
+    }
+    if (f.gainArg)
+      return fail("user '" + user->getName().getStringRef() +
+                  "' has a constant weight but the gain is an argument");
+    if (!cloneShared &&
+        (!source->constant->getResult(0).hasOneUse() || sharedVia()))
+      return sharedRefusal();
+    f.targets.push_back({*projection, *source, getLogitScale(*projection)});
+    return success();
+  }
 
-    for (ArgFold &f : newArgFolds)
-      f.center = center;
-    if (centerOnly &&
-        (!center || (newArgFolds.empty() && checkpointTargets.empty())))
-      return failure(); // Nothing for this pass (defer-scale says why).
-    // Compute every folded weight and bias first: a failure leaves the IR
-    // untouched.
-    SmallVector<ElementsAttr> folded;
-    SmallVector<SmallVector<double>> biases;
-    SmallVector<SmallVector<ElementsAttr>> logitBiases;
-    unsigned numLogitScales = 0;
-    for (const FoldTarget &t : targets) {
+  /// Every folded weight, bias and requantized weight, in new attributes
+  /// (the raw-buffer weight folder); the IR is untouched, so a failure
+  /// leaves it as it was.
+  LogicalResult computeFolded(NormFold &f, std::string &why) const {
+    auto fail = [&](const Twine &msg) {
+      why = msg.str();
+      return failure();
+    };
+    for (const FoldTarget &t : f.targets) {
       // The attention scale goes in with the gain (one rounding), and into
       // the biases on the way to the logits.
       double c = t.logit ? t.logit->factor : 1.0;
-      SmallVector<double> scale(gain);
+      SmallVector<double> scale(f.gain);
       for (double &v : scale)
         v *= c;
-      logitBiases.emplace_back();
+      f.logitBiases.emplace_back();
       if (t.logit) {
-        ++numLogitScales;
+        ++f.numLogitScales;
         for (auto &[add, b] : t.logit->biases) {
           int64_t n = b.value.getShapedType().getDimSize(b.axis);
           FailureOr<ElementsAttr> scaled =
               scaleAlongAxis(b.value, b.axis, SmallVector<double>(n, c), &why);
           if (failed(scaled))
-            return refuse("a bias before the attention logits: " + why);
-          logitBiases.back().push_back(*scaled);
+            return fail("a bias before the attention logits: " + why);
+          f.logitBiases.back().push_back(*scaled);
         }
       }
       FailureOr<ElementsAttr> attr =
-          center ? scaleAndCenterAlongAxis(t.source.value, t.source.axis, scale,
-                                           &why)
-                 : scaleAlongAxis(t.source.value, t.source.axis, scale, &why);
+          f.center ? scaleAndCenterAlongAxis(t.source.value, t.source.axis,
+                                             scale, &why)
+                   : scaleAlongAxis(t.source.value, t.source.axis, scale, &why);
       if (failed(attr))
-        return refuse("weight of '" +
-                      t.projection.op->getName().getStringRef() + "': " + why);
-      folded.push_back(*attr);
-      if (bias.empty())
+        return fail("weight of '" + t.projection.op->getName().getStringRef() +
+                    "': " + why);
+      f.folded.push_back(*attr);
+      if (f.bias.empty())
         continue;
       FailureOr<SmallVector<double>> b =
-          contractAlongAxis(t.source.value, t.source.axis, bias, &why);
+          contractAlongAxis(t.source.value, t.source.axis, f.bias, &why);
       auto resultType =
           cast<RankedTensorType>(t.projection.op->getResult(0).getType());
       if (failed(b) ||
           static_cast<int64_t>(b->size()) != resultType.getShape().back())
-        return refuse("the bias cannot be folded through the weight of '" +
-                      t.projection.op->getName().getStringRef() +
-                      "' (it needs one output-feature dimension)");
+        return fail("the bias cannot be folded through the weight of '" +
+                    t.projection.op->getName().getStringRef() +
+                    "' (it needs one output-feature dimension)");
       for (double &v : *b)
         v *= c;
-      biases.push_back(*b);
+      f.biases.push_back(*b);
     }
-    SmallVector<Requantized> requantized;
-    std::string errors;
-    for (const RequantTarget &t : requantTargets) {
+    for (const RequantTarget &t : f.requantTargets) {
       const Int8Dequant &d = t.dequant;
       FailureOr<Requantized> r =
-          requantizeInt8(d.q.value, d.q.axis, d.scale.value, gain, &why);
+          requantizeInt8(d.q.value, d.q.axis, d.scale.value, f.gain, &why);
       if (failed(r))
-        return refuse("the int8 weight of '" +
-                      t.projection.op->getName().getStringRef() +
-                      "' cannot be requantized: " + why);
+        return fail("the int8 weight of '" +
+                    t.projection.op->getName().getStringRef() +
+                    "' cannot be requantized: " + why);
       std::string stats = "max abs error " + formatNumber(r->maxAbsError) +
                           ", RMS error " + formatNumber(r->relRmsError) +
                           " of the weight's RMS, output error "
                           "<= " +
                           formatNumber(r->outputBound) + " per unit-RMS row";
       if (r->relRmsError > *requantizeTolerance)
-        return refuse("requantizing the int8 weight of '" +
-                      t.projection.op->getName().getStringRef() + "' at " +
-                      formatLoc(t.projection.op->getLoc()) + " with the gain " +
-                      "exceeds requantize-tolerance=" +
-                      formatNumber(*requantizeTolerance) + " (" + stats + ")");
-      errors += "; '" + t.projection.op->getName().getStringRef().str() +
-                "' at " + formatLoc(t.projection.op->getLoc()) + ": " + stats;
-      requantized.push_back(*r);
+        return fail("requantizing the int8 weight of '" +
+                    t.projection.op->getName().getStringRef() + "' at " +
+                    formatLoc(t.projection.op->getLoc()) + " with the gain " +
+                    "exceeds requantize-tolerance=" +
+                    formatNumber(*requantizeTolerance) + " (" + stats + ")");
+      f.requantErrors +=
+          "; '" + t.projection.op->getName().getStringRef().str() + "' at " +
+          formatLoc(t.projection.op->getLoc()) + ": " + stats;
+      f.requantized.push_back(*r);
     }
-    for (auto [t, r] : llvm::zip(requantTargets, requantized)) {
+    return success();
+  }
+
+  /// Replaces the weights with their folded values, records the checkpoint
+  /// and prepare-function folds, and makes the norm weightless.
+  void apply(PatternRewriter &rewriter, NormOp norm, NormFold &f) const {
+    for (auto [t, r] : llvm::zip(f.requantTargets, f.requantized)) {
       const Int8Dequant &d = t.dequant;
       Projection qUse, scaleUse;
       qUse.op = scaleUse.op = d.dequant;
@@ -542,75 +641,75 @@ template <typename NormOp> struct FoldGainsPattern : OpRewritePattern<NormOp> {
         if (src->global)
           replacedGlobals.insert(src->global);
     }
-    for (auto [i, t] : llvm::enumerate(targets)) {
+    for (auto [i, t] : llvm::enumerate(f.targets)) {
       if (t.source.global)
         replacedGlobals.insert(t.source.global);
-      replaceWeight(rewriter, t.projection, t.source, folded[i]);
+      replaceWeight(rewriter, t.projection, t.source, f.folded[i]);
       if (t.logit)
-        bypassLogitScale(rewriter, *t.logit, logitBiases[i]);
-      if (!biases.empty())
-        addOutputBias(rewriter, t.projection.op, biases[i]);
+        bypassLogitScale(rewriter, *t.logit, f.logitBiases[i]);
+      if (!f.biases.empty())
+        addOutputBias(rewriter, t.projection.op, f.biases[i]);
     }
     // The gain and bias tensors too are read by the plan only, now.
-    for (ml_program::GlobalOp global : vectorGlobals)
+    for (ml_program::GlobalOp global : f.vectorGlobals)
       replacedGlobals.insert(global);
-    for (const FoldTarget &t : checkpointTargets)
-      recordCheckpointFold(rewriter, t, gainValue ? gainRef : std::nullopt,
-                           gain, biasValue ? biasRef : std::nullopt, bias,
-                           /*scale=*/gainValue || center, center);
+    for (const FoldTarget &t : f.checkpointTargets)
+      recordCheckpointFold(rewriter, t, f.gainValue ? f.gainRef : std::nullopt,
+                           f.gain, f.biasValue ? f.biasRef : std::nullopt,
+                           f.bias,
+                           /*scale=*/f.gainValue || f.center, f.center);
     // Every projection's weight is now centered for a LayerNorm.
-    if (center)
+    if (f.center)
       for (OpOperand *use : getUsesThroughRowRegrouping(norm.getResult()))
         rewriter.modifyOpInPlace(use->getOwner(), [&] {
           use->getOwner()->setAttr(kCenteredWeightsAttr,
                                    rewriter.getUnitAttr());
         });
     if (argFolds)
-      argFolds->append(newArgFolds.begin(), newArgFolds.end());
+      argFolds->append(f.argFolds.begin(), f.argFolds.end());
     rewriter.setInsertionPoint(norm);
     Operation *weightless = NormTraits::createWeightless(rewriter, norm);
-    if (!requantTargets.empty()) {
-      reporter.approximated(weightless,
-                            "folded the gain into " +
-                                Twine(targets.size() + requantTargets.size()) +
-                                " projection weight(s), requantizing " +
-                                Twine(requantTargets.size()) + " int8 one(s)" +
-                                errors);
-      return success();
+    if (!f.requantTargets.empty()) {
+      reporter.approximated(
+          weightless, "folded the gain into " +
+                          Twine(f.targets.size() + f.requantTargets.size()) +
+                          " projection weight(s), requantizing " +
+                          Twine(f.requantTargets.size()) + " int8 one(s)" +
+                          f.requantErrors);
+      return;
     }
     reporter.applied(
         weightless,
         Twine("folded the ") +
-            (centerOnly  ? "mean-centering"
-             : gainValue ? (biasValue ? "gain and bias" : "gain")
-                         : "bias") +
-            (centerOnly ? ""
-             : center   ? " (and the mean-centering)"
-             : layer    ? " (not the mean-centering: f16/bf16 weights cannot "
-                          "carry it exactly)"
-                        : "") +
+            (f.centerOnly  ? "mean-centering"
+             : f.gainValue ? (f.biasValue ? "gain and bias" : "gain")
+                           : "bias") +
+            (f.centerOnly ? ""
+             : f.center   ? " (and the mean-centering)"
+             : f.layer    ? " (not the mean-centering: f16/bf16 weights "
+                            "cannot carry it exactly)"
+                          : "") +
             " into " +
-            Twine(targets.size() + newArgFolds.size() +
-                  checkpointTargets.size()) +
+            Twine(f.targets.size() + f.argFolds.size() +
+                  f.checkpointTargets.size()) +
             " projection weight(s)" +
-            (newArgFolds.empty()
+            (f.argFolds.empty()
                  ? ""
-                 : " (" + Twine(newArgFolds.size()) +
+                 : " (" + Twine(f.argFolds.size()) +
                        " argument(s), through the prepare function)") +
-            (numLogitScales == 0
+            (f.numLogitScales == 0
                  ? ""
-                 : " (with the attention scale of " + Twine(numLogitScales) +
+                 : " (with the attention scale of " + Twine(f.numLogitScales) +
                        " query projection(s))") +
-            (numKFactors == 0
+            (f.numKFactors == 0
                  ? ""
-                 : " (" + Twine(numKFactors) +
+                 : " (" + Twine(f.numKFactors) +
                        " quantized, into the per-input-channel factor of "
                        "their dequantization)") +
-            (checkpointTargets.empty()
+            (f.checkpointTargets.empty()
                  ? ""
-                 : " (" + Twine(checkpointTargets.size()) +
+                 : " (" + Twine(f.checkpointTargets.size()) +
                        " in the checkpoint, through the fold plan)"));
-    return success();
   }
 
   /// Points `t`'s projection at a new extern global `<weight>.flashnorm`
@@ -687,140 +786,6 @@ template <typename NormOp> struct FoldGainsPattern : OpRewritePattern<NormOp> {
   /// fold plan would have folded.
   llvm::DenseSet<Operation *> &refusedForCheckpoint;
 };
-
-/// Builds `out = W * G` along `axis` (and, with `center`, minus the mean
-/// over `axis`) in f32, rounded once to W's element type.
-Value buildArgFold(OpBuilder &b, Location loc, Value w, Value g, int64_t axis,
-                   bool onePlus, bool center) {
-  MLIRContext *ctx = b.getContext();
-  auto type = cast<RankedTensorType>(w.getType());
-  unsigned rank = type.getRank();
-  Type f32 = b.getF32Type(), elt = type.getElementType();
-  AffineMap id = AffineMap::getMultiDimIdentityMap(rank, ctx);
-  AffineMap alongAxis = AffineMap::get(rank, 0, getAffineDimExpr(axis, ctx));
-  SmallVector<utils::IteratorType> par(rank, utils::IteratorType::parallel);
-  auto cast = [](OpBuilder &nb, Location l, Value v, Type to) -> Value {
-    if (v.getType() == to)
-      return v;
-    if (v.getType().getIntOrFloatBitWidth() < to.getIntOrFloatBitWidth())
-      return arith::ExtFOp::create(nb, l, to, v);
-    return arith::TruncFOp::create(nb, l, to, v);
-  };
-  SmallVector<OpFoldResult> sizes = tensor::getMixedSizes(b, loc, w);
-  // Without centering the product is rounded right away.
-  Type scaledElt = center ? f32 : elt;
-  Value scaled =
-      linalg::GenericOp::create(
-          b, loc, TypeRange{type.clone(scaledElt)}, ValueRange{w, g},
-          ValueRange{Value(tensor::EmptyOp::create(b, loc, sizes, scaledElt))},
-          ArrayRef<AffineMap>{id, alongAxis, id}, par,
-          [&](OpBuilder &nb, Location l, ValueRange args) {
-            Value gv = cast(nb, l, args[1], f32);
-            if (onePlus)
-              gv = arith::AddFOp::create(
-                  nb, l, gv,
-                  arith::ConstantOp::create(nb, l, nb.getF32FloatAttr(1.0f)));
-            Value r =
-                arith::MulFOp::create(nb, l, cast(nb, l, args[0], f32), gv);
-            linalg::YieldOp::create(nb, l, cast(nb, l, r, scaledElt));
-          })
-          .getResult(0);
-  if (!center)
-    return scaled;
-  Value mean;
-  AffineMap withoutAxis = id.dropResult(axis);
-  {
-    SmallVector<OpFoldResult> rest(sizes);
-    rest.erase(rest.begin() + axis);
-    Value zero = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0.0f));
-    Value empty = tensor::EmptyOp::create(b, loc, rest, f32);
-    Value acc = linalg::FillOp::create(b, loc, zero, empty).getResult(0);
-    SmallVector<utils::IteratorType> iters(par);
-    iters[axis] = utils::IteratorType::reduction;
-    double inv = 1.0 / type.getDimSize(axis);
-    mean = linalg::GenericOp::create(
-               b, loc, TypeRange{acc.getType()}, ValueRange{scaled},
-               ValueRange{acc}, ArrayRef<AffineMap>{id, withoutAxis}, iters,
-               [&](OpBuilder &nb, Location l, ValueRange args) {
-                 Value part = arith::MulFOp::create(
-                     nb, l, args[0],
-                     arith::ConstantOp::create(nb, l, nb.getF32FloatAttr(inv)));
-                 linalg::YieldOp::create(
-                     nb, l, Value(arith::AddFOp::create(nb, l, args[1], part)));
-               })
-               .getResult(0);
-  }
-  return linalg::GenericOp::create(
-             b, loc, TypeRange{type}, ValueRange{scaled, mean},
-             ValueRange{Value(tensor::EmptyOp::create(b, loc, sizes, elt))},
-             ArrayRef<AffineMap>{id, withoutAxis, id}, par,
-             [&](OpBuilder &nb, Location l, ValueRange args) {
-               Value v = arith::SubFOp::create(nb, l, args[0], args[1]);
-               linalg::YieldOp::create(nb, l, cast(nb, l, v, elt));
-             })
-      .getResult(0);
-}
-
-/// Creates `@<fn>_flashnorm_prepare`, marks the folded arguments and makes
-/// every call of `fn` in the module go through the prepare function.
-void createPrepareFunction(ModuleOp module, func::FuncOp fn,
-                           SmallVector<ArgFold> folds) {
-  llvm::sort(folds, [](const ArgFold &a, const ArgFold &b) {
-    return a.weightArg < b.weightArg;
-  });
-  MLIRContext *ctx = module.getContext();
-  OpBuilder b(ctx);
-  b.setInsertionPointAfter(fn);
-  Location loc = fn.getLoc();
-  SmallVector<Type> results;
-  for (const ArgFold &f : folds)
-    results.push_back(fn.getArgumentTypes()[f.weightArg]);
-  std::string name = (fn.getName() + "_flashnorm_prepare").str();
-  auto prepare = func::FuncOp::create(
-      b, loc, name, FunctionType::get(ctx, fn.getArgumentTypes(), results));
-  prepare.setVisibility(fn.getVisibility());
-  SymbolTable(module).insert(prepare);
-  Block *entry = prepare.addEntryBlock();
-  b.setInsertionPointToStart(entry);
-  SmallVector<Value> folded;
-  for (const ArgFold &f : folds) {
-    Value g;
-    if (f.gainArg) {
-      g = entry->getArgument(*f.gainArg);
-      if (cast<RankedTensorType>(g.getType()).getRank() != 1) {
-        SmallVector<ReassociationIndices> all(1);
-        for (int64_t i = 0; i < cast<RankedTensorType>(g.getType()).getRank();
-             ++i)
-          all[0].push_back(i);
-        g = tensor::CollapseShapeOp::create(b, loc, g, all);
-      }
-    } else if (f.gainConstant) {
-      g = arith::ConstantOp::create(b, loc, cast<TypedAttr>(f.gainConstant));
-    } else { // A LayerNorm without gain: center only.
-      auto wType = cast<RankedTensorType>(fn.getArgumentTypes()[f.weightArg]);
-      g = arith::ConstantOp::create(
-          b, loc,
-          DenseElementsAttr::get(
-              RankedTensorType::get({wType.getDimSize(f.axis)}, b.getF32Type()),
-              1.0f));
-    }
-    folded.push_back(buildArgFold(b, loc, entry->getArgument(f.weightArg), g,
-                                  f.axis, f.onePlus, f.center));
-    fn.setArgAttr(f.weightArg, kFoldedArgAttr, UnitAttr::get(ctx));
-  }
-  func::ReturnOp::create(b, loc, folded);
-
-  // Callers in this module: prepare first, then call with folded weights.
-  module.walk([&](func::CallOp call) {
-    if (call.getCallee() != fn.getName())
-      return;
-    OpBuilder cb(call);
-    auto prepared =
-        func::CallOp::create(cb, call.getLoc(), prepare, call.getOperands());
-    for (auto [i, f] : llvm::enumerate(folds))
-      call->setOperand(f.weightArg, prepared.getResult(i));
-  });
-}
 
 struct FoldGainsPass : flashnorm::impl::FoldGainsBase<FoldGainsPass> {
   using FoldGainsBase::FoldGainsBase;
