@@ -14,6 +14,9 @@ each (shape, tokens, dtype), it times
                       (Llama-sized shapes): cuBLAS without Python's launch
                       overhead, beside the streams+graphs build
   torch-rmsnorm+mm    F.linear(F.rms_norm(x, gain), W): what a user has
+  torch-read(+graphs) W.sum() in f32, 1 token only: W's bytes read once by
+                      torch's reduction, the practical limit of a decode
+                      projection at this size
 with W in nn.Linear's layout, N x K (out_features x in_features)
 and the roofline max(bytes / HBM bandwidth, flops / tensor rate). Weights are
 rotated over enough copies that every call reads them from HBM, not L2.
@@ -255,6 +258,22 @@ def main():
         times["torch-rmsnorm+mm"] = torch_timed(
             lambda w: linear(torch.nn.functional.rms_norm(
                 x, (k,), gain, eps), w))
+        if m == 1:
+            # The weight read once by torch's own reduction, eager and from
+            # a graph: what streaming these bytes costs on this GPU, launch,
+            # ramp and drain included (a 33.5 MB weight cannot reach the
+            # datasheet's rate that a 117 MB one nearly does), the decode
+            # projection's practical limit beside the roofline.
+            def read(w):
+                return w.sum(dtype=torch.float32)
+            try:
+                times["torch-read"] = torch_timed(read)
+                graphed = torch_graph_timed(read)
+            except Exception as e:  # costs the row, not the run
+                print("torch-read: %s" % e, file=sys.stderr)
+                graphed = None
+            if graphed is not None:
+                times["torch-read+graphs"] = graphed
         errors, verdicts = {}, {}
         loaded = {}
         for mode, variant in modes.items():
@@ -300,7 +319,8 @@ def main():
 
         prefix = "| %s | %d->%d | %d | %s | " % (model, k, n, m, dtype)
         for mode in list(modes) + ["torch-matmul", "torch-matmul+graphs",
-                                   "torch-rmsnorm+mm"]:
+                                   "torch-rmsnorm+mm", "torch-read",
+                                   "torch-read+graphs"]:
             if mode not in times:
                 continue
             t = times[mode]
@@ -352,6 +372,12 @@ def main():
              % (skipped, args.budget_s))
     line("bench: %d records, %d failed checks, %.0f s" % (
         len(records), failures, time.time() - start))
+    one_token = lambda r: r["m"] == 1
+    line("decode against reading the weight once (torch's reduction, 1 "
+         "token): projection/torch-read=%.2f "
+         "streams+graphs/torch-read+graphs=%.2f" % (
+             ratio("projection", "torch-read", one_token),
+             ratio("streams+graphs", "torch-read+graphs", one_token)))
     line("gpu: decode_bw_frac=%.3f prefill_vs_cublas=%.2f "
          "flashnorm_vs_serial=%.3f flashnorm_vs_torch=%.3f" % (
              geomean(decode),
