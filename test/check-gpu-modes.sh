@@ -31,6 +31,10 @@ if [ "$1" = "--" ]; then
 else
   model=$1
 fi
+# FLASHNORM_PIPELINE: the rewrite's options for a model file (e.g.
+# --flashnorm=prepare-function=true for argument weights a norm needs
+# centered or scaled).
+pipeline=${FLASHNORM_PIPELINE:-$pipeline}
 utils="$MLIR_LIB_DIR/libmlir_runner_utils.so,$MLIR_LIB_DIR/libmlir_c_runner_utils.so"
 # On the CPU the JIT does not optimize: each program runs once, on small
 # inputs, and LLVM's -O2 (fully unrolling the loops over a block's threads)

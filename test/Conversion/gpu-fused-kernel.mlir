@@ -35,6 +35,8 @@
 // MMA-NOT: not fused
 // MMA: remark: [Missed] flashnorm-gpu-kernels {{.*}}not fused: the projection runs faster on tensor cores
 // MMA-NOT: not fused
+// MMA: remark: [Missed] flashnorm-gpu-kernels {{.*}}Function=layer16 {{.*}}not fused: the projection runs faster on tensor cores
+// MMA-NOT: not fused
 // LT: remark: [Missed] flashnorm-gpu-kernels {{.*}}not fused: the projection runs faster on cuBLASLt
 // LT-IR-LABEL: func.func @f(
 // LT-IR-NOT: fused_norm_proj
@@ -90,6 +92,60 @@ func.func @bias(%x: tensor<1x4096xbf16>, %w: tensor<4096x4096xbf16>, %b: tensor<
 // CHECK: function(@rows16_post_scale
 func.func @rows16(%x: tensor<16x4096xbf16>, %w: tensor<4096x4096xbf16>) -> tensor<16x4096xf32> {
   %s = flashnorm.rms_inv %x eps(1.0e-5) : tensor<16x4096xbf16> -> tensor<16xf32>
+  %z = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<16x4096xf32>
+  %f = linalg.fill ins(%z : f32) outs(%e : tensor<16x4096xf32>) -> tensor<16x4096xf32>
+  %p = linalg.matmul indexing_maps = [affine_map<(m, n, k) -> (m, k)>, affine_map<(m, n, k) -> (n, k)>, affine_map<(m, n, k) -> (m, n)>] ins(%x, %w : tensor<16x4096xbf16>, tensor<4096x4096xbf16>) outs(%f : tensor<16x4096xf32>) -> tensor<16x4096xf32>
+  %y = flashnorm.post_scale %p, %s : tensor<16x4096xf32>, tensor<16xf32> -> tensor<16x4096xf32>
+  return %y : tensor<16x4096xf32>
+}
+
+// A LayerNorm's statistic fuses too: the k loop sums the products and the
+// activation itself; after both block reductions every thread has the
+// mean, sums the squared deviations from it over the same activation
+// vectors (loaded again, from L1: no weight), reduces that, and thread 0
+// takes 1/std of it. Two passes over the row, as the statistic's own
+// kernels make them, not E[x^2] - E[x]^2 (the numbers:
+// Inputs/layer-norm-fused.mlir in gpu-kernels-on-cpu.test).
+// CHECK-LABEL: func.func @layer(
+// CHECK-NOT: gpu.launch
+// CHECK: gpu.launch {{.*}} function(@layer_fused_norm_proj_{{[0-9]+}})
+// CHECK: scf.for {{.*}} -> (f32, f32)
+// CHECK-COUNT-8: vector.load {{.*}} : memref<{{.*}}xbf16>, vector<8xbf16>
+// CHECK: scf.yield
+// CHECK: gpu.all_reduce add
+// CHECK: gpu.all_reduce add
+// CHECK: arith.divf
+// CHECK: scf.for {{.*}} -> (f32)
+// CHECK-COUNT-4: vector.load %arg0{{.*}} : memref<1x4096xbf16>, vector<8xbf16>
+// CHECK-NOT: vector.load
+// CHECK: arith.subf
+// CHECK: scf.yield
+// CHECK: gpu.all_reduce add
+// CHECK: scf.if
+// CHECK: math.rsqrt
+// CHECK: memref.store
+// CHECK: gpu.terminator
+// CHECK-NOT: gpu.launch
+// CHECK: return
+func.func @layer(%x: tensor<1x4096xbf16>, %w: tensor<4096x4096xbf16>) -> tensor<1x4096xf32> {
+  %s = flashnorm.layer_inv %x eps(1.0e-5) : tensor<1x4096xbf16> -> tensor<1xf32>
+  %z = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<1x4096xf32>
+  %f = linalg.fill ins(%z : f32) outs(%e : tensor<1x4096xf32>) -> tensor<1x4096xf32>
+  %p = linalg.matmul indexing_maps = [affine_map<(m, n, k) -> (m, k)>, affine_map<(m, n, k) -> (n, k)>, affine_map<(m, n, k) -> (m, n)>] ins(%x, %w : tensor<1x4096xbf16>, tensor<4096x4096xbf16>) outs(%f : tensor<1x4096xf32>) -> tensor<1x4096xf32>
+  %y = flashnorm.post_scale %p, %s : tensor<1x4096xf32>, tensor<1xf32> -> tensor<1x4096xf32>
+  return %y : tensor<1x4096xf32>
+}
+
+// 16 tokens of a LayerNorm: tensor cores, unfused, its statistic's two
+// passes kernels of their own.
+// CHECK-LABEL: func.func @layer16(
+// CHECK-NOT: fused_norm_proj
+// CHECK: function(@layer16_norm_stat
+// CHECK: function(@layer16_proj_mma
+func.func @layer16(%x: tensor<16x4096xbf16>, %w: tensor<4096x4096xbf16>) -> tensor<16x4096xf32> {
+  %s = flashnorm.layer_inv %x eps(1.0e-5) : tensor<16x4096xbf16> -> tensor<16xf32>
   %z = arith.constant 0.0 : f32
   %e = tensor.empty() : tensor<16x4096xf32>
   %f = linalg.fill ins(%z : f32) outs(%e : tensor<16x4096xf32>) -> tensor<16x4096xf32>

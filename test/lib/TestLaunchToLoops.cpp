@@ -3,11 +3,13 @@
 // Turns every `gpu.launch` into sequential loops over blocks and threads, so
 // the kernels flashnorm-gpu-kernels builds can be executed, and their numbers
 // checked, on a machine without a GPU. Block-wide `gpu.all_reduce add`s
-// run the threads twice: once up to the last reduction, summing what each
-// thread contributes to each, then again with the sums in place of the
-// reductions. That needs the code before the last reduction to have no side
-// effects but reads and no use of a reduction's result, which holds for the
-// row-reduction kernels (the pass fails otherwise). Top-level
+// run the threads up to the last reduction, summing what each thread
+// contributes to each, then again with the sums in place of the
+// reductions; reductions that use an earlier one's result (a LayerNorm's
+// deviations from the mean of the row's sum) take a pass of their own, with
+// the earlier sums in place. That needs the code before the last reduction
+// to have no side effects but reads, which holds for the row-reduction
+// kernels (the pass fails otherwise). Top-level
 // `gpu.barrier`s split the body into phases, each run by every thread of the
 // block before the next starts; a later phase recomputes the side-effect
 // free values it takes from earlier ones and may take no other (the
@@ -260,25 +262,33 @@ struct TestLaunchToLoopsPass
                   return ok ? WalkResult::advance() : WalkResult::interrupt();
                 }).wasInterrupted();
     };
-    // Pass 1 runs every thread up to the last reduction: nothing before it
-    // may write memory or use a reduction's result.
+    // The threads run up to the last reduction once per stage of
+    // reductions, so nothing before it may write memory. A stage ends where
+    // an op uses the result of one of its reductions (a LayerNorm's mean,
+    // from the row's sum, before the deviations from it are summed): the
+    // later stages run with the earlier ones' sums in place.
     gpu::AllReduceOp last = reduces.empty() ? nullptr : reduces.back();
-    if (last)
+    SmallVector<SmallVector<gpu::AllReduceOp>> stages;
+    if (last) {
+      stages.emplace_back();
       for (Operation *op = &body.front();; op = op->getNextNode()) {
         if (op != last && !isa<gpu::AllReduceOp>(op) && !onlyReads(op))
           return op->emitError("writes memory before the all_reduce");
         WalkResult uses = op->walk([&](Operation *inner) {
           for (Value v : inner->getOperands())
             if (auto r = v.getDefiningOp<gpu::AllReduceOp>();
-                r && r->getBlock() == &body)
+                r && llvm::is_contained(stages.back(), r))
               return WalkResult::interrupt();
           return WalkResult::advance();
         });
         if (uses.wasInterrupted())
-          return op->emitError("uses an all_reduce before the last one");
+          stages.emplace_back();
+        if (auto r = dyn_cast<gpu::AllReduceOp>(op))
+          stages.back().push_back(r);
         if (op == last)
           break;
       }
+    }
     // The phases between top-level barriers; a loop with barriers in its
     // body is a phase of its own.
     auto hasBarrier = [](Operation *op) {
@@ -376,10 +386,11 @@ struct TestLaunchToLoopsPass
         b, loc, {grid.z, grid.y, grid.x},
         [&](OpBuilder &nb, ArrayRef<Value> bids) {
           SmallVector<Value> sums;
-          if (last) {
-            // Pass 1: every thread's contributions, summed.
+          // A pass per stage: every thread's contributions to the stage's
+          // reductions, summed, the earlier stages' sums in place.
+          for (SmallVector<gpu::AllReduceOp> &stage : stages) {
             SmallVector<Value> zeros;
-            for (gpu::AllReduceOp r : reduces)
+            for (gpu::AllReduceOp r : stage)
               zeros.push_back(arith::ConstantOp::create(
                   nb, loc, nb.getZeroAttr(r.getType())));
             Value one = arith::ConstantIndexOp::create(nb, loc, 1);
@@ -393,17 +404,19 @@ struct TestLaunchToLoopsPass
                   Value tz = arith::DivUIOp::create(lb, l, rest, block.y);
                   IRMapping map;
                   bind(map, bids, {tz, ty, tx});
-                  for (Operation *op = &body.front(); op != last;
+                  for (auto [r, sum] : llvm::zip(reduces, sums))
+                    map.map(r.getResult(), sum);
+                  for (Operation *op = &body.front(); op != stage.back();
                        op = op->getNextNode())
                     if (!isa<gpu::AllReduceOp>(op))
                       lb.clone(*op, map);
                   SmallVector<Value> next;
-                  for (auto [r, a] : llvm::zip(reduces, acc))
+                  for (auto [r, a] : llvm::zip(stage, acc))
                     next.push_back(arith::AddFOp::create(
                         lb, l, a, map.lookup(r.getValue())));
                   scf::YieldOp::create(lb, l, next);
                 });
-            sums = loop.getResults();
+            llvm::append_range(sums, loop.getResults());
           }
           // Runs `run` for every thread of the block with the values of the
           // phases before `phase` in its map: the pure ops recomputed, the

@@ -2,7 +2,7 @@
 //
 // Fused mode (`defer-mode=fused`; `auto`, the pipeline's default, is the
 // async schedule's tasks and then this): each projection marked with its
-// RMS statistic and post-scale (flashnorm-async-mark) becomes one kernel
+// statistic and post-scale (flashnorm-async-mark) becomes one kernel
 // that accumulates the row's sum of squares from the activation it loads for
 // the product anyway and applies 1/RMS and the post-scale in its epilogue.
 // With a weight contiguous in k (N x K) that is a block per output, built
@@ -12,6 +12,16 @@
 // (flashnorm-gpu-fuse-post-scales: a residual add) is taken whole, the
 // reader's other inputs loaded in the epilogue. The statistic's own
 // kernels go away once every post-scale reading it is fused.
+//
+// A LayerNorm's statistic (its weights centered by fold-gains, so that the
+// projection reads the raw row and 1/std is the post-scale's) takes two
+// passes over the row, as its own kernels do: the k loop sums the row for
+// the mean beside the products; once the block has the mean, each thread
+// sums the squared deviations from it over the activation vectors it
+// loaded (again, from L1; a thread per output loops over the row again),
+// and one more block all-reduce gives their sum. Not E[x^2] - E[x]^2 in
+// one pass: in f32 that cancels where the mean is large against the
+// deviation.
 //
 // The fused kernel is a GEMV on SIMT cores that reads the weight once per
 // row: a projection that cuBLASLt or tensor cores would take (many rows,
@@ -50,15 +60,24 @@ struct Group {
   SmallVector<Operation *> unpairedPost;
 };
 
-/// An RMS statistic on buffers: zero fill, sum of squares, rsqrt.
+/// A norm's statistic on buffers: RMS (zero fill, sum of squares, rsqrt)
+/// or LayerNorm (zero fill, sum, mean; zero fill, sum of the squared
+/// deviations from the mean, rsqrt).
 struct Statistic {
   linalg::FillOp fill;
+  /// The sum the rsqrt is taken of (squares, or squared deviations).
   linalg::GenericOp reduce, finalize;
+  /// A LayerNorm's first pass: the row's sum and the mean `reduce` reads.
+  linalg::GenericOp sum, mean;
+  /// The op that reads the row first.
+  linalg::GenericOp first() const { return sum ? sum : reduce; }
 };
 
 /// One projection and its post-scale, to become one kernel.
 struct FusedPlan {
   linalg::GenericOp reduce, finalize, post;
+  /// A LayerNorm's sum and mean (Statistic); null for RMS.
+  linalg::GenericOp sum, mean;
   linalg::LinalgOp proj;
   /// The projection's input that is the statistic's input.
   unsigned activation = 0;
@@ -74,19 +93,70 @@ struct FusedPlan {
 };
 } // namespace
 
+/// Whether `buffer` is touched only by `ops` (a statistic's intermediate:
+/// once fused, nothing else may expect it written).
+static bool onlyUsedBy(Value buffer, ArrayRef<Operation *> ops) {
+  return llvm::all_of(buffer.getUsers(), [&](Operation *user) {
+    return llvm::is_contained(ops, user) || isa<memref::DeallocOp>(user);
+  });
+}
+
 static FailureOr<Statistic> planStatistic(const Group &g, std::string &why) {
-  // A LayerNorm's two passes stay unfused.
-  auto *fill = g.stat.size() == 3 ? g.stat[0] : nullptr;
-  auto reduce = fill ? dyn_cast<linalg::GenericOp>(g.stat[1]) : nullptr;
-  auto finalize = fill ? dyn_cast<linalg::GenericOp>(g.stat[2]) : nullptr;
-  if (!isa_and_nonnull<linalg::FillOp>(fill) || !reduce || !finalize ||
-      !isRowReduction(reduce) || reduce.getNumDpsInputs() != 1 ||
-      usesOutput(finalize) || !isZeroFill(cast<linalg::FillOp>(fill))) {
-    why = "only an RMS statistic (zero fill, sum of squares, rsqrt) fuses "
-          "into the projection";
+  auto fail = [&]() {
+    why = "only an RMS statistic (zero fill, sum of squares, rsqrt) or a "
+          "LayerNorm's (zero fill, sum, mean; zero fill, sum of squared "
+          "deviations, rsqrt) fuses into the projection";
     return failure();
+  };
+  // The last three: the (deviations') sum and its rsqrt.
+  if (g.stat.size() != 3 && g.stat.size() != 6)
+    return fail();
+  ArrayRef<Operation *> last = ArrayRef(g.stat).take_back(3);
+  auto fill = dyn_cast<linalg::FillOp>(last[0]);
+  auto reduce = dyn_cast<linalg::GenericOp>(last[1]);
+  auto finalize = dyn_cast<linalg::GenericOp>(last[2]);
+  if (!fill || !reduce || !finalize || !isRowReduction(reduce) ||
+      !isElementwise(finalize) || usesOutput(finalize) || !isZeroFill(fill) ||
+      fill.getOutputs()[0] != reduce.getDpsInitOperand(0)->get() ||
+      finalize.getNumDpsInputs() != 1 ||
+      finalize.getDpsInputOperand(0)->get() !=
+          reduce.getDpsInitOperand(0)->get())
+    return fail();
+  Statistic stat{fill, reduce, finalize, nullptr, nullptr};
+  if (g.stat.size() == 3) {
+    if (reduce.getNumDpsInputs() != 1)
+      return fail();
+    return stat;
   }
-  return Statistic{cast<linalg::FillOp>(fill), reduce, finalize};
+  // A LayerNorm: the row's sum, the mean from it, and the deviations from
+  // the mean (the deviations' pass reads the row and the mean by row).
+  auto sumFill = dyn_cast<linalg::FillOp>(g.stat[0]);
+  auto sum = dyn_cast<linalg::GenericOp>(g.stat[1]);
+  auto mean = dyn_cast<linalg::GenericOp>(g.stat[2]);
+  if (!sumFill || !sum || !mean || !isZeroFill(sumFill) ||
+      !isRowReduction(sum) || sum.getNumDpsInputs() != 1 ||
+      !isElementwise(mean) || usesOutput(mean) || mean.getNumDpsInputs() != 1 ||
+      sumFill.getOutputs()[0] != sum.getDpsInitOperand(0)->get() ||
+      mean.getDpsInputOperand(0)->get() != sum.getDpsInitOperand(0)->get() ||
+      reduce.getNumDpsInputs() != 2)
+    return fail();
+  unsigned loops = reduce.getNumLoops();
+  OpOperand *row = reduce.getDpsInputOperand(0);
+  OpOperand *byRow = reduce.getDpsInputOperand(1);
+  if (sum.getNumLoops() != loops ||
+      row->get() != sum.getDpsInputOperand(0)->get() ||
+      reduce.getMatchingIndexingMap(row) !=
+          sum.getMatchingIndexingMap(sum.getDpsInputOperand(0)) ||
+      byRow->get() != mean.getDpsInitOperand(0)->get() ||
+      reduce.getMatchingIndexingMap(byRow) !=
+          AffineMap::getMultiDimIdentityMap(loops, reduce.getContext())
+              .getMajorSubMap(loops - 1) ||
+      !onlyUsedBy(sum.getDpsInitOperand(0)->get(), {sumFill, sum, mean}) ||
+      !onlyUsedBy(mean.getDpsInitOperand(0)->get(), {mean, reduce}))
+    return fail();
+  stat.sum = sum;
+  stat.mean = mean;
+  return stat;
 }
 
 static FailureOr<FusedPlan> planFusedPair(const Statistic &stat,
@@ -162,7 +232,8 @@ static FailureOr<FusedPlan> planFusedPair(const Statistic &stat,
   // after they read it).
   // (In auto mode the statistic is in its task, an async.execute in that
   // block.)
-  Operation *statAt = post->getBlock()->findAncestorOpInBlock(*reduce);
+  linalg::GenericOp firstStat = stat.first();
+  Operation *statAt = post->getBlock()->findAncestorOpInBlock(*firstStat);
   if (!statAt || proj->getBlock() != post->getBlock())
     return fail("the statistic, projection and post-scale are not in one "
                 "block");
@@ -174,12 +245,14 @@ static FailureOr<FusedPlan> planFusedPair(const Statistic &stat,
                        /*skip=*/proj.getOperation()))
       return fail("the projection's inputs are written before its "
                   "post-scale");
-  if (statAt != reduce.getOperation() &&
-      writtenBetween(x, reduce, reduce->getBlock()->getTerminator()))
+  if (statAt != firstStat.getOperation() &&
+      writtenBetween(x, firstStat, firstStat->getBlock()->getTerminator()))
     return fail("the statistic's task writes its input after reading it");
   FusedPlan plan{reduce,
                  finalize,
                  post,
+                 stat.sum,
+                 stat.mean,
                  proj,
                  static_cast<unsigned>(activation->getOperandNumber()),
                  rows};
@@ -193,6 +266,12 @@ static FailureOr<FusedPlan> planFusedPair(const Statistic &stat,
           .isF32();
   plan.productFill = deadZeroFill(product, proj);
   return plan;
+}
+
+/// The statistic's sum the k loop accumulates: of squares (RMS), of the
+/// row itself (a LayerNorm's, for its mean).
+static linalg::GenericOp firstPass(const FusedPlan &plan) {
+  return plan.sum ? plan.sum : plan.reduce;
 }
 
 /// The post-scale's body arguments at the output `ivs`: the product's
@@ -261,12 +340,26 @@ static void buildBlockPerOutput(KernelBuilder &builder, const FusedPlan &plan) {
         allowContraction(acc);
         SmallVector<Value> rowAt(rowIvs);
         rowAt.push_back(at.back());
-        Value ss =
-            inlineBody(nb, reduce, {args[plan.activation], iter[1]}, rowAt)[0];
+        Value ss = inlineBody(nb, firstPass(plan),
+                              {args[plan.activation], iter[1]}, rowAt)[0];
         return SmallVector<Value>{acc, ss};
       });
   Value dot = builder.blockSum(b, loc, loop.getResult(0));
   Value ss = builder.blockSum(b, loc, loop.getResult(1));
+  if (plan.mean) {
+    // A LayerNorm: every thread has the row's sum, so the mean; the
+    // deviations from it over the same elements as the k loop's (read
+    // again, from L1), summed as the statistic sums them.
+    Value mean = inlineBody(b, plan.mean, {ss, ss0}, rowIvs)[0];
+    scf::ForOp deviations = builder.buildKLoop(
+        b, loc, reduce, rowIvs, tid, blockThreads, width, ValueRange{ss0},
+        [&](OpBuilder &nb, Location l, ArrayRef<Value> args, ArrayRef<Value> at,
+            ValueRange iter) {
+          return inlineBody(nb, reduce, {args[0], mean, iter[0]}, at);
+        },
+        [](OpOperand *in) { return in->getOperandNumber() == 0; });
+    ss = builder.blockSum(b, loc, deviations.getResult(0));
+  }
   Value first =
       arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, tid,
                             arith::ConstantIndexOp::create(b, loc, 0));
@@ -324,14 +417,31 @@ static LogicalResult buildThreadPerOutput(KernelBuilder &builder,
               Value acc = inlineBody(kb, proj, args, at)[0];
               SmallVector<Value> rowAt(ivs.take_front(plan.rows));
               rowAt.push_back(k);
-              Value ss = inlineBody(kb, reduce, {x, iter[1]}, rowAt)[0];
+              Value ss =
+                  inlineBody(kb, firstPass(plan), {x, iter[1]}, rowAt)[0];
               scf::YieldOp::create(kb, kl, ValueRange{acc, ss});
             });
-        // Epilogue: 1/RMS from the row's sum of squares, then the
+        // Epilogue: 1/RMS (1/std) from the row's sum of squares (squared
+        // deviations from the mean, a second pass over the row), then the
         // post-scale.
         SmallVector<Value> rowIvs(ivs.take_front(plan.rows));
-        Value s =
-            inlineBody(nb, finalize, {kLoop.getResult(1), ss0}, rowIvs)[0];
+        Value ss = kLoop.getResult(1);
+        if (plan.mean) {
+          Value mean = inlineBody(nb, plan.mean, {ss, ss0}, rowIvs)[0];
+          OpOperand *row = reduce.getDpsInputOperand(0);
+          auto deviations = scf::ForOp::create(
+              nb, l, zero, ubs.back(), one, ValueRange{ss0},
+              [&](OpBuilder &kb, Location kl, Value k, ValueRange iter) {
+                SmallVector<Value> at(rowIvs);
+                at.push_back(k);
+                Value x = loadAt(kb, kl, row->get(),
+                                 reduce.getMatchingIndexingMap(row), at);
+                scf::YieldOp::create(
+                    kb, kl, inlineBody(kb, reduce, {x, mean, iter[0]}, at));
+              });
+          ss = deviations.getResult(0);
+        }
+        Value s = inlineBody(nb, finalize, {ss, ss0}, rowIvs)[0];
         Value acc = kLoop.getResult(0);
         Value y = inlineBody(nb, post, epilogueArgs(nb, l, plan, acc, s, ivs),
                              ivs)[0];

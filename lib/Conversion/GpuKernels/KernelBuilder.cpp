@@ -217,7 +217,12 @@ scf::ForOp KernelBuilder::buildKLoop(
     Value tid, int64_t blockThreads, int64_t width, ValueRange inits,
     function_ref<SmallVector<Value>(OpBuilder &, Location, ArrayRef<Value>,
                                     ArrayRef<Value>, ValueRange)>
-        body) {
+        body,
+    function_ref<bool(OpOperand *)> loaded) {
+  SmallVector<OpOperand *> inputs;
+  for (OpOperand *in : op.getDpsInputOperands())
+    if (!loaded || loaded(in))
+      inputs.push_back(in);
   Value steps = loopSizes(b, loc, op).back();
   int64_t unroll = 1;
   if (width > 1) {
@@ -233,7 +238,6 @@ scf::ForOp KernelBuilder::buildKLoop(
       b, loc, tid, steps, stride, inits,
       [&](OpBuilder &nb, Location l, Value step, ValueRange iter) {
         SmallVector<Value> at(ivs);
-        auto inputs = op.getDpsInputOperands();
         if (width == 1) {
           at.push_back(step);
           SmallVector<Value> args;

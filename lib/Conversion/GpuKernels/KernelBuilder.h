@@ -188,13 +188,16 @@ public:
   /// flight at once: the hardware issues in order, so a multiply waiting on
   /// a load would hold back the next load), loading each input of `op` at
   /// `ivs` and k. `body` gets the inputs' values at one k, the indices
-  /// (`ivs`, k) and the carried values, and returns the new ones.
+  /// (`ivs`, k) and the carried values, and returns the new ones. With
+  /// `loaded`, only the inputs it accepts are loaded and passed (those
+  /// indexed along k; the caller stands in for the others).
   scf::ForOp buildKLoop(
       OpBuilder &b, Location loc, linalg::LinalgOp op, ArrayRef<Value> ivs,
       Value tid, int64_t blockThreads, int64_t width, ValueRange inits,
       function_ref<SmallVector<Value>(OpBuilder &, Location, ArrayRef<Value>,
                                       ArrayRef<Value>, ValueRange)>
-          body);
+          body,
+      function_ref<bool(OpOperand *)> loaded = nullptr);
 
   /// A block all-reduce (sum) of `value`.
   Value blockSum(OpBuilder &b, Location loc, Value value);
