@@ -195,12 +195,18 @@ cp "$kit/obj/programs/configs.json" "$kit/bench/"
   # Weights stored K x N (arguments) on the staged kernel: its fragments
   # by ldmatrix.trans.
   echo "GPU_OPTIONS=gemm=codegen check kn-prefill $root/test/Integration/Inputs/kn-prefill.mlir"
+  # Decode of 5 to 16 tokens on tensor cores (rows padded, k in slices,
+  # both weight layouts): in fused and auto mode the norm's statistic from
+  # the A fragments (each times its own halves, on the tensor cores).
+  echo "check few-tokens $root/test/Integration/Inputs/bf16-few-tokens.mlir"
+  echo "check decode-fused $root/test/Integration/Inputs/bf16-decode-fused.mlir"
   python3 -c 'import json,sys; [print("bench_build %s \"%s\"" % (b["name"], b["options"])) for b in json.load(open(sys.argv[1]))["builds"]]' \
     "$kit/obj/programs/configs.json"
 } > "$kit/obj/jobs"
 # Tolerances of each check (relative, absolute), read by run.sh.
 printf '%s\n' "llama-bf16 3e-2 3e-2" "llama-bf16-prefill 3e-2 3e-2" \
   "llama-bf16-prefill-codegen 3e-2 3e-2" "kn-prefill 3e-2 1e-1" \
+  "few-tokens 3e-2 1e-1" "decode-fused 3e-2 1e-1" \
   "* 1e-4 1e-4" > "$kit/checks/tolerances"
 
 # (A nested bash: set -e does not apply inside a command followed by ||.)

@@ -33,7 +33,8 @@ EPS = 1e-5
 # gemm=auto, is streams at decode and cublaslt at prefill.
 VARIANTS = {
     # What a user gets: the pipeline's own defaults (defer-mode=auto:
-    # fused at 1 token, streams at 16; gemm=auto: cuBLASLt at prefill).
+    # fused at 1 token, and at 16 on tensor cores; gemm=auto: cuBLASLt at
+    # prefill).
     "default": (True, ""),
     "serial": (True, "defer-mode=serial gemm=codegen"),
     "streams": (True, "defer-mode=streams gemm=codegen"),

@@ -123,17 +123,30 @@ struct GpuKernelsPass : flashnorm::impl::GpuKernelsBase<GpuKernelsPass> {
                              copy.getTarget());
       copy->erase();
     }
-    // Which projections cuBLASLt takes: takesGemmLt (gemm=cublaslt: all it
-    // can; auto: prefill).
-    if (fused && failed(fuseNormProjections(builder, [&](linalg::LinalgOp op) {
-          std::string ignored;
-          if (takesGemmLt(op, gemm) &&
-              succeeded(planGemmLt(op, reduceThreads, ignored)))
-            return StringRef("cuBLASLt");
-          if (tensorCores && succeeded(planTensorCoreTile(op, ignored)))
-            return StringRef("tensor cores");
-          return StringRef();
-        })))
+    // Fused mode first: the kernel each projection would get says whether
+    // its norm fuses into a SIMT kernel, into the tensor-core tile kernel
+    // (planned with the fused epilogue's unroll), or not at all. Which
+    // projections cuBLASLt takes: takesGemmLt (gemm=cublaslt: all it can;
+    // auto: prefill).
+    auto kernelOf = [&](linalg::LinalgOp op) {
+      std::string ignored;
+      ProjectionKernel kernel;
+      if (takesGemmLt(op, gemm) &&
+          succeeded(planGemmLt(op, reduceThreads, ignored))) {
+        kernel.fasterPath = "cuBLASLt";
+        return kernel;
+      }
+      if (!tensorCores)
+        return kernel;
+      if (succeeded(planTensorCoreBlock(op, ignored)))
+        kernel.fasterPath = "tensor cores (staged)";
+      else if (FailureOr<TensorCorePlan> tile =
+                   planTensorCoreTile(op, ignored, kFusedMaxUnroll);
+               succeeded(tile))
+        kernel.tensorCoreTile = *tile;
+      return kernel;
+    };
+    if (fused && failed(fuseNormProjections(builder, kernelOf)))
       return signalPassFailure();
     std::string why;
     // Before any kernel exists: the zero fill of each accumulator is still

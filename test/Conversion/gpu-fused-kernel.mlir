@@ -7,18 +7,26 @@
 // own before the fused one. (Its numbers are checked on
 // the CPU by test/Integration/gpu-kernels-on-cpu.test, with a mutant.)
 // RUN: flashnorm-opt %s --flashnorm-gpu-to-kernels="defer-mode=fused gemm=codegen" | FileCheck %s
-// Where the projection has a faster kernel of its own, it stays unfused and
-// a remark says which: tensor cores for 16 rows of bf16 (@rows16), cuBLASLt
-// for any projection under gemm=cublaslt (the kernels then are the
-// statistic's, which also writes the activation scaled by 1/RMS, and
-// cuBLASLt's).
+// A projection of a few rows of bf16 on tensor cores (@rows16, @narrow)
+// fuses into the tensor-core kernel: its warps sum the squares of A's rows
+// from the fragments they load, on the tensor cores too (A times its own
+// halves: the rows' products with one another, the sums of squares on the
+// diagonal). Where the projection has a faster kernel whose fused form
+// cannot take the statistic, it stays unfused and a remark says why: a
+// LayerNorm's on tensor cores (@layer16), and cuBLASLt for any projection
+// under gemm=cublaslt (the kernels then are the statistic's, which also
+// writes the activation scaled by 1/RMS, and cuBLASLt's).
 // RUN: flashnorm-opt %s --flashnorm-gpu-to-kernels="defer-mode=fused gemm=codegen" --remarks-filter=flashnorm --remark-format=emitRemark -o /dev/null 2>&1 | FileCheck %s --check-prefix=MMA
+// On each lane (flashnorm-gpu-mma): three mma.sync per step, the halves'
+// registers a part of A's, and the products' write by one warp inside its
+// condition.
+// RUN: flashnorm-opt %s --flashnorm-gpu-to-kernels="defer-mode=fused gemm=codegen" | flashnorm-opt --pass-pipeline='builtin.module(func.func(flashnorm-gpu-mma))' | FileCheck %s --check-prefix=LANES
 // RUN: flashnorm-opt %s --flashnorm-gpu-to-kernels="defer-mode=fused gemm=cublaslt" --remarks-filter=flashnorm --remark-format=emitRemark -o /dev/null 2>&1 | FileCheck %s --check-prefix=LT
 // RUN: flashnorm-opt %s --flashnorm-gpu-to-kernels="defer-mode=fused gemm=cublaslt" | FileCheck %s --check-prefix=LT-IR
 // Auto (the pipeline's default) schedules each statistic on its task and
-// then fuses: @f's task is left empty and goes with its await (no fork, no
-// join); @rows16's projection runs on tensor cores, so its statistic keeps
-// its task, beside the projection.
+// then fuses: @f's and @rows16's tasks are left empty and go with their
+// awaits (no fork, no join); @layer16's projection runs on tensor cores
+// unfused, so its statistic keeps its task, beside the projection.
 // RUN: flashnorm-opt %s --flashnorm-gpu-to-kernels=gemm=codegen | FileCheck %s --check-prefix=AUTO
 // AUTO-LABEL: func.func @f(
 // AUTO-NOT: async.
@@ -26,16 +34,19 @@
 // AUTO-NOT: async.
 // AUTO: return
 // AUTO-LABEL: func.func @rows16(
+// AUTO-NOT: async.
+// AUTO: function(@rows16_fused_norm_proj_mma_0)
+// AUTO-NOT: async.
+// AUTO: return
+// AUTO-LABEL: func.func @layer16(
 // AUTO: async.execute {
-// AUTO: function(@rows16_norm_stat_
+// AUTO: function(@layer16_norm_stat_
 // AUTO: async.yield
-// AUTO: function(@rows16_proj_mma_
+// AUTO: function(@layer16_proj_mma_
 // AUTO: async.await
-// AUTO: function(@rows16_post_scale_
+// AUTO: function(@layer16_post_scale_
 // MMA-NOT: not fused
-// MMA: remark: [Missed] flashnorm-gpu-kernels {{.*}}not fused: the projection runs faster on tensor cores
-// MMA-NOT: not fused
-// MMA: remark: [Missed] flashnorm-gpu-kernels {{.*}}Function=layer16 {{.*}}not fused: the projection runs faster on tensor cores
+// MMA: remark: [Missed] flashnorm-gpu-kernels {{.*}}Function=layer16 {{.*}}not fused: the projection runs faster on tensor cores, whose fused kernel takes an RMS statistic only
 // MMA-NOT: not fused
 // LT: remark: [Missed] flashnorm-gpu-kernels {{.*}}not fused: the projection runs faster on cuBLASLt
 // LT-IR-LABEL: func.func @f(
@@ -84,12 +95,40 @@ func.func @bias(%x: tensor<1x4096xbf16>, %w: tensor<4096x4096xbf16>, %b: tensor<
   return %y : tensor<1x4096xf32>
 }
 
-// 16 tokens of bf16: the projection runs on tensor cores, unfused.
+// 16 tokens of bf16: one tensor-core kernel, no statistic's or
+// post-scale's. Its k loop carries, beside the tile, A's rows' products
+// with rows 0-7 and with rows 8-15 (each A fragment times its halves; four
+// steps a group, two fragments two steps wide: twelve mma.sync);
+// each slice's partial tile and products go to shared memory, and the
+// threads that sum the slices take 1/RMS of the diagonal's sum and apply
+// the post-scale.
 // CHECK-LABEL: func.func @rows16(
-// CHECK-NOT: fused_norm_proj
-// CHECK: function(@rows16_norm_stat
-// CHECK: function(@rows16_proj_mma
-// CHECK: function(@rows16_post_scale
+// CHECK-NOT: gpu.launch
+// CHECK: gpu.launch {{.*}} threads({{.*}}) in (%{{.*}} = %c32, %{{.*}} = %c1, %{{.*}} = %c8) {{.*}} function(@rows16_fused_norm_proj_mma_0) workgroup(%[[TILES:.*]] : memref<128x8xf32, #gpu.address_space<workgroup>>, %[[PRODUCTS:.*]] : memref<128x16xf32, #gpu.address_space<workgroup>>)
+// CHECK: scf.for {{.*}} -> (vector<16x8xf32>, vector<16x8xf32>, vector<16x8xf32>,
+// CHECK: vector.contract {{.*}} %[[A:[^,]*]], %{{.*}}, %{{.*}} : vector<16x32xbf16>, vector<8x32xbf16> into vector<16x8xf32>
+// CHECK: %[[LO:.*]] = vector.extract_strided_slice %[[A]] {offsets = [0, 0], sizes = [8, 32], strides = [1, 1]}
+// CHECK: vector.contract {{.*}} %[[A]], %[[LO]], %{{.*}} : vector<16x32xbf16>, vector<8x32xbf16> into vector<16x8xf32>
+// CHECK: %[[HI:.*]] = vector.extract_strided_slice %[[A]] {offsets = [8, 0], sizes = [8, 32], strides = [1, 1]}
+// CHECK: vector.contract {{.*}} %[[A]], %[[HI]], %{{.*}} : vector<16x32xbf16>, vector<8x32xbf16> into vector<16x8xf32>
+// CHECK: scf.yield
+// CHECK: vector.transfer_write %{{.*}}, %[[TILES]]
+// CHECK: vector.transfer_write %{{.*}}, %[[PRODUCTS]][%[[ROW:.*]], %c0]
+// CHECK: vector.transfer_write %{{.*}}, %[[PRODUCTS]][%[[ROW]], %c8]
+// CHECK: gpu.barrier
+// CHECK: memref.load %[[PRODUCTS]][%[[D:.*]], %[[D]]]
+// CHECK-COUNT-7: memref.load %[[PRODUCTS]][%{{.*}}, %[[D]]]
+// CHECK: math.rsqrt
+// CHECK: memref.store
+// CHECK: gpu.terminator
+// CHECK-NOT: gpu.launch
+// CHECK: return
+// LANES-LABEL: func.func @rows16(
+// LANES: scf.for
+// LANES-COUNT-12: nvvm.mma.sync
+// LANES-NOT: nvvm.mma.sync
+// LANES: scf.yield
+// LANES: vector.extract_strided_slice %{{.*}} {offsets = [1, 0], sizes = [1, 8], strides = [1, 1]} : vector<2x8xbf16> to vector<1x8xbf16>
 func.func @rows16(%x: tensor<16x4096xbf16>, %w: tensor<4096x4096xbf16>) -> tensor<16x4096xf32> {
   %s = flashnorm.rms_inv %x eps(1.0e-5) : tensor<16x4096xbf16> -> tensor<16xf32>
   %z = arith.constant 0.0 : f32
@@ -138,8 +177,35 @@ func.func @layer(%x: tensor<1x4096xbf16>, %w: tensor<4096x4096xbf16>) -> tensor<
   return %y : tensor<1x4096xf32>
 }
 
-// 16 tokens of a LayerNorm: tensor cores, unfused, its statistic's two
-// passes kernels of their own.
+// 16 tokens of 64 outputs: four tiles side by side in a block, each warp
+// multiplying the same A by itself; the first writes the products.
+// CHECK-LABEL: func.func @narrow(
+// CHECK: gpu.launch {{.*}} threads(%{{.*}}, %[[TY:.*]], %{{.*}}) in (%{{.*}} = %c32, %{{.*}} = %c4, %{{.*}} = %c1) {{.*}} function(@narrow_fused_norm_proj_mma_0)
+// CHECK: %[[FIRST:.*]] = arith.cmpi eq, %[[TY]], %c0
+// CHECK: scf.if %[[FIRST]] {
+// CHECK-NEXT: vector.transfer_write {{.*}} : vector<16x8xf32>, memref<16x16xf32, #gpu.address_space<workgroup>>
+// CHECK-NEXT: vector.transfer_write {{.*}} : vector<16x8xf32>, memref<16x16xf32, #gpu.address_space<workgroup>>
+// CHECK-NEXT: }
+// CHECK: gpu.barrier
+// LANES-LABEL: func.func @narrow(
+// LANES: %[[FIRST:.*]] = arith.cmpi eq
+// LANES: scf.if %[[FIRST]] {
+// LANES-COUNT-8: memref.store {{.*}} : memref<16x16xf32, #gpu.address_space<workgroup>>
+// LANES: }
+// LANES: gpu.barrier
+func.func @narrow(%x: tensor<16x512xbf16>, %w: tensor<64x512xbf16>) -> tensor<16x64xf32> {
+  %s = flashnorm.rms_inv %x eps(1.0e-5) : tensor<16x512xbf16> -> tensor<16xf32>
+  %z = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<16x64xf32>
+  %f = linalg.fill ins(%z : f32) outs(%e : tensor<16x64xf32>) -> tensor<16x64xf32>
+  %p = linalg.matmul indexing_maps = [affine_map<(m, n, k) -> (m, k)>, affine_map<(m, n, k) -> (n, k)>, affine_map<(m, n, k) -> (m, n)>] ins(%x, %w : tensor<16x512xbf16>, tensor<64x512xbf16>) outs(%f : tensor<16x64xf32>) -> tensor<16x64xf32>
+  %y = flashnorm.post_scale %p, %s : tensor<16x64xf32>, tensor<16xf32> -> tensor<16x64xf32>
+  return %y : tensor<16x64xf32>
+}
+
+// 16 tokens of a LayerNorm: tensor cores, unfused (a LayerNorm's second
+// pass would need A again), its statistic's two passes kernels of their
+// own.
 // CHECK-LABEL: func.func @layer16(
 // CHECK-NOT: fused_norm_proj
 // CHECK: function(@layer16_norm_stat

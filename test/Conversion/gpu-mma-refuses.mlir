@@ -74,7 +74,7 @@ func.func @unaligned_view(%y: memref<16x8xf32>) {
 func.func @quarter_slice(%a: memref<16x16xf16>, %w: memref<16x16xf16>, %y: memref<16x8xf32>) {
   %c1 = arith.constant 1 : index
   %c32 = arith.constant 32 : index
-  // expected-error @+1 {{flashnorm-gpu-mma: a tensor-core kernel it cannot convert: a slice of a fragment other than half of a 16 x 16 one (two weight fragments)}}
+  // expected-error @+1 {{flashnorm-gpu-mma: a tensor-core kernel it cannot convert: a slice of a fragment other than half of a 16 x 16 or 16 x 32 one (two weight fragments)}}
   gpu.launch blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1) threads(%tx, %ty, %tz) in (%sx = %c32, %sy = %c1, %sz = %c1) {
     %c0 = arith.constant 0 : index
     %pad = arith.constant 0.0 : f16
@@ -90,7 +90,9 @@ func.func @quarter_slice(%a: memref<16x16xf16>, %w: memref<16x16xf16>, %y: memre
 }
 
 // The halves of a weight read past its buffer's rows: the padded rows would
-// read the last row again, which is right for A's rows only.
+// read the last row again, which is right for A's rows only (and for an A
+// fragment's halves multiplying that A: TensorCoreTile's sums of squares,
+// where they reach only products with a padded row).
 func.func @split_past_edge(%a: memref<16x16xf16>, %w: memref<12x16xf16>, %y: memref<16x8xf32>) {
   %c1 = arith.constant 1 : index
   %c32 = arith.constant 32 : index

@@ -3,16 +3,18 @@
 // PTX; for K x N and N x K weights. Their numbers are checked on the CPU in
 // test/Integration/gpu-kernels-on-cpu.test (same inputs).
 // REQUIRES: cuda-toolkit
-// RUN: flashnorm-opt %S/../Integration/Inputs/f16-projection.mlir --flashnorm | flashnorm-opt --flashnorm-gpu-pipeline="format=isa gemm=codegen" | FileCheck %s
-// RUN: flashnorm-opt %S/../Integration/Inputs/f16-projection.mlir --flashnorm | flashnorm-opt --flashnorm-gpu-pipeline="format=isa tensor-cores=false gemm=codegen" | FileCheck %s --check-prefix=OFF
+// (Serial mode: fused mode, and so auto, the default, takes a norm's
+// statistic into these kernels: gpu-fused-kernel.mlir, and FUSED-PTX below.)
+// RUN: flashnorm-opt %S/../Integration/Inputs/f16-projection.mlir --flashnorm | flashnorm-opt --flashnorm-gpu-pipeline="defer-mode=serial format=isa gemm=codegen" | FileCheck %s
+// RUN: flashnorm-opt %S/../Integration/Inputs/f16-projection.mlir --flashnorm | flashnorm-opt --flashnorm-gpu-pipeline="defer-mode=serial format=isa tensor-cores=false gemm=codegen" | FileCheck %s --check-prefix=OFF
 // The kernels before the binary: nvgpu.mma.sync became nvvm.mma.sync.
-// RUN: flashnorm-opt %S/../Integration/Inputs/f16-projection.mlir --flashnorm | flashnorm-opt --flashnorm-gpu-pipeline="format=isa gemm=codegen" --mlir-print-ir-before=gpu-module-to-binary -o /dev/null 2>&1 | FileCheck %s --check-prefix=NVVM
+// RUN: flashnorm-opt %S/../Integration/Inputs/f16-projection.mlir --flashnorm | flashnorm-opt --flashnorm-gpu-pipeline="defer-mode=serial format=isa gemm=codegen" --mlir-print-ir-before=gpu-module-to-binary -o /dev/null 2>&1 | FileCheck %s --check-prefix=NVVM
 // bf16: each lane's registers written from upstream's f16 fragment maps
 // (the same layout), nvvm.mma.sync with bf16 multiplicands. The N x K
 // weight's pairs along k are one 32-bit load each, the K x N weight's two
 // 16-bit loads. Eight mma.sync in the k loop and eight after it.
-// RUN: flashnorm-opt %S/../Integration/Inputs/bf16-projection.mlir --flashnorm | flashnorm-opt --flashnorm-gpu-pipeline="format=isa gemm=codegen" | FileCheck %s --check-prefix=BF16
-// RUN: flashnorm-opt %S/../Integration/Inputs/bf16-projection.mlir --flashnorm | flashnorm-opt --flashnorm-gpu-pipeline="format=isa gemm=codegen" --mlir-print-ir-before=gpu-module-to-binary -o /dev/null 2>&1 | FileCheck %s --check-prefix=BF16-NVVM
+// RUN: flashnorm-opt %S/../Integration/Inputs/bf16-projection.mlir --flashnorm | flashnorm-opt --flashnorm-gpu-pipeline="defer-mode=serial format=isa gemm=codegen" | FileCheck %s --check-prefix=BF16
+// RUN: flashnorm-opt %S/../Integration/Inputs/bf16-projection.mlir --flashnorm | flashnorm-opt --flashnorm-gpu-pipeline="defer-mode=serial format=isa gemm=codegen" --mlir-print-ir-before=gpu-module-to-binary -o /dev/null 2>&1 | FileCheck %s --check-prefix=BF16-NVVM
 // An f16 accumulator with an N x K weight: not a row reduction (the
 // all-reduce shuffles 32-bit values), not tensor cores (f32 accumulators
 // only); it compiles in every mode.
@@ -24,9 +26,9 @@
 // elements). flashnorm-gpu-mma clamps the padded rows' loads to the last
 // row (a row of A reaches only its own row of the product) and stores a
 // lane's pair only where its row is real. The numbers: gpu-kernels-on-cpu.
-// RUN: flashnorm-opt %S/../Integration/Inputs/bf16-few-tokens.mlir --flashnorm | flashnorm-opt --flashnorm-gpu-to-kernels=gemm=codegen | FileCheck %s --check-prefix=PADDED
-// RUN: flashnorm-opt %S/../Integration/Inputs/bf16-few-tokens.mlir --flashnorm | flashnorm-opt --flashnorm-gpu-to-kernels=gemm=codegen | flashnorm-opt --pass-pipeline='builtin.module(func.func(flashnorm-gpu-mma))' | FileCheck %s --check-prefix=PADDED-MMA
-// RUN: flashnorm-opt %S/../Integration/Inputs/bf16-few-tokens.mlir --flashnorm | flashnorm-opt --flashnorm-gpu-pipeline="format=isa gemm=codegen" | FileCheck %s --check-prefix=PADDED-PTX
+// RUN: flashnorm-opt %S/../Integration/Inputs/bf16-few-tokens.mlir --flashnorm | flashnorm-opt --flashnorm-gpu-to-kernels="defer-mode=serial gemm=codegen" | FileCheck %s --check-prefix=PADDED
+// RUN: flashnorm-opt %S/../Integration/Inputs/bf16-few-tokens.mlir --flashnorm | flashnorm-opt --flashnorm-gpu-to-kernels="defer-mode=serial gemm=codegen" | flashnorm-opt --pass-pipeline='builtin.module(func.func(flashnorm-gpu-mma))' | FileCheck %s --check-prefix=PADDED-MMA
+// RUN: flashnorm-opt %S/../Integration/Inputs/bf16-few-tokens.mlir --flashnorm | flashnorm-opt --flashnorm-gpu-pipeline="defer-mode=serial format=isa gemm=codegen" | FileCheck %s --check-prefix=PADDED-PTX
 // PADDED: gpu.launch blocks({{.*}}) in (%{{.*}} = %c1, %{{.*}} = %c1, %{{.*}} = %c1) threads({{.*}}) in (%{{.*}} = %c32, %{{.*}} = %c2, %{{.*}} = %c4) {{.*}} function(@f_proj_mma_0) workgroup(%{{.*}} : memref<64x16xf32, #gpu.address_space<workgroup>>)
 // PADDED: vector.transfer_read %{{.*}} {in_bounds = [false, true]} : memref<5x2560xbf16>, vector<16x16xbf16>
 // PADDED: vector.transfer_read %{{.*}} {in_bounds = [true, true], permutation_map = #{{.*}}} : memref<2560x16xbf16>, vector<8x16xbf16>
@@ -47,6 +49,23 @@
 // PADDED-MMA-NEXT: scf.if %[[REAL]] {
 // PADDED-MMA: vector.store %{{.*}} {alignment = 8 : i64} : memref<7x64xf32>, vector<2xf32>
 // PADDED-PTX-COUNT-3: mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32
+// The same in auto mode: a norm + projection is one tensor-core kernel
+// whose sums of squares are mma.sync too (each A fragment times its own
+// halves: three per step where the projection alone has one), 1/RMS in
+// its epilogue (the second projection of the first norm shares its
+// product's zero fill with the first, and stays unfused).
+// RUN: flashnorm-opt %S/../Integration/Inputs/bf16-few-tokens.mlir --flashnorm | flashnorm-opt --flashnorm-gpu-pipeline="format=isa gemm=codegen" | FileCheck %s --check-prefix=FUSED-PTX
+// FUSED-PTX: .entry f_fused_norm_proj_mma_0(
+// FUSED-PTX-COUNT-3: mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32
+// FUSED-PTX-NOT: fma.rn.f32
+// FUSED-PTX: rsqrt.approx.f32
+// FUSED-PTX: .entry f_fused_norm_proj_mma_1(
+// Weights N x K (fragments two steps wide: a half is a row of the lane's
+// part), 16 tokens and 12 (a masked A times its own halves).
+// RUN: flashnorm-opt %S/../Integration/Inputs/bf16-decode-fused.mlir --flashnorm | flashnorm-opt --flashnorm-gpu-pipeline="format=isa gemm=codegen" | FileCheck %s --check-prefix=DECODE-PTX
+// DECODE-PTX-NOT: norm_stat
+// DECODE-PTX-COUNT-2: .entry f_fused_norm_proj_mma_{{[01]}}(
+// DECODE-PTX-NOT: norm_stat
 // Outputs that are not a multiple of the tile's 8 (here N = 100; rows need
 // not be, M = 130) keep the generated SIMT kernels, and say why.
 // RUN: flashnorm-opt %s --flashnorm | flashnorm-opt --flashnorm-gpu-to-streams="defer-mode=streams gemm=codegen" --remarks-filter=flashnorm --remark-format=emitRemark -o /dev/null 2>&1 | FileCheck %s --check-prefix=SIZES
@@ -98,7 +117,7 @@ func.func @h(%x: tensor<32x64xf16>, %w: tensor<48x64xf16>) -> tensor<32x48xf16> 
 // of A's rows g and g + 8, a vector<1x8xbf16> of B's row g, carried), where
 // 16-wide fragments took a 4-byte load per register, and each paired
 // fragment makes two mma.sync.
-// RUN: flashnorm-opt %s --flashnorm-gpu-to-kernels=gemm=codegen | flashnorm-opt --pass-pipeline='builtin.module(func.func(flashnorm-gpu-mma))' | FileCheck %s --check-prefix=LOOP
+// RUN: flashnorm-opt %s --flashnorm-gpu-to-kernels="defer-mode=serial gemm=codegen" | flashnorm-opt --pass-pipeline='builtin.module(func.func(flashnorm-gpu-mma))' | FileCheck %s --check-prefix=LOOP
 // LOOP-LABEL: func.func @loop
 // LOOP: gpu.lane_id
 // LOOP-COUNT-8: vector.load {{.*}} {alignment = 16 : i64} : memref<16x512xbf16>, vector<8xbf16>
@@ -135,7 +154,7 @@ func.func @loop(%x: memref<16x512xbf16>, %w: memref<64x512xbf16>, %y: memref<16x
 // prefetched k loop from its own start; the partial tiles meet in shared
 // memory and, after the barrier, each thread sums an element's 4 slices in
 // slice order and writes it once.
-// RUN: flashnorm-opt %s --flashnorm-gpu-to-kernels=gemm=codegen | FileCheck %s --check-prefix=SPLIT
+// RUN: flashnorm-opt %s --flashnorm-gpu-to-kernels="defer-mode=serial gemm=codegen" | FileCheck %s --check-prefix=SPLIT
 // SPLIT-LABEL: func.func @split
 // SPLIT: gpu.launch blocks({{.*}}) in ({{.*}} = %c1, {{.*}} = %c1, {{.*}} = %c1) threads(%[[TX:.*]], %[[TY:.*]], %[[TZ:.*]]) in ({{.*}} = %c32, {{.*}} = %c2, {{.*}} = %c4) {{.*}} workgroup(%[[P:.*]] : memref<64x16xf32, #gpu.address_space<workgroup>>)
 // SPLIT: %[[K0:.*]] = affine.apply #{{.*}}()[%[[TZ]]]
@@ -160,7 +179,7 @@ func.func @loop(%x: memref<16x512xbf16>, %w: memref<64x512xbf16>, %y: memref<16x
 // SPLIT-NEXT: gpu.terminator
 // The partial tile goes to shared memory a value at a time (a workgroup
 // buffer is aligned to its element only); in PTX, one barrier.
-// RUN: flashnorm-opt %s --flashnorm-gpu-to-kernels=gemm=codegen | flashnorm-opt --pass-pipeline='builtin.module(func.func(flashnorm-gpu-mma))' | FileCheck %s --check-prefix=SPLIT-MMA
+// RUN: flashnorm-opt %s --flashnorm-gpu-to-kernels="defer-mode=serial gemm=codegen" | flashnorm-opt --pass-pipeline='builtin.module(func.func(flashnorm-gpu-mma))' | FileCheck %s --check-prefix=SPLIT-MMA
 // SPLIT-MMA-LABEL: func.func @split
 // SPLIT-MMA-NOT: vector.store {{.*}}#gpu.address_space<workgroup>
 // SPLIT-MMA-COUNT-4: memref.store {{.*}} : memref<64x16xf32, #gpu.address_space<workgroup>>
@@ -169,7 +188,7 @@ func.func @loop(%x: memref<16x512xbf16>, %w: memref<64x512xbf16>, %y: memref<16x
 // Both layouts of test/Integration/Inputs/bf16-split-k.mlir (whose numbers
 // gpu-kernels-on-cpu.test checks) in PTX: 32 x 2 x 4 threads, the prologue
 // and the loop's 8 mma.sync each, one barrier per kernel.
-// RUN: flashnorm-opt %S/../Integration/Inputs/bf16-split-k.mlir --flashnorm | flashnorm-opt --flashnorm-gpu-pipeline="format=isa gemm=codegen" | FileCheck %s --check-prefix=SPLIT-PTX
+// RUN: flashnorm-opt %S/../Integration/Inputs/bf16-split-k.mlir --flashnorm | flashnorm-opt --flashnorm-gpu-pipeline="defer-mode=serial format=isa gemm=codegen" | FileCheck %s --check-prefix=SPLIT-PTX
 // SPLIT-PTX: gpu.launch_func {{.*}} @f_kernels::@f_proj_mma_0
 // SPLIT-PTX: gpu.launch_func {{.*}} @f_kernels::@f_proj_mma_1
 // SPLIT-PTX: .entry f_proj_mma_0
@@ -192,7 +211,7 @@ func.func @loop(%x: memref<16x512xbf16>, %w: memref<64x512xbf16>, %y: memref<16x
 // groups of cp.async copies and waits for the first (at most two pending);
 // fragments come from ldmatrix.x4 (the activation's 16 x 16, the weight's
 // 16 rows of two n-tiles), none from an x2.
-// RUN: flashnorm-opt %S/../Integration/Inputs/bf16-prefill.mlir --flashnorm | flashnorm-opt --flashnorm-gpu-pipeline="format=isa gemm=codegen" | FileCheck %s --check-prefix=STAGED-PTX
+// RUN: flashnorm-opt %S/../Integration/Inputs/bf16-prefill.mlir --flashnorm | flashnorm-opt --flashnorm-gpu-pipeline="defer-mode=serial format=isa gemm=codegen" | FileCheck %s --check-prefix=STAGED-PTX
 // STAGED-PTX: .shared .align 16 .b8 __dynamic_shmem__0;
 // STAGED-PTX: .entry f_proj_mma_block_0
 // STAGED-PTX: .maxntid 32, 4, 2
@@ -213,7 +232,7 @@ func.func @loop(%x: memref<16x512xbf16>, %w: memref<64x512xbf16>, %y: memref<16x
 // STAGED-PTX: mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32
 // A weight stored K x N (Inputs/kn-prefill.mlir): its fragments come from
 // ldmatrix.trans (rows of the stage along n), A's as before.
-// RUN: flashnorm-opt %S/../Integration/Inputs/kn-prefill.mlir --flashnorm | flashnorm-opt --flashnorm-gpu-pipeline="format=isa gemm=codegen" | FileCheck %s --check-prefix=KN-PTX
+// RUN: flashnorm-opt %S/../Integration/Inputs/kn-prefill.mlir --flashnorm | flashnorm-opt --flashnorm-gpu-pipeline="defer-mode=serial format=isa gemm=codegen" | FileCheck %s --check-prefix=KN-PTX
 // KN-PTX: .entry f_proj_mma_block_0
 // KN-PTX: ldmatrix.sync.aligned.m8n8.x4.shared.b16
 // KN-PTX: ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16

@@ -23,9 +23,14 @@
 // one pass: in f32 that cancels where the mean is large against the
 // deviation.
 //
-// The fused kernel is a GEMV on SIMT cores that reads the weight once per
-// row: a projection that cuBLASLt or tensor cores would take (many rows,
-// f16/bf16) stays unfused: its statistic, projection and post-scale run as
+// The SIMT kernels read the weight once per row. A projection of a few
+// rows of f16 or bf16 that tensor cores take warp by warp (decode of 2-63
+// tokens: TensorCoreTile.cpp) fuses into that kernel instead: its warps sum
+// the squares of A's rows from the fragments they load for the product,
+// and the threads that add up the slices of k apply 1/RMS and the
+// post-scale (an RMS statistic only: a LayerNorm's second pass would need A
+// again). A projection that cuBLASLt or the staged tensor-core kernel takes
+// (prefill) stays unfused: its statistic, projection and post-scale run as
 // in serial mode (in auto mode: on their forked stream, as in streams mode).
 //
 // In auto mode the statistic is in its task (async.execute); once a
@@ -90,6 +95,9 @@ struct FusedPlan {
   /// fill (its own kernel, before the fused one) goes with the product
   /// buffer.
   linalg::FillOp productFill;
+  /// The tensor-core tile kernel with the norm's epilogue, in place of the
+  /// SIMT kernels.
+  std::optional<TensorCorePlan> tensorCores;
 };
 } // namespace
 
@@ -266,6 +274,28 @@ static FailureOr<FusedPlan> planFusedPair(const Statistic &stat,
           .isF32();
   plan.productFill = deadZeroFill(product, proj);
   return plan;
+}
+
+/// Whether the tensor-core tile kernel `tile` of the projection can take
+/// the plan's statistic: the sum of the squares of its A, by the rows of
+/// its product (which the kernel's epilogue writes through the
+/// post-scale).
+static LogicalResult fitTensorCores(const FusedPlan &plan,
+                                    const TensorCorePlan &tile,
+                                    std::string &why) {
+  linalg::LinalgOp proj = plan.proj;
+  linalg::GenericOp reduce = plan.reduce;
+  if (plan.mean)
+    why = "takes an RMS statistic only (a LayerNorm's deviations need its "
+          "row again)";
+  else if (!isSumOfSquares(reduce))
+    why = "takes a sum of squares only";
+  else if (reduce.getDpsInputOperand(0)->get() != tile.projection.a ||
+           plan.rows + 2 != proj.getNumLoops())
+    why = "needs the statistic's rows to be the product's";
+  else
+    return success();
+  return failure();
 }
 
 /// The statistic's sum the k loop accumulates: of squares (RMS), of the
@@ -450,8 +480,41 @@ static LogicalResult buildThreadPerOutput(KernelBuilder &builder,
   return builder.launchParallel(loop, "fused_norm_proj");
 }
 
+/// The tensor-core tile kernel whose epilogue takes 1/RMS (`finalize`) of
+/// each row's sum of squares and applies the post-scale to the product's
+/// sum, which starts at zero (matchTensorCoreProjection). Inserted before
+/// the post-scale.
+static void buildTensorCoreFused(KernelBuilder &builder,
+                                 const FusedPlan &plan) {
+  linalg::GenericOp finalize = plan.finalize, post = plan.post;
+  Value out = post.getDpsInitOperand(0)->get();
+  int64_t rank = cast<MemRefType>(out.getType()).getRank();
+  auto store = [&](OpBuilder &b, Location loc, ValueRange at, Value sum,
+                   Value squares) {
+    // The product's leading unit dimensions (dropped by to2d), then the
+    // kernel's row and column.
+    SmallVector<Value> ivs(rank - 2, arith::ConstantIndexOp::create(b, loc, 0));
+    llvm::append_range(ivs, at);
+    Value ss0 = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0));
+    Value scale = inlineBody(b, finalize, {squares, ss0},
+                             ArrayRef(ivs).take_front(plan.rows))[0];
+    Value y = inlineBody(b, post, epilogueArgs(b, loc, plan, sum, scale, ivs),
+                         ivs)[0];
+    memref::StoreOp::create(b, loc, y, out, ivs);
+  };
+  TileEpilogue epilogue{post, store};
+  buildTensorCoreTile(builder, *plan.tensorCores, "fused_norm_proj_mma",
+                      &epilogue);
+}
+
 static LogicalResult buildFusedPair(KernelBuilder &builder,
                                     const FusedPlan &plan) {
+  if (plan.tensorCores) {
+    // The tile kernel takes the projection and its dead zero fill.
+    buildTensorCoreFused(builder, plan);
+    plan.post->erase();
+    return success();
+  }
   if (plan.blockPerOutput)
     buildBlockPerOutput(builder, plan);
   else if (failed(buildThreadPerOutput(builder, plan)))
@@ -490,7 +553,7 @@ static void runOnMainStream(async::ExecuteOp task) {
 /// Fuses what it can of one group; fails if a kernel could not be mapped.
 static LogicalResult
 fuseGroup(KernelBuilder &builder, const Group &g,
-          function_ref<StringRef(linalg::LinalgOp)> fasterPath) {
+          function_ref<ProjectionKernel(linalg::LinalgOp)> kernelOf) {
   PassReporter &reporter = builder.getReporter();
   if (g.stat.empty())
     return success();
@@ -503,17 +566,20 @@ fuseGroup(KernelBuilder &builder, const Group &g,
   unsigned fusedCount = 0;
   for (auto &[pair, projOp] : g.proj) {
     Location loc = projOp->getLoc();
-    // The fused kernel reads the weight once per row, on SIMT cores: where
-    // the projection has a kernel of its own that is faster (tensor cores,
-    // cuBLASLt: many rows), it stays unfused (on an H200 the fused kernel
-    // measured 3.2x the tensor-core projection at 16 tokens, 11-12x at
-    // 512-4096 of 4096 x 4096 bf16).
-    if (auto proj = dyn_cast<linalg::LinalgOp>(projOp)) {
-      if (StringRef path = fasterPath(proj); !path.empty()) {
-        reporter.refused(projOp, "not fused: the projection runs faster on " +
-                                     path + " (" + formatLoc(loc) + ")");
-        continue;
-      }
+    // The SIMT kernels read the weight once per row: where the projection
+    // has a kernel of its own that is faster (cuBLASLt, the staged
+    // tensor-core kernel: many rows), it stays unfused (on an H200 the SIMT
+    // fused kernel measured 3.2x the tensor-core projection at 16 tokens,
+    // 11-12x at 512-4096 of 4096 x 4096 bf16). The tensor-core tile kernel
+    // takes the statistic itself.
+    ProjectionKernel kernel;
+    if (auto proj = dyn_cast<linalg::LinalgOp>(projOp))
+      kernel = kernelOf(proj);
+    if (!kernel.fasterPath.empty()) {
+      reporter.refused(projOp, "not fused: the projection runs faster on " +
+                                   kernel.fasterPath + " (" + formatLoc(loc) +
+                                   ")");
+      continue;
     }
     FailureOr<FusedPlan> plan =
         planFusedPair(*stat, projOp, g.post.lookup(pair), why);
@@ -521,6 +587,15 @@ fuseGroup(KernelBuilder &builder, const Group &g,
       reporter.refused(projOp,
                        "not fused: " + why + " (" + formatLoc(loc) + ")");
       continue;
+    }
+    if (kernel.tensorCoreTile) {
+      if (failed(fitTensorCores(*plan, *kernel.tensorCoreTile, why))) {
+        reporter.refused(projOp, "not fused: the projection runs faster on "
+                                 "tensor cores, whose fused kernel " +
+                                     why + " (" + formatLoc(loc) + ")");
+        continue;
+      }
+      plan->tensorCores = kernel.tensorCoreTile;
     }
     if (failed(buildFusedPair(builder, *plan))) {
       reporter.refused(projOp, "not fused: the fused loop nest could not be "
@@ -547,7 +622,7 @@ fuseGroup(KernelBuilder &builder, const Group &g,
 
 LogicalResult kernels::fuseNormProjections(
     KernelBuilder &builder,
-    function_ref<StringRef(linalg::LinalgOp)> fasterPath) {
+    function_ref<ProjectionKernel(linalg::LinalgOp)> kernelOf) {
   llvm::MapVector<int64_t, Group> groups;
   builder.getFunction().walk([&](Operation *op) {
     auto group = op->getAttrOfType<IntegerAttr>(kAsyncGroupAttr);
@@ -567,7 +642,7 @@ LogicalResult kernels::fuseNormProjections(
       g.unpairedPost.push_back(op);
   });
   for (auto &[id, g] : groups)
-    if (failed(fuseGroup(builder, g, fasterPath)))
+    if (failed(fuseGroup(builder, g, kernelOf)))
       return failure();
   return success();
 }

@@ -110,6 +110,13 @@ Value kernels::multiplyFragments(OpBuilder &b, Location loc, Value a, Value w,
   return vector::ContractionOp::create(b, loc, a, w, acc, maps, iterators);
 }
 
+Value kernels::halfFragment(OpBuilder &b, Location loc, Value a, int64_t half) {
+  auto type = cast<VectorType>(a.getType());
+  return vector::ExtractStridedSliceOp::create(
+      b, loc, a, ArrayRef<int64_t>{8 * half, 0},
+      ArrayRef<int64_t>{8, type.getDimSize(1)}, ArrayRef<int64_t>{1, 1});
+}
+
 Value kernels::scaleElements(OpBuilder &b, Location loc, Value x, Value scale,
                              bool zeroRows) {
   Type f32 = b.getF32Type();

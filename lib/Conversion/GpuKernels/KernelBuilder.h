@@ -25,6 +25,7 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 
 #include <array>
+#include <optional>
 #include <string>
 
 namespace mlir::flashnorm::kernels {
@@ -49,6 +50,9 @@ bool isPlainProduct(linalg::LinalgOp op);
 /// other loops, as `out = out + f(ins)`.
 bool isRowReduction(linalg::LinalgOp op);
 
+/// Whether `op`'s body is `out + ext(x) * ext(x)` of its one input (the
+/// extension optional): a sum of squares.
+bool isSumOfSquares(linalg::GenericOp op);
 /// Whether `op` is element-wise: no reduction, one output read through the
 /// identity.
 bool isElementwise(linalg::GenericOp op);
@@ -154,6 +158,10 @@ Value zeroFragment(OpBuilder &b, Location loc);
 Value multiplyFragments(OpBuilder &b, Location loc, Value a, Value w,
                         Value acc);
 
+/// Rows 8 `half` to 8 `half` + 7 of an A fragment (16 x 16 or 16 x 32) as
+/// a weight fragment (8 x 16 or 8 x 32), as flashnorm-gpu-mma takes it:
+/// multiplied by the whole, the rows' products with one another.
+Value halfFragment(OpBuilder &b, Location loc, Value a, int64_t half);
 /// `x * scale` (x one element or a vector of a's element type, scale an
 /// f32), computed in f32 and rounded once back to x's type; 0 where the
 /// scale is 0 and `zeroRows`. The pre-scale of a cuBLASLt projection.
@@ -249,16 +257,6 @@ FailureOr<RowReductionPlan>
 planRowReduction(linalg::LinalgOp op, int64_t reduceThreads, std::string &why);
 gpu::LaunchOp buildRowReduction(KernelBuilder &builder,
                                 const RowReductionPlan &plan);
-
-/// FusedNormProjection.cpp: fused mode, each (RMS statistic, projection,
-/// post-scale) of a deferred norm as one kernel, except where `fasterPath`
-/// names a faster kernel the projection gets unfused (the fused kernel is a
-/// SIMT GEMV). Fails when a kernel's loop nest could not be mapped (an
-/// error was emitted).
-LogicalResult
-fuseNormProjections(KernelBuilder &builder,
-                    function_ref<StringRef(linalg::LinalgOp)> fasterPath);
-
 /// GemmLt.cpp: a projection as `flashnorm.gemm_lt` (cuBLASLt), writing
 /// the output of the reader of its product where that reader only rounds
 /// it or scales its rows (a deferred norm's post-scale, moved before the
@@ -337,6 +335,12 @@ struct TensorCorePlan {
 /// fragments in flight per warp; the group being multiplied and the next
 /// take 2 x 8 x 6 registers (16 steps would spill).
 constexpr int64_t kMaxUnroll = 8;
+/// The most k steps a group takes in a tile kernel with a fused norm's
+/// epilogue: its two more accumulators and three mma.sync per fragment
+/// made ptxas take 78-82 registers at 8 (16 tokens of 4096 x 14336 and
+/// 14336 x 4096: three blocks of 8 warps per SM, a second wave), 48-52 at
+/// 4 (four or five blocks, one wave, as the projection alone).
+constexpr int64_t kFusedMaxUnroll = 4;
 /// The warps a tensor-core projection is split into (along k) until it has
 /// that many: streaming a weight at an H200's 4.8 TB/s with ~0.8 us of
 /// memory latency needs ~3.8 MB in flight, 29 KB on each of 132 SMs. ptxas
@@ -353,10 +357,46 @@ constexpr int64_t kMinSliceSteps = 4 * kMaxUnroll;
 /// 72 allocated) three blocks of 8 warps fit an SM's 64K registers, where
 /// one of 16 would leave 12 warps' worth unused.
 constexpr int64_t kMaxBlockWarps = 8;
+/// `maxUnroll` caps the plan's unroll (kFusedMaxUnroll for a fused norm).
 FailureOr<TensorCorePlan> planTensorCoreTile(linalg::LinalgOp op,
-                                             std::string &why);
+                                             std::string &why,
+                                             int64_t maxUnroll = kMaxUnroll);
+/// A fused norm's epilogue of a tensor-core tile kernel (fused mode,
+/// FusedNormProjection.cpp).
+struct TileEpilogue {
+  /// Where the kernel goes: the post-scale, where all the epilogue reads
+  /// is ready.
+  Operation *at;
+  /// Writes what the post-scale would of the output at `indices` (row and
+  /// column of the 2-D product) from its `sum` and its row's sum of
+  /// squares of A, in place of the product.
+  function_ref<void(OpBuilder &, Location, ValueRange indices, Value sum,
+                    Value squares)>
+      store;
+};
+/// With `epilogue`, the warps also sum the squares of A's rows from the
+/// fragments they load (on tensor cores: A times its own halves, whose
+/// diagonal they are), and every output goes through it.
 void buildTensorCoreTile(KernelBuilder &builder, const TensorCorePlan &plan,
-                         StringRef role);
+                         StringRef role,
+                         const TileEpilogue *epilogue = nullptr);
+/// The kernel a projection would get unfused, as far as fused mode cares.
+struct ProjectionKernel {
+  /// A kernel faster than the fused SIMT GEMV that no statistic fuses
+  /// into ("cuBLASLt", the staged tensor-core kernel), or empty.
+  StringRef fasterPath;
+  /// Tensor cores warp by warp (TensorCoreTile.cpp): the fused kernel is
+  /// that one, with the norm's epilogue.
+  std::optional<TensorCorePlan> tensorCoreTile;
+};
+/// FusedNormProjection.cpp: fused mode, each (statistic, projection,
+/// post-scale) of a deferred norm as one kernel: a SIMT GEMV, or the
+/// tensor-core tile kernel where `kernelOf` says the projection takes it;
+/// where it names a faster kernel, the projection stays unfused. Fails
+/// when a kernel's loop nest could not be mapped (an error was emitted).
+LogicalResult
+fuseNormProjections(KernelBuilder &builder,
+                    function_ref<ProjectionKernel(linalg::LinalgOp)> kernelOf);
 
 /// TensorCoreBlock.cpp: an f16 or bf16 prefill projection with its weight
 /// N x K on tensor cores, block tiles of A and the weight staged through

@@ -59,6 +59,25 @@ bool kernels::isPlainProduct(linalg::LinalgOp op) {
   return (lhs == a && rhs == b) || (lhs == b && rhs == a);
 }
 
+bool kernels::isSumOfSquares(linalg::GenericOp op) {
+  Block &body = op.getRegion().front();
+  if (body.getNumArguments() != 2)
+    return false;
+  auto add = body.getTerminator()->getOperand(0).getDefiningOp<arith::AddFOp>();
+  Value out = body.getArgument(1);
+  if (!add || (add.getLhs() != out && add.getRhs() != out))
+    return false;
+  auto mul = (add.getLhs() == out ? add.getRhs() : add.getLhs())
+                 .getDefiningOp<arith::MulFOp>();
+  auto input = [&](Value v) -> Value {
+    if (auto ext = v.getDefiningOp<arith::ExtFOp>())
+      return ext.getIn();
+    return v;
+  };
+  return mul && input(mul.getLhs()) == body.getArgument(0) &&
+         input(mul.getRhs()) == body.getArgument(0);
+}
+
 bool kernels::isRowReduction(linalg::LinalgOp op) {
   unsigned n = op.getNumLoops();
   if (n < 2 || op.getNumDpsInits() != 1 || op.getNumReductionLoops() != 1 ||

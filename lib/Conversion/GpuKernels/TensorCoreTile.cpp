@@ -30,10 +30,18 @@
 //   tiles meet in shared memory and the block sums them in a fixed order:
 //   deterministic, no atomics, no second kernel, no workspace.
 // Each tile is written once, from zero.
-// Padded rows cost tensor-core work, which decode has to spare, and no
-// weight bytes: the weight is read once for all the rows, where the SIMT
-// GEMV (a block per output row) reads it once per row.
-//
+// Fused mode gives the kernel a norm's epilogue (TileEpilogue): the warps
+// also sum the squares of A's rows, on the tensor cores too: each A
+// fragment times its own two halves (rows 0-7 and 8-15 as weight
+// fragments: registers the lane already holds) gives the rows' products
+// with one another, 16 x 16 in two accumulators, whose diagonal is the
+// rows' sums of squares. Two more mma.sync per step cost the tensor cores
+// little at decode (their work there is a small part of what they can do)
+// and the lanes no conversions or FMAs. The first warp of each slice writes
+// both accumulators to shared memory beside its partial tile, and the
+// threads that sum the slices sum the diagonal too and hand both to the
+// epilogue (1/RMS and the post-scale) in place of the plain store: the
+// statistic without a kernel or a load of its own.
 //===----------------------------------------------------------------------===//
 
 #include "KernelBuilder.h"
@@ -48,7 +56,8 @@ using namespace mlir::flashnorm;
 using namespace mlir::flashnorm::kernels;
 
 FailureOr<TensorCorePlan> kernels::planTensorCoreTile(linalg::LinalgOp op,
-                                                      std::string &why) {
+                                                      std::string &why,
+                                                      int64_t maxUnroll) {
   auto fail = [&](const Twine &msg) {
     why = msg.str();
     return failure();
@@ -86,8 +95,7 @@ FailureOr<TensorCorePlan> kernels::planTensorCoreTile(linalg::LinalgOp op,
   // The most steps up to kMaxUnroll that divide a slice's k loop (no
   // remainder loop): 4096 / 16 = 256 steps take 8, 576 / 16 = 36 take 6.
   int64_t sliceSteps = steps / plan.slices;
-  for (plan.unroll = std::min(sliceSteps, kMaxUnroll);
-       sliceSteps % plan.unroll;)
+  for (plan.unroll = std::min(sliceSteps, maxUnroll); sliceSteps % plan.unroll;)
     --plan.unroll;
   // Two steps per fragment where a group holds pairs of steps and the
   // weight's rows run along k (N x K, as flashnorm-gpu-weight-layout
@@ -97,11 +105,12 @@ FailureOr<TensorCorePlan> kernels::planTensorCoreTile(linalg::LinalgOp op,
 }
 
 void kernels::buildTensorCoreTile(KernelBuilder &builder,
-                                  const TensorCorePlan &plan, StringRef role) {
+                                  const TensorCorePlan &plan, StringRef role,
+                                  const TileEpilogue *epilogue) {
   linalg::LinalgOp op = plan.op;
   const RowMajorProjection &p = plan.projection;
   int64_t m = p.m, n = p.n, k = p.k, warps = plan.warps, slices = plan.slices;
-  OpBuilder b(op);
+  OpBuilder b(epilogue ? epilogue->at : op.getOperation());
   Location loc = op.getLoc();
   MLIRContext *ctx = b.getContext();
   Value a = to2d(b, loc, p.a), w = to2d(b, loc, p.b), c = to2d(b, loc, p.c);
@@ -111,12 +120,18 @@ void kernels::buildTensorCoreTile(KernelBuilder &builder,
   Value one = index(1);
   Type f32 = b.getF32Type();
   // The slices' partial tiles, slice-major: rows 16s.. of slice s, the
-  // block's tiles side by side.
+  // block's tiles side by side; with an epilogue (even of one slice), each
+  // slice's products of A's rows (16 x 16) too.
+  bool throughShared = slices > 1 || epilogue;
+  auto workgroup =
+      gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
   SmallVector<Type> shared;
-  if (slices > 1)
-    shared.push_back(MemRefType::get(
-        {16 * slices, 8 * warps}, f32, MemRefLayoutAttrInterface(),
-        gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup)));
+  if (throughShared)
+    shared.push_back(MemRefType::get({16 * slices, 8 * warps}, f32,
+                                     MemRefLayoutAttrInterface(), workgroup));
+  if (epilogue)
+    shared.push_back(MemRefType::get({16 * slices, 16}, f32,
+                                     MemRefLayoutAttrInterface(), workgroup));
   // Tiles are threads y, slices threads z.
   auto launch = gpu::LaunchOp::create(
       b, loc, index((m + 15) / 16), index(n / 8 / warps), one, index(32),
@@ -177,16 +192,29 @@ void kernels::buildTensorCoreTile(KernelBuilder &builder,
                          transposed, inBounds));
     return read;
   };
-  auto multiplyGroup = [&](OpBuilder &mb, Location l, Value acc,
+  // The sums a group adds to: the tile's, and with an epilogue A's rows'
+  // products with rows 0-7 and with rows 8-15 (from the A fragments in
+  // registers: no load of their own).
+  auto multiplyGroup = [&](OpBuilder &mb, Location l, ValueRange sums,
                            ValueRange read) {
-    for (int64_t f = 0; f < fragments; ++f)
-      acc = multiplyFragments(mb, l, read[f], read[fragments + f], acc);
-    return acc;
+    SmallVector<Value> next(sums);
+    for (int64_t f = 0; f < fragments; ++f) {
+      next[0] = multiplyFragments(mb, l, read[f], read[fragments + f], next[0]);
+      if (epilogue)
+        for (int64_t half = 0; half < 2; ++half)
+          next[1 + half] = multiplyFragments(mb, l, read[f],
+                                             halfFragment(mb, l, read[f], half),
+                                             next[1 + half]);
+    }
+    return next;
   };
   // Register prefetch: each iteration reads the next group's fragments,
   // then multiplies the group the one before read (see the file header for
   // what LLVM and ptxas make of it).
   SmallVector<Value> inits{acc0};
+  if (epilogue)
+    inits.append({acc0, acc0});
+  size_t numSums = inits.size();
   llvm::append_range(inits, readGroup(b, loc, kBegin));
   // The loop counts within the slice, from static bounds: ptxas issues a
   // group's loads together only in loops whose trip count it knows (with
@@ -195,16 +223,18 @@ void kernels::buildTensorCoreTile(KernelBuilder &builder,
   auto loop = scf::ForOp::create(
       b, loc, index(16 * unroll), index(sliceK), index(16 * unroll), inits,
       [&](OpBuilder &lb, Location l, Value step, ValueRange carried) {
-        SmallVector<Value> next{Value()};
-        llvm::append_range(
-            next, readGroup(lb, l, apply(lb, l, d0 + d1, {kBegin, step})));
-        next[0] = multiplyGroup(lb, l, carried[0], carried.drop_front());
+        SmallVector<Value> read =
+            readGroup(lb, l, apply(lb, l, d0 + d1, {kBegin, step}));
+        SmallVector<Value> next = multiplyGroup(
+            lb, l, carried.take_front(numSums), carried.drop_front(numSums));
+        llvm::append_range(next, read);
         scf::YieldOp::create(lb, l, next);
       });
-  Value sums =
-      multiplyGroup(b, loc, loop.getResult(0), loop.getResults().drop_front());
-  if (slices == 1) {
-    vector::TransferWriteOp::create(b, loc, sums, c, ValueRange{m0, n0},
+  SmallVector<Value> sums =
+      multiplyGroup(b, loc, loop.getResults().take_front(numSums),
+                    loop.getResults().drop_front(numSums));
+  if (!throughShared) {
+    vector::TransferWriteOp::create(b, loc, sums[0], c, ValueRange{m0, n0},
                                     rowsInBounds);
   } else {
     // Each slice's partial tile into shared memory; after the barrier the
@@ -212,10 +242,26 @@ void kernels::buildTensorCoreTile(KernelBuilder &builder,
     // write the block's tiles, consecutive threads along a row (the real
     // rows only, when they are padded).
     Value partials = launch.getWorkgroupAttributions()[0];
-    vector::TransferWriteOp::create(b, loc, sums, partials,
+    vector::TransferWriteOp::create(b, loc, sums[0], partials,
                                     ValueRange{apply(b, loc, d0 * 16, {tid.z}),
                                                apply(b, loc, d0 * 8, {tid.y})},
                                     inBounds);
+    Value products;
+    if (epilogue) {
+      // The block's warps along n read the same A: the first writes its
+      // slice's products of A's rows, the halves side by side.
+      products = launch.getWorkgroupAttributions()[1];
+      Value zero = index(0), eight = index(8);
+      Value first =
+          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, tid.y, zero);
+      Value sliceRow = apply(b, loc, d0 * 16, {tid.z});
+      auto writer = scf::IfOp::create(b, loc, first, /*withElseRegion=*/false);
+      OpBuilder wb(writer.thenBlock()->getTerminator());
+      for (int64_t half = 0; half < 2; ++half)
+        vector::TransferWriteOp::create(
+            wb, loc, sums[1 + half], products,
+            ValueRange{sliceRow, half ? eight : zero}, inBounds);
+    }
     gpu::BarrierOp::create(b, loc);
     int64_t rowLength = 8 * warps, threads = 32 * warps * slices;
     AffineExpr d2 = getAffineDimExpr(2, ctx);
@@ -238,18 +284,37 @@ void kernels::buildTensorCoreTile(KernelBuilder &builder,
         [&](OpBuilder &rb, Location l, Value e, ValueRange) {
           Value row = apply(rb, l, d0.floorDiv(rowLength), {e});
           Value column = apply(rb, l, d0 % rowLength, {e});
-          Value sum;
-          for (int64_t slice = 0; slice < slices; ++slice) {
-            Value part = memref::LoadOp::create(
-                rb, l, partials,
-                ValueRange{apply(rb, l, d0 + 16 * slice, {row}), column});
-            sum = sum ? arith::AddFOp::create(rb, l, sum, part).getResult()
-                      : part;
+          // The slices' values in slice order.
+          auto sumSlices =
+              [&](Value buffer,
+                  function_ref<SmallVector<Value>(int64_t slice)> indices) {
+                Value sum;
+                for (int64_t slice = 0; slice < slices; ++slice) {
+                  Value part =
+                      memref::LoadOp::create(rb, l, buffer, indices(slice));
+                  sum =
+                      sum ? arith::AddFOp::create(rb, l, sum, part).getResult()
+                          : part;
+                }
+                return sum;
+              };
+          Value sum = sumSlices(partials, [&](int64_t slice) {
+            return SmallVector<Value>{apply(rb, l, d0 + 16 * slice, {row}),
+                                      column};
+          });
+          SmallVector<Value> at{apply(rb, l, d0 + d1, {m0, row}),
+                                apply(rb, l, d0 + d1, {blockN, column})};
+          if (epilogue) {
+            // The row's sum of squares: the diagonal of its slices'
+            // products.
+            Value squares = sumSlices(products, [&](int64_t slice) {
+              return SmallVector<Value>{apply(rb, l, d0 + 16 * slice, {row}),
+                                        row};
+            });
+            epilogue->store(rb, l, at, sum, squares);
+          } else {
+            memref::StoreOp::create(rb, l, sum, c, at);
           }
-          memref::StoreOp::create(
-              rb, l, sum, c,
-              ValueRange{apply(rb, l, d0 + d1, {m0, row}),
-                         apply(rb, l, d0 + d1, {blockN, column})});
           scf::YieldOp::create(rb, l);
         });
   }

@@ -92,17 +92,19 @@ std::optional<int64_t> maskedRows(VectorTransferOpInterface transfer) {
   return cast<MemRefType>(transfer.getBase().getType()).getDimSize(0);
 }
 
-/// Which half (0 or 1: rows 0-7 or 8-15) of a 16 x 16 fragment `split`
-/// takes as an 8 x 16 weight fragment, or nullopt if it is another slice.
-/// A 16 x 16 read of the weight is two n-tiles' fragments in one
-/// ldmatrix.x4 where each alone is an x2 (TensorCoreBlock.cpp).
+/// Which half (0 or 1: rows 0-7 or 8-15) of a 16 x 16 or 16 x 32 fragment
+/// `split` takes as an 8 x 16 or 8 x 32 weight fragment, or nullopt if it
+/// is another slice. A 16 x 16 read of the weight is two n-tiles' fragments
+/// in one ldmatrix.x4 where each alone is an x2 (TensorCoreBlock.cpp); an
+/// A fragment times its own halves gives its rows' products with one
+/// another (TensorCoreTile.cpp's sums of squares, on the diagonal).
 std::optional<int64_t> splitHalf(vector::ExtractStridedSliceOp split) {
   VectorType source = split.getSourceVectorType();
   if (!isFragment(source) || source.getElementType().isF32() ||
-      roleOf(source) != MatMulOperandRole::A || isPaired(source) ||
-      !isFragment(split.getType()) ||
+      roleOf(source) != MatMulOperandRole::A || !isFragment(split.getType()) ||
       roleOf(split.getType()) != MatMulOperandRole::B ||
-      isPaired(split.getType()) || split.hasNonUnitStrides())
+      isPaired(split.getType()) != isPaired(source) ||
+      split.hasNonUnitStrides())
     return std::nullopt;
   SmallVector<int64_t> offsets = getI64SubArray(split.getOffsets());
   if (offsets.size() != 2 || offsets[1] != 0 ||
@@ -116,9 +118,15 @@ std::optional<int64_t> splitHalf(vector::ExtractStridedSliceOp split) {
 /// (g, 2t + 8), (g + 8, 2t + 8), and a weight fragment's (its row g, k 2t),
 /// (g, 2t + 8) (PTX ISA, m16n8k16 fragments; B's n is the fragment's
 /// row): half h is registers h and h + 2, whichever way the whole was
-/// loaded (ldmatrix.x4 or the lane map).
+/// loaded (ldmatrix.x4 or the lane map). A paired part's rows are rows g
+/// and g + 8 of the fragment, a paired weight part's row g, in the same
+/// order along k (loadPairedPart): half h is row h.
 Value halfOf(OpBuilder &b, Location loc, Value part, int64_t half) {
   auto type = cast<VectorType>(part.getType());
+  if (type.getDimSize(1) != 2)
+    return vector::ExtractStridedSliceOp::create(
+        b, loc, part, ArrayRef<int64_t>{half, 0},
+        ArrayRef<int64_t>{1, type.getDimSize(1)}, ArrayRef<int64_t>{1, 1});
   auto halfType = VectorType::get({2, 2}, type.getElementType());
   Value result =
       arith::ConstantOp::create(b, loc, halfType, b.getZeroAttr(halfType));

@@ -37,8 +37,8 @@ nvgpu::MatMulOperandRole roleOf(VectorType type);
 bool placeable(VectorTransferOpInterface transfer, std::string &why);
 /// The buffer's rows when `transfer` may run past the last of them.
 std::optional<int64_t> maskedRows(VectorTransferOpInterface transfer);
-/// The half (0: rows 0-7, 1: rows 8-15) of a 16 x 16 fragment `split`
-/// takes as a weight fragment, or nullopt for another slice.
+/// The half (0: rows 0-7, 1: rows 8-15) of a 16 x 16 or 16 x 32 fragment
+/// `split` takes as a weight fragment, or nullopt for another slice.
 std::optional<int64_t> splitHalf(vector::ExtractStridedSliceOp split);
 /// Whether each lane's part of `read` is one ldmatrix.
 bool readsAsMatrix(vector::TransferReadOp read);
@@ -50,8 +50,8 @@ bool readsAsMatrix(vector::TransferReadOp read);
 /// This lane's part of the fragment `read` reads at `origin`.
 Value loadPart(OpBuilder &b, Value lane, vector::TransferReadOp read,
                ValueRange origin);
-/// This lane's part of half `half` (splitHalf) of the 16 x 16 fragment
-/// whose part is `part`.
+/// This lane's part of half `half` (splitHalf) of the fragment whose part
+/// is `part`.
 Value halfOf(OpBuilder &b, Location loc, Value part, int64_t half);
 /// acc + lhs * rhs on this lane's parts (the A fragment's type `lhsType`).
 Value multiply(OpBuilder &b, Location loc, Value acc, Value lhs, Value rhs,

@@ -6,7 +6,8 @@
 // fragment and the m16n8k16 `nvvm.mma.sync`, one kernel at a time: it
 // first checks that every op making or taking a fragment is one it
 // converts, then rebuilds them on each lane's part (Fragments.cpp places
-// the parts). Upstream's vector-to-nvgpu conversion, besides its loads
+// the parts), inside conditions too (a write by one warp). Upstream's
+// vector-to-nvgpu conversion, besides its loads
 // (see Fragments.cpp), walks whole functions in its pass form and fails on
 // the other kernels' scalar code.
 //
@@ -115,18 +116,27 @@ public:
       }
       if (auto split = dyn_cast<vector::ExtractStridedSliceOp>(op)) {
         if (!splitHalf(split)) {
-          why = "a slice of a fragment other than half of a 16 x 16 one "
-                "(two weight fragments)";
+          why = "a slice of a fragment other than half of a 16 x 16 or "
+                "16 x 32 one (two weight fragments)";
           return WalkResult::interrupt();
         }
+        // A half of A's padded rows would carry the last row's values
+        // (loaded clamped) into real outputs, unless it multiplies that
+        // A itself: then they reach only products with a padded row.
         auto read = split.getSource().getDefiningOp<vector::TransferReadOp>();
-        if (read && maskedRows(read)) {
+        if (read && maskedRows(read) &&
+            !llvm::all_of(split->getUsers(), [&](Operation *user) {
+              auto contract = dyn_cast<vector::ContractionOp>(user);
+              return contract && contract.getRhs() == split.getResult() &&
+                     contract.getLhs() == split.getSource();
+            })) {
           why = "a weight fragment past its buffer's edge";
           return WalkResult::interrupt();
         }
         return WalkResult::advance();
       }
-      if (isa<scf::ForOp, scf::YieldOp>(op))
+      if (isa<scf::ForOp, scf::YieldOp>(op) ||
+          (isa<scf::IfOp>(op) && op->getNumResults() == 0))
         return WalkResult::advance();
       why = "'" + op->getName().getStringRef().str() + "' on a fragment";
       return WalkResult::interrupt();
@@ -170,9 +180,18 @@ private:
            splat.getSplatValue<APFloat>().isZero();
   }
 
+  /// Ops on fragments, and the conditions around them (scf.if without
+  /// results: TensorCoreTile's write of one warp's fragments).
   static bool isConverted(Operation *op) {
-    return llvm::any_of(op->getResultTypes(), isFragment) ||
-           llvm::any_of(op->getOperandTypes(), isFragment);
+    if (llvm::any_of(op->getResultTypes(), isFragment) ||
+        llvm::any_of(op->getOperandTypes(), isFragment))
+      return true;
+    return isa<scf::IfOp>(op) && op->getNumResults() == 0 &&
+           op->walk([&](Operation *inner) {
+               return inner != op && isConverted(inner)
+                          ? WalkResult::interrupt()
+                          : WalkResult::advance();
+             }).wasInterrupted();
   }
 
   /// Builds `op`'s lane form at `b`; with `cloneOthers` (inside a loop
@@ -230,6 +249,20 @@ private:
                 mapped(loop.getBody()->getTerminator()->getOperands()));
           });
       mapping.map(loop.getResults(), rebuilt.getResults());
+      return;
+    }
+    if (auto branch = dyn_cast<scf::IfOp>(op); branch && isConverted(op)) {
+      auto rebuilt = scf::IfOp::create(
+          b, loc, mapping.lookupOrDefault(branch.getCondition()),
+          /*withElseRegion=*/!branch.getElseRegion().empty());
+      for (auto [from, to] :
+           llvm::zip(branch->getRegions(), rebuilt->getRegions())) {
+        if (from.empty())
+          continue;
+        OpBuilder inner(to.front().getTerminator());
+        for (Operation &nested : from.front().without_terminator())
+          convertOp(inner, &nested, /*cloneOthers=*/true);
+      }
       return;
     }
     assert(cloneOthers && "check() admits no other op with fragments");
