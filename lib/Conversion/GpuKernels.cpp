@@ -142,8 +142,16 @@ struct GpuKernelsPass : flashnorm::impl::GpuKernelsBase<GpuKernelsPass> {
         kernel.fasterPath = "tensor cores (staged)";
       else if (FailureOr<TensorCorePlan> tile =
                    planTensorCoreTile(op, ignored, kFusedMaxUnroll);
-               succeeded(tile))
-        kernel.tensorCoreTile = *tile;
+               succeeded(tile)) {
+        // The fused kernel's sums of squares triple its mma.sync: free
+        // beside a decode step's weight stream, not at prefill, where the
+        // product keeps the tensor cores busy.
+        if (isPrefill(op))
+          kernel.fasterPath = "tensor cores (a prefill: the sums of squares "
+                              "would take their time)";
+        else
+          kernel.tensorCoreTile = *tile;
+      }
       return kernel;
     };
     if (fused && failed(fuseNormProjections(builder, kernelOf)))

@@ -48,6 +48,8 @@
 // MMA-NOT: not fused
 // MMA: remark: [Missed] flashnorm-gpu-kernels {{.*}}Function=layer16 {{.*}}not fused: the projection runs faster on tensor cores, whose fused kernel takes an RMS statistic only
 // MMA-NOT: not fused
+// MMA: remark: [Missed] flashnorm-gpu-kernels {{.*}}Function=rows32 {{.*}}not fused: the projection runs faster on tensor cores (a prefill: the sums of squares would take their time)
+// MMA-NOT: not fused
 // LT: remark: [Missed] flashnorm-gpu-kernels {{.*}}not fused: the projection runs faster on cuBLASLt
 // LT-IR-LABEL: func.func @f(
 // LT-IR-NOT: fused_norm_proj
@@ -218,4 +220,21 @@ func.func @layer16(%x: tensor<16x4096xbf16>, %w: tensor<4096x4096xbf16>) -> tens
   %p = linalg.matmul indexing_maps = [affine_map<(m, n, k) -> (m, k)>, affine_map<(m, n, k) -> (n, k)>, affine_map<(m, n, k) -> (m, n)>] ins(%x, %w : tensor<16x4096xbf16>, tensor<4096x4096xbf16>) outs(%f : tensor<16x4096xf32>) -> tensor<16x4096xf32>
   %y = flashnorm.post_scale %p, %s : tensor<16x4096xf32>, tensor<16xf32> -> tensor<16x4096xf32>
   return %y : tensor<16x4096xf32>
+}
+
+// 32 tokens (a prefill by gemm=auto's measure) on the tile kernel: there
+// the product keeps the tensor cores busy, and three mma.sync per step
+// would cost more than the statistic's own kernel: unfused.
+// CHECK-LABEL: func.func @rows32(
+// CHECK-NOT: fused_norm_proj
+// CHECK: function(@rows32_norm_stat
+// CHECK: function(@rows32_proj_mma
+func.func @rows32(%x: tensor<32x512xbf16>, %w: tensor<64x512xbf16>) -> tensor<32x64xf32> {
+  %s = flashnorm.rms_inv %x eps(1.0e-5) : tensor<32x512xbf16> -> tensor<32xf32>
+  %z = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<32x64xf32>
+  %f = linalg.fill ins(%z : f32) outs(%e : tensor<32x64xf32>) -> tensor<32x64xf32>
+  %p = linalg.matmul indexing_maps = [affine_map<(m, n, k) -> (m, k)>, affine_map<(m, n, k) -> (n, k)>, affine_map<(m, n, k) -> (m, n)>] ins(%x, %w : tensor<32x512xbf16>, tensor<64x512xbf16>) outs(%f : tensor<32x64xf32>) -> tensor<32x64xf32>
+  %y = flashnorm.post_scale %p, %s : tensor<32x64xf32>, tensor<32xf32> -> tensor<32x64xf32>
+  return %y : tensor<32x64xf32>
 }

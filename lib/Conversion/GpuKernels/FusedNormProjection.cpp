@@ -23,15 +23,17 @@
 // one pass: in f32 that cancels where the mean is large against the
 // deviation.
 //
-// The SIMT kernels read the weight once per row. A projection of a few
-// rows of f16 or bf16 that tensor cores take warp by warp (decode of 2-63
-// tokens: TensorCoreTile.cpp) fuses into that kernel instead: its warps sum
-// the squares of A's rows from the fragments they load for the product,
-// and the threads that add up the slices of k apply 1/RMS and the
-// post-scale (an RMS statistic only: a LayerNorm's second pass would need A
-// again). A projection that cuBLASLt or the staged tensor-core kernel takes
-// (prefill) stays unfused: its statistic, projection and post-scale run as
-// in serial mode (in auto mode: on their forked stream, as in streams mode).
+// The SIMT kernels read the weight once per row. A decode projection of
+// f16 or bf16 (2-16 tokens) that tensor cores take warp by warp
+// (TensorCoreTile.cpp) fuses into that kernel instead: its warps sum the
+// squares of A's rows from the fragments they load for the product (on the
+// tensor cores: A times its own halves), and the threads that add up the
+// slices of k apply 1/RMS and the post-scale (an RMS statistic only: a
+// LayerNorm's second pass would need A again). A prefill projection
+// (cuBLASLt, the staged tensor-core kernel, or the tile kernel, whose
+// tensor cores the product keeps busy there) stays unfused: its statistic,
+// projection and post-scale run as in serial mode (in auto mode: on their
+// forked stream, as in streams mode).
 //
 // In auto mode the statistic is in its task (async.execute); once a
 // projection of its group is fused, what is left of the task (nothing, or
