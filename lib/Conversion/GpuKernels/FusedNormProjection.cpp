@@ -76,15 +76,16 @@ struct Statistic {
   linalg::GenericOp reduce, finalize;
   /// A LayerNorm's first pass: the row's sum and the mean `reduce` reads.
   linalg::GenericOp sum, mean;
-  /// The op that reads the row first.
+  /// The op that reads the row first: the sum a fused k loop accumulates
+  /// (of squares, or a LayerNorm's of the row itself, for its mean).
   linalg::GenericOp first() const { return sum ? sum : reduce; }
 };
 
 /// One projection and its post-scale, to become one kernel.
 struct FusedPlan {
-  linalg::GenericOp reduce, finalize, post;
-  /// A LayerNorm's sum and mean (Statistic); null for RMS.
-  linalg::GenericOp sum, mean;
+  /// The statistic the kernel computes (planStatistic).
+  Statistic stat;
+  linalg::GenericOp post;
   linalg::LinalgOp proj;
   /// The projection's input that is the statistic's input.
   unsigned activation = 0;
@@ -258,14 +259,8 @@ static FailureOr<FusedPlan> planFusedPair(const Statistic &stat,
   if (statAt != firstStat.getOperation() &&
       writtenBetween(x, firstStat, firstStat->getBlock()->getTerminator()))
     return fail("the statistic's task writes its input after reading it");
-  FusedPlan plan{reduce,
-                 finalize,
-                 post,
-                 stat.sum,
-                 stat.mean,
-                 proj,
-                 static_cast<unsigned>(activation->getOperandNumber()),
-                 rows};
+  FusedPlan plan{stat, post, proj,
+                 static_cast<unsigned>(activation->getOperandNumber()), rows};
   AffineMap productMap = proj.getMatchingIndexingMap(proj.getDpsInitOperand(0));
   plan.blockPerOutput =
       weightContiguousInK(proj) &&
@@ -286,8 +281,8 @@ static LogicalResult fitTensorCores(const FusedPlan &plan,
                                     const TensorCorePlan &tile,
                                     std::string &why) {
   linalg::LinalgOp proj = plan.proj;
-  linalg::GenericOp reduce = plan.reduce;
-  if (plan.mean)
+  linalg::GenericOp reduce = plan.stat.reduce;
+  if (plan.stat.mean)
     why = "takes an RMS statistic only (a LayerNorm's deviations need its "
           "row again)";
   else if (!isSumOfSquares(reduce))
@@ -300,12 +295,6 @@ static LogicalResult fitTensorCores(const FusedPlan &plan,
   return failure();
 }
 
-/// The statistic's sum the k loop accumulates: of squares (RMS), of the
-/// row itself (a LayerNorm's, for its mean).
-static linalg::GenericOp firstPass(const FusedPlan &plan) {
-  return plan.sum ? plan.sum : plan.reduce;
-}
-
 /// The post-scale's body arguments at the output `ivs`: the product's
 /// `total`, the row's `scale`, the fused reader's other inputs loaded, and
 /// a stand-in for the output (the plan checked it is not read).
@@ -313,7 +302,7 @@ static SmallVector<Value> epilogueArgs(OpBuilder &b, Location loc,
                                        const FusedPlan &plan, Value total,
                                        Value scale, ValueRange ivs) {
   // (The op handles' methods are not const.)
-  linalg::GenericOp post = plan.post, finalize = plan.finalize;
+  linalg::GenericOp post = plan.post, finalize = plan.stat.finalize;
   linalg::LinalgOp proj = plan.proj;
   Value product = proj.getDpsInitOperand(0)->get();
   Value scaleBuffer = finalize.getDpsInitOperand(0)->get();
@@ -346,7 +335,7 @@ static Value productInit(OpBuilder &b, Location loc, const FusedPlan &plan,
 /// (`finalize`) and the post-scale. Inserted before the post-scale.
 static void buildBlockPerOutput(KernelBuilder &builder, const FusedPlan &plan) {
   linalg::LinalgOp proj = plan.proj;
-  linalg::GenericOp reduce = plan.reduce, finalize = plan.finalize,
+  linalg::GenericOp reduce = plan.stat.reduce, finalize = plan.stat.finalize,
                     post = plan.post;
   OpBuilder b(post);
   Location loc = proj.getLoc();
@@ -372,17 +361,17 @@ static void buildBlockPerOutput(KernelBuilder &builder, const FusedPlan &plan) {
         allowContraction(acc);
         SmallVector<Value> rowAt(rowIvs);
         rowAt.push_back(at.back());
-        Value ss = inlineBody(nb, firstPass(plan),
+        Value ss = inlineBody(nb, plan.stat.first(),
                               {args[plan.activation], iter[1]}, rowAt)[0];
         return SmallVector<Value>{acc, ss};
       });
   Value dot = builder.blockSum(b, loc, loop.getResult(0));
   Value ss = builder.blockSum(b, loc, loop.getResult(1));
-  if (plan.mean) {
+  if (plan.stat.mean) {
     // A LayerNorm: every thread has the row's sum, so the mean; the
     // deviations from it over the same elements as the k loop's (read
     // again, from L1), summed as the statistic sums them.
-    Value mean = inlineBody(b, plan.mean, {ss, ss0}, rowIvs)[0];
+    Value mean = inlineBody(b, plan.stat.mean, {ss, ss0}, rowIvs)[0];
     scf::ForOp deviations = builder.buildKLoop(
         b, loc, reduce, rowIvs, tid, blockThreads, width, ValueRange{ss0},
         [&](OpBuilder &nb, Location l, ArrayRef<Value> args, ArrayRef<Value> at,
@@ -415,7 +404,7 @@ static void buildBlockPerOutput(KernelBuilder &builder, const FusedPlan &plan) {
 static LogicalResult buildThreadPerOutput(KernelBuilder &builder,
                                           const FusedPlan &plan) {
   linalg::LinalgOp proj = plan.proj;
-  linalg::GenericOp reduce = plan.reduce, finalize = plan.finalize,
+  linalg::GenericOp reduce = plan.stat.reduce, finalize = plan.stat.finalize,
                     post = plan.post;
   unsigned n = proj.getNumLoops();
   OpBuilder b(post);
@@ -450,7 +439,7 @@ static LogicalResult buildThreadPerOutput(KernelBuilder &builder,
               SmallVector<Value> rowAt(ivs.take_front(plan.rows));
               rowAt.push_back(k);
               Value ss =
-                  inlineBody(kb, firstPass(plan), {x, iter[1]}, rowAt)[0];
+                  inlineBody(kb, plan.stat.first(), {x, iter[1]}, rowAt)[0];
               scf::YieldOp::create(kb, kl, ValueRange{acc, ss});
             });
         // Epilogue: 1/RMS (1/std) from the row's sum of squares (squared
@@ -458,8 +447,8 @@ static LogicalResult buildThreadPerOutput(KernelBuilder &builder,
         // post-scale.
         SmallVector<Value> rowIvs(ivs.take_front(plan.rows));
         Value ss = kLoop.getResult(1);
-        if (plan.mean) {
-          Value mean = inlineBody(nb, plan.mean, {ss, ss0}, rowIvs)[0];
+        if (plan.stat.mean) {
+          Value mean = inlineBody(nb, plan.stat.mean, {ss, ss0}, rowIvs)[0];
           OpOperand *row = reduce.getDpsInputOperand(0);
           auto deviations = scf::ForOp::create(
               nb, l, zero, ubs.back(), one, ValueRange{ss0},
@@ -488,7 +477,7 @@ static LogicalResult buildThreadPerOutput(KernelBuilder &builder,
 /// the post-scale.
 static void buildTensorCoreFused(KernelBuilder &builder,
                                  const FusedPlan &plan) {
-  linalg::GenericOp finalize = plan.finalize, post = plan.post;
+  linalg::GenericOp finalize = plan.stat.finalize, post = plan.post;
   Value out = post.getDpsInitOperand(0)->get();
   int64_t rank = cast<MemRefType>(out.getType()).getRank();
   auto store = [&](OpBuilder &b, Location loc, ValueRange at, Value sum,
