@@ -30,6 +30,9 @@
 //   tiles meet in shared memory and the block sums them in a fixed order:
 //   deterministic, no atomics, no second kernel, no workspace.
 // Each tile is written once, from zero.
+// Padded rows cost tensor-core work, which decode has to spare, and no
+// weight bytes: the weight is read once for all the rows, where the SIMT
+// GEMV (a block per output row) reads it once per row.
 // Fused mode gives the kernel a norm's epilogue (TileEpilogue): the warps
 // also sum the squares of A's rows, on the tensor cores too: each A
 // fragment times its own two halves (rows 0-7 and 8-15 as weight
@@ -42,6 +45,7 @@
 // threads that sum the slices sum the diagonal too and hand both to the
 // epilogue (1/RMS and the post-scale) in place of the plain store: the
 // statistic without a kernel or a load of its own.
+//
 //===----------------------------------------------------------------------===//
 
 #include "KernelBuilder.h"
