@@ -35,6 +35,14 @@ bool kernels::writtenBetween(Value buffer, Operation *from, Operation *to,
   return false;
 }
 
+/// `v` without the float extension that may make it (a body's operand as
+/// read, before it is widened).
+static Value unextended(Value v) {
+  if (auto ext = v.getDefiningOp<arith::ExtFOp>())
+    return ext.getIn();
+  return v;
+}
+
 bool kernels::isPlainProduct(linalg::LinalgOp op) {
   Block &body = op->getRegion(0).front();
   if (body.getNumArguments() != 3)
@@ -49,13 +57,8 @@ bool kernels::isPlainProduct(linalg::LinalgOp op) {
   auto mul = product.getDefiningOp<arith::MulFOp>();
   if (!mul)
     return false;
-  auto input = [&](Value v) -> Value {
-    if (auto ext = v.getDefiningOp<arith::ExtFOp>())
-      return ext.getIn();
-    return v;
-  };
   Value a = body.getArgument(0), b = body.getArgument(1);
-  Value lhs = input(mul.getLhs()), rhs = input(mul.getRhs());
+  Value lhs = unextended(mul.getLhs()), rhs = unextended(mul.getRhs());
   return (lhs == a && rhs == b) || (lhs == b && rhs == a);
 }
 
@@ -69,13 +72,8 @@ bool kernels::isSumOfSquares(linalg::GenericOp op) {
     return false;
   auto mul = (add.getLhs() == out ? add.getRhs() : add.getLhs())
                  .getDefiningOp<arith::MulFOp>();
-  auto input = [&](Value v) -> Value {
-    if (auto ext = v.getDefiningOp<arith::ExtFOp>())
-      return ext.getIn();
-    return v;
-  };
-  return mul && input(mul.getLhs()) == body.getArgument(0) &&
-         input(mul.getRhs()) == body.getArgument(0);
+  return mul && unextended(mul.getLhs()) == body.getArgument(0) &&
+         unextended(mul.getRhs()) == body.getArgument(0);
 }
 
 bool kernels::isRowReduction(linalg::LinalgOp op) {
