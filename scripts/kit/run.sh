@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Runs a GPU kit (built by scripts/gpu-kit.sh; docs/GPU.md) on a GPU machine:
-# needs the NVIDIA driver, python3 with PyTorch for the benchmark, ncu for
-# its profile section; no LLVM/MLIR.
-#   run.sh                 every check, the benchmark, the ncu section; the
-#                          results archive goes to $OUT (or ./results)
+# needs the NVIDIA driver, python3 with PyTorch for the benchmark, ncu and
+# compute-sanitizer for their sections; no LLVM/MLIR.
+#   run.sh                 every check, the benchmark, the ncu and
+#                          compute-sanitizer sections; the results archive
+#                          goes to $OUT (or ./results)
 #   run.sh --stub LIBCUDA  no GPU: every program must start and stop at cuInit
 #                          against this driver stub (what CI checks)
 # Prints a summary; the last lines are the benchmark's summary and
@@ -172,23 +173,69 @@ else fail "benchmark: status $status (results/bench.md: MISMATCH or ERROR rows)"
 
 snapshot
 
-echo "== ncu: decode (1 token), 16-token and prefill projections, the fused kernel (Llama-3-8B bf16)"
+echo "== ncu: decode (1 and 16 tokens), prefill projections, the fused kernels (Llama-3-8B bf16)"
 if command -v ncu > /dev/null; then
   # Only the builds' projection and fused kernels (bench_proj_*,
   # bench_proj_mma_*, bench_fused_norm_proj_*): two calls of each of these
-  # five builds, streams+graphs too (19 launches).
-  timeout 120 ncu --clock-control none --section SpeedOfLight \
-    --section MemoryWorkloadAnalysis --section Occupancy --section LaunchStats \
-    --kernel-name 'regex:^bench_(proj|fused)' --launch-count 24 \
+  # six builds, streams+graphs too. The 16-token fused build is the tile
+  # kernel with the norm's sums of squares on the tensor cores: the compute
+  # workload section says how busy its tensor pipe is, the warp states what
+  # its warps wait on (long scoreboard: memory), as for the projection alone.
+  timeout 180 ncu --clock-control none --section SpeedOfLight \
+    --section MemoryWorkloadAnalysis --section ComputeWorkloadAnalysis \
+    --section WarpStateStats --section Occupancy --section LaunchStats \
+    --kernel-name 'regex:^bench_(proj|fused)' --launch-count 32 \
     python3 "$kit/tools/bench.py" --kit "$kit" --runs 1 --warmup 0 \
     --only 4096x4096_m1_bf16_streams --only 4096x14336_m1_bf16_streams \
     --only 4096x4096_m16_bf16_streams --only 4096x4096_m512_bf16_streams \
-    --only 4096x4096_m1_bf16_fused > "$results/ncu.txt" 2>&1
+    --only 4096x4096_m1_bf16_fused --only 4096x4096_m16_bf16_fused \
+    > "$results/ncu.txt" 2>&1
   echo "ncu status $? (results/ncu.txt)"
-  grep -E '^  [a-z_0-9]+.*\(|Duration|Memory Throughput|DRAM Throughput|Achieved Occupancy|Registers Per Thread' \
-    "$results/ncu.txt" | head -100
+  grep -E '^  [a-z_0-9]+.*\(|Duration|Memory Throughput|DRAM Throughput|Achieved Occupancy|Registers Per Thread|Issue Slots Busy|Warp Cycles Per Issued' \
+    "$results/ncu.txt" | head -120
 else
   echo "ncu: not found"
+fi
+
+snapshot
+
+echo "== compute-sanitizer: memcheck, racecheck, synccheck on the generated kernels"
+sanitizer=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+if [ -x "$sanitizer" ]; then
+  mkdir -p "$results/sanitizer"
+  # The kernels whose warps share memory: the tile kernel's slices and the
+  # fused norm's products of A's rows (decode-fused and few-tokens, fused
+  # and auto), the staged kernel's cp.async ring (kn-prefill, the 100-token
+  # prompt with its padded last block), the fused LayerNorm's block
+  # reductions (gpt2-linalg). Each run's output is checked too. cuBLAS's
+  # kernels are left out (its split-k GEMV reports hazards of its own).
+  # Racecheck first (the products' buffer is new), within a budget
+  # (FLASHNORM_SANITIZER_BUDGET_S, 240 s): runs past it are skipped, noted.
+  budget=${FLASHNORM_SANITIZER_BUDGET_S:-240} sstart=$SECONDS
+  for tool in racecheck memcheck synccheck; do
+    for run in decode-fused/fused few-tokens/auto kn-prefill/serial \
+        llama-bf16-prefill-codegen/streams gpt2-linalg/fused; do
+      if [ $((SECONDS - sstart)) -ge "$budget" ]; then
+        echo "NOTE $tool $run: skipped (past the ${budget} s budget)"
+        continue
+      fi
+      name=${run%/*}
+      read -r rtol atol < <(awk -v n="$name" '$1 == n || $1 == "*" { print $2, $3; exit }' "$kit/checks/tolerances")
+      log=$results/sanitizer/$name.${run#*/}.$tool
+      timeout 90 "$sanitizer" --tool "$tool" --error-exitcode 99 \
+        --print-limit 20 --log-file "$log.report" "$kit/checks/$run" \
+        > "$log.out" 2> "$log.err"
+      status=$?
+      verdict=$(python3 "$kit/tools/compare-outputs.py" "$kit/checks/$name/ref.txt" "$log.out" --rtol "$rtol" --atol "$atol")
+      if [ $status -eq 0 ] && [[ $verdict == MATCH* ]]; then
+        pass "$tool $run: $(grep -E 'SUMMARY' "$log.report" | head -1 | sed 's/^=* *//')"
+      else
+        fail "$tool $run: status $status: $verdict $(grep -m3 -E 'Error|Race|Hazard|SUMMARY' "$log.report" | tr '\n' ' ')"
+      fi
+    done
+  done
+else
+  echo "compute-sanitizer: not found"
 fi
 
 snapshot
