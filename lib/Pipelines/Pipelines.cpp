@@ -9,6 +9,7 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Transforms/Passes.h"
+#include "llvm/ADT/StringSwitch.h"
 #include "llvm/MC/MCSubtargetInfo.h"
 #include "llvm/MC/TargetRegistry.h"
 #include "llvm/Support/TargetSelect.h"
@@ -303,6 +304,53 @@ static StringRef unknownNvptxFeature(StringRef features) {
   return "";
 }
 
+/// The compute capability a chip name says (sm_90a: 90), or 0.
+static unsigned smVersion(StringRef chip) {
+  unsigned version = 0;
+  if (!chip.consume_front("sm_") ||
+      chip.take_while(llvm::isDigit).getAsInteger(10, version))
+    return 0;
+  return version;
+}
+
+/// The oldest PTX ISA version (times ten) LLVM 22's NVPTX backend emits for
+/// `chip`, which is also what it emits when no `+ptxNN` feature is given;
+/// asked for an older one it stops with a fatal error. 0 for older chips
+/// and those not listed (the backend's own check then stands).
+static unsigned minimumPtxVersion(StringRef chip) {
+  return llvm::StringSwitch<unsigned>(chip)
+      .Case("sm_70", 60)
+      .Case("sm_72", 61)
+      .Case("sm_75", 63)
+      .Case("sm_80", 70)
+      .Case("sm_86", 71)
+      .Case("sm_87", 74)
+      .Cases({"sm_89", "sm_90"}, 78)
+      .Case("sm_90a", 80)
+      .Cases({"sm_100", "sm_100a", "sm_101", "sm_101a"}, 86)
+      .Cases({"sm_120", "sm_120a"}, 87)
+      .Cases({"sm_100f", "sm_101f", "sm_103", "sm_103a", "sm_103f", "sm_120f",
+              "sm_121", "sm_121a", "sm_121f"},
+             88)
+      .Cases({"sm_88", "sm_110", "sm_110a", "sm_110f"}, 90)
+      .Default(0);
+}
+
+/// The PTX ISA version (times ten) `features` asks for: the newest of its
+/// `+ptxNN`, as the backend takes them, or 0 for none (the chip's own).
+static unsigned requestedPtxVersion(StringRef features) {
+  unsigned newest = 0;
+  SmallVector<StringRef> list;
+  features.split(list, ',', /*MaxSplit=*/-1, /*KeepEmpty=*/false);
+  for (StringRef feature : list) {
+    StringRef name = feature.trim();
+    unsigned version;
+    if (name.consume_front("+ptx") && !name.getAsInteger(10, version))
+      newest = std::max(newest, version);
+  }
+  return newest;
+}
+
 /// Checks the options every half of the GPU pipeline takes.
 static LogicalResult checkGpuOptions(const GpuPipelineOptions &options,
                                      raw_ostream &errors) {
@@ -326,6 +374,26 @@ static LogicalResult checkGpuOptions(const GpuPipelineOptions &options,
     errors << "flashnorm-gpu-pipeline: features must be NVPTX features, "
               "each +name or -name (+ptx80, +ptx85, ...), not '"
            << feature << "'\n";
+    return failure();
+  }
+  // The backend would stop with a fatal error on either.
+  auto ptx = [](unsigned v) {
+    return std::to_string(v / 10) + "." + std::to_string(v % 10);
+  };
+  unsigned requested = requestedPtxVersion(options.features),
+           minimum = minimumPtxVersion(options.chip);
+  if (requested && requested < minimum) {
+    errors << "flashnorm-gpu-pipeline: features=" << options.features
+           << " ask for PTX " << ptx(requested) << ", older than "
+           << options.chip << " takes (PTX " << ptx(minimum)
+           << "): give features=+ptx" << minimum << " or newer\n";
+    return failure();
+  }
+  // The tensor-core kernels' mma.sync m16n8k16 (f16 and bf16) and cp.async.
+  if (options.tensorCores && smVersion(options.chip) < 80) {
+    errors << "flashnorm-gpu-pipeline: tensor-cores=true needs sm_80 or "
+              "newer (mma.sync m16n8k16, cp.async), not "
+           << options.chip << ": give tensor-cores=false for it\n";
     return failure();
   }
   return success();

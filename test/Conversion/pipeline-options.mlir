@@ -33,6 +33,16 @@
 // RUN: not flashnorm-opt %s --flashnorm-gpu-pipeline=features=+ptx999 2>&1 | FileCheck %s --check-prefix=FEATURES
 // RUN: not flashnorm-opt %s --flashnorm-gpu-pipeline=features=+ptx80,ptx80 2>&1 | FileCheck %s --check-prefix=NOSIGN
 // RUN: flashnorm-opt %s --flashnorm-gpu-pipeline="chip=sm_90a format=isa" -o /dev/null
+// Chips the backend knows with options they do not take: PTX older than
+// the chip's (the backend's fatal error), tensor cores before sm_80 (an
+// abort in instruction selection: mma.sync m16n8k16 needs sm_80). With
+// what each needs, bf16 decode lowers: on tensor cores for sm_100, as
+// SIMT kernels for sm_75.
+// RUN: not flashnorm-opt %s --flashnorm-gpu-pipeline=chip=sm_100 2>&1 | FileCheck %s --check-prefix=PTX
+// RUN: not flashnorm-opt %s --flashnorm-gpu-pipeline="chip=sm_90a features=+ptx78" 2>&1 | FileCheck %s --check-prefix=PTX-90A
+// RUN: not flashnorm-opt %s --flashnorm-gpu-pipeline=chip=sm_75 2>&1 | FileCheck %s --check-prefix=SM75
+// RUN: flashnorm-opt %S/../Integration/Inputs/bf16-decode-fused.mlir --flashnorm | flashnorm-opt --flashnorm-gpu-pipeline="chip=sm_100 features=+ptx86 format=isa" | FileCheck %s --check-prefix=PTX86
+// RUN: flashnorm-opt %S/../Integration/Inputs/bf16-decode-fused.mlir --flashnorm | flashnorm-opt --flashnorm-gpu-pipeline="chip=sm_75 tensor-cores=false format=isa" | FileCheck %s --check-prefix=SIMT75
 // The raise's tolerance: NaN, negative or 0 would refuse every norm
 // silently, inf would raise a plain sum as one.
 // RUN: not flashnorm-opt %s --flashnorm-raise=scale-tolerance=inf 2>&1 | FileCheck %s --check-prefix=TOL
@@ -51,6 +61,17 @@
 // FEATURES-NOT: not a recognized feature
 // FEATURES: error: flashnorm-gpu-pipeline: features must be NVPTX features, each +name or -name (+ptx80, +ptx85, ...), not '+ptx999'
 // NOSIGN: error: flashnorm-gpu-pipeline: features must be {{.*}}, not 'ptx80'
+// PTX-NOT: LLVM ERROR
+// PTX: error: flashnorm-gpu-pipeline: features=+ptx80 ask for PTX 8.0, older than sm_100 takes (PTX 8.6): give features=+ptx86 or newer
+// PTX-90A: error: flashnorm-gpu-pipeline: features=+ptx78 ask for PTX 7.8, older than sm_90a takes (PTX 8.0): give features=+ptx80 or newer
+// SM75-NOT: LLVM ERROR
+// SM75: error: flashnorm-gpu-pipeline: tensor-cores=true needs sm_80 or newer (mma.sync m16n8k16, cp.async), not sm_75: give tensor-cores=false for it
+// PTX86: .version 8.6
+// PTX86: .target sm_100
+// PTX86: mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32
+// SIMT75: .version 8.0
+// SIMT75: .target sm_75
+// SIMT75-NOT: mma.sync
 // TOL: error: flashnorm-raise: scale-tolerance must be in (0, 1.000000e-02]
 // TILES: error: flashnorm-cpu-pipeline: tile-sizes needs 3 values (m, n, k), got 2
 func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {

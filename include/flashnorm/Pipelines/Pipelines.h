@@ -155,12 +155,14 @@ LogicalResult buildLowerToLLVMPipeline(OpPassManager &pm,
 struct GpuPipelineOptions : public PassPipelineOptions<GpuPipelineOptions> {
   PassOptions::Option<std::string> chip{
       *this, "chip",
-      llvm::cl::desc("NVIDIA target: sm_80 or sm_90 (default sm_90)"),
+      llvm::cl::desc("NVIDIA target the NVPTX backend knows (default sm_90; "
+                     "tensor cores need sm_80 or newer)"),
       llvm::cl::init("sm_90")};
   PassOptions::Option<std::string> features{
       *this, "features",
-      llvm::cl::desc("PTX features (default +ptx80; CUDA 13's ptxas needs "
-                     "+ptx80 or newer)"),
+      llvm::cl::desc("PTX features (default +ptx80: PTX 8.0, which chips "
+                     "up to sm_90a take; newer ones need newer PTX, e.g. "
+                     "+ptx86 for sm_100)"),
       llvm::cl::init("+ptx80")};
   PassOptions::Option<BinaryFormat> format{
       *this, "format", llvm::cl::desc("Kernel binaries (default bin)"),
@@ -176,7 +178,8 @@ struct GpuPipelineOptions : public PassPipelineOptions<GpuPipelineOptions> {
       llvm::cl::values(
           clEnumValN(DeferMode::Auto, "auto",
                      "fused where the fused kernel takes the projection (a "
-                     "SIMT GEMV: one token), streams elsewhere"),
+                     "SIMT GEMV at one token, the tensor-core tile kernel "
+                     "at 2-16 f16/bf16 tokens), streams elsewhere"),
           clEnumValN(DeferMode::Streams, "streams",
                      "statistics on a forked stream, projection on the main "
                      "one, an explicit join before the post-scale"),
@@ -202,8 +205,9 @@ struct GpuPipelineOptions : public PassPipelineOptions<GpuPipelineOptions> {
       llvm::cl::init(true)};
   PassOptions::Option<bool> tensorCores{
       *this, "tensor-cores",
-      llvm::cl::desc("f16 projections whose sizes are multiples of 16 x 8 x "
-                     "16 run on tensor cores, mma.sync (default true)"),
+      llvm::cl::desc("f16 and bf16 projections whose sizes are multiples "
+                     "of 16 x 8 x 16 run on tensor cores, mma.sync (default "
+                     "true; needs sm_80 or newer)"),
       llvm::cl::init(true)};
   PassOptions::Option<GemmPath> gemm{
       *this, "gemm",
