@@ -3,7 +3,7 @@
 # the GPU benchmark run, into one folder that a GPU machine without LLVM/MLIR
 # runs with one command (DIR/run.sh; docs/GPU.md):
 #   checks/   the examples and every model family, an executable per defer
-#             mode (streams, fused, serial), each with its CPU reference
+#             mode (auto, streams, fused, serial), each with its CPU reference
 #             output (the rewritten program on the CPU pipeline)
 #   stress/   the 1000-step recurrent join stress test (streams, fused; graph
 #             mode runs the streams build) and its mutant without the join

@@ -5,15 +5,22 @@
 // in GpuKernels/, one file each, each a pure `plan*` and a `build*`; this
 // pass tries them in order:
 // 1. fused mode: each deferred projection with its statistic and
-//    post-scale (FusedNormProjection.cpp), unless strategy 2 or 3 would
-//    take the projection (the fused kernel is a SIMT GEMV);
+//    post-scale (FusedNormProjection.cpp): a SIMT GEMV, or where strategy
+//    4 would take the projection at decode, that kernel with the norm's
+//    epilogue; unfused where strategy 2 or 3 would take it, or 4 at
+//    prefill;
 // 2. projections through cuBLASLt where `gemm` says so, the product's
 //    rounding reader written by the GEMM and a post-scale moved before it
 //    as a scale of the activation (GemmLt.cpp);
-// 3. f16 and bf16 projections on tensor cores (TensorCoreTile.cpp);
-// 4. row reductions, projections whose weight is contiguous in k among
+// 3. f16 and bf16 prefill projections on tensor cores, tiles staged
+//    through shared memory (TensorCoreBlock.cpp);
+// 4. the other f16 and bf16 projections on tensor cores, warp by warp
+//    (TensorCoreTile.cpp);
+// 5. row reductions, projections whose weight is contiguous in k among
 //    them (RowReduction.cpp);
-// 5. everything else as parallel loops (ParallelLoops.cpp).
+// 6. everything else as parallel loops (ParallelLoops.cpp);
+// 7. host code left around the kernels that touches buffers (an
+//    importer's KV-cache loop) as kernels too (HostLoops.cpp).
 // A post-scale and its element-wise reader are one op already
 // (flashnorm-gpu-fuse-post-scales, on tensors): one kernel.
 // Earlier strategies see the ops as the frontends' passes left them (the

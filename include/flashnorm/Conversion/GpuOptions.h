@@ -14,7 +14,7 @@ namespace mlir::flashnorm {
 
 /// Which projections flashnorm-gpu-kernels hands to cuBLASLt
 /// (`flashnorm.gemm_lt`): none (generated kernels), all that fit, or by
-/// shape (`auto`: prefill, more than kGemmLtMinRows rows or a dynamic
+/// shape (`auto`: prefill, kGemmLtMinRows rows or more, or a dynamic
 /// count; decode keeps the generated bandwidth kernel).
 enum class GemmPath { Codegen, CuBlasLt, Auto };
 /// How flashnorm-gpu-pipeline orders a deferred norm's statistic,
