@@ -169,7 +169,12 @@ public:
   }
 
   bool isPath(Value v) const { return degrees.count(v); }
-  ArrayRef<int64_t> rowsOfValue(Value v) const { return rows.find(v)->second; }
+  /// The rows of `v`, a value on the path (isPath).
+  ArrayRef<int64_t> rowsOfValue(Value v) const {
+    auto it = rows.find(v);
+    assert(it != rows.end() && "rows of a value off the path");
+    return it->second;
+  }
 
 private:
   Degree degreeOfValue(Value v) const {
@@ -242,8 +247,12 @@ private:
       }
       return *result;
     }
+    // A layout op moves its first operand, which is on the path (q as a
+    // size or an index has no degree: degreeOf); an element-wise op (the
+    // last case) may have it anywhere.
     Value in = op->getOperand(0);
-    ArrayRef<int64_t> rowsIn = rowsOfValue(in);
+    ArrayRef<int64_t> rowsIn =
+        isPath(in) ? rowsOfValue(in) : ArrayRef<int64_t>();
     SmallVector<int64_t> r;
     if (auto transpose = dyn_cast<linalg::TransposeOp>(op)) {
       for (int64_t p : rowsIn)

@@ -117,6 +117,16 @@ struct GpuKernelsPass : flashnorm::impl::GpuKernelsBase<GpuKernelsPass> {
     }
     if (!isGpuDeviceFunction(fn)) // GPU code already
       return;
+    // Every strategy plans on buffers (flashnorm-gpu-pipeline bufferizes
+    // first); linalg on tensors is an input from before that.
+    for (linalg::LinalgOp op : collect<linalg::LinalgOp>(fn))
+      if (!op.hasPureBufferSemantics()) {
+        op->emitError() << kPass
+                        << ": linalg on tensors; kernels are built from "
+                           "linalg on buffers (bufferize first, as "
+                           "flashnorm-gpu-pipeline does)";
+        return signalPassFailure();
+      }
     PassReporter reporter(fn, kPass);
     KernelBuilder builder(fn, threads, reporter);
     // Copies between contiguous buffers are plain device copies

@@ -541,6 +541,16 @@ struct GpuStreamsPass : flashnorm::impl::GpuStreamsBase<GpuStreamsPass> {
     });
     if (!hasDeviceWork || !whyHostFunction(fn).empty())
       return;
+    // On streams already (this pass ran, or the code was written so: host
+    // waits, asynchronous launches): its tokens order the work as they are.
+    WalkResult streamed = fn.walk([](Operation *op) {
+      auto launch = dyn_cast<gpu::LaunchOp>(op);
+      return isa<gpu::WaitOp>(op) || (launch && launch.getAsyncToken())
+                 ? WalkResult::interrupt()
+                 : WalkResult::advance();
+    });
+    if (streamed.wasInterrupted())
+      return;
     if (!fn.getBody().hasOneBlock()) {
       fn.emitError("flashnorm-gpu-streams: device functions must be one "
                    "block");

@@ -240,6 +240,12 @@ struct TestLaunchToLoopsPass
   }
 
   LogicalResult lower(gpu::LaunchOp launch) {
+    // The loops replace a launch in the host's program order: a launch on
+    // streams (its token read by waits, frees) is from after that order
+    // was turned into tokens.
+    if (launch.getAsyncToken() || !launch.getAsyncDependencies().empty())
+      return launch.emitError("runs kernels before flashnorm-gpu-streams: "
+                              "a launch without async tokens");
     if (failed(lowerAsyncCopies(launch)) || failed(viewsToAttributions(launch)))
       return failure();
     launch.walk([](vector::LoadOp load) { load.removeAlignmentAttr(); });
