@@ -84,10 +84,14 @@ echo "== environment"
 } | tee "$results/environment.txt"
 nvidia-smi > "$results/nvidia-smi.txt" 2>&1
 
+# A check's relative and absolute tolerances (checks/tolerances).
+tolerances() {
+  awk -v n="$1" '$1 == n || $1 == "*" { print $2, $3; exit }' "$kit/checks/tolerances"
+}
 echo "== correctness: each build against its CPU reference"
 for dir in "$kit"/checks/*/; do
   name=$(basename "$dir")
-  read -r rtol atol < <(awk -v n="$name" '$1 == n || $1 == "*" { print $2, $3; exit }' "$kit/checks/tolerances")
+  read -r rtol atol < <(tolerances "$name")
   for mode in auto streams fused serial; do
     log=$results/checks/$name.$mode
     timeout 30 "$dir/$mode" > "$log.out" 2> "$log.err"
@@ -220,7 +224,7 @@ if [ -x "$sanitizer" ]; then
         continue
       fi
       name=${run%/*}
-      read -r rtol atol < <(awk -v n="$name" '$1 == n || $1 == "*" { print $2, $3; exit }' "$kit/checks/tolerances")
+      read -r rtol atol < <(tolerances "$name")
       log=$results/sanitizer/$name.${run#*/}.$tool
       timeout 90 "$sanitizer" --tool "$tool" --error-exitcode 99 \
         --print-limit 20 --log-file "$log.report" "$kit/checks/$run" \
