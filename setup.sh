@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 
-packages=(cmake ninja-build g++ python3 llvm-22-dev libmlir-22-dev
+packages=(cmake ninja-build g++ python3 xz-utils llvm-22-dev libmlir-22-dev
           mlir-22-tools llvm-22-tools libomp-22-dev)
 missing=()
 for p in "${packages[@]}"; do
