@@ -18,12 +18,12 @@
 #   scripts/gpu-kit.sh [DIR]      (default build/gpu-kit; needs ./setup.sh)
 # Also writes DIR.tar.xz, the form to copy: a check's four builds hold the
 # same weights and, where two modes build the same kernels, the same
-# cubins, which xz's dictionary (8 MiB, more than any check) stores once
-# (1.4 MiB for a 31 MiB folder). Prints both sizes and fails when the archive
-# is over 32 MiB. FLASHNORM_KIT_BENCH=sample
-# compiles a quarter of the benchmark's builds, every configuration at one
-# shape in turn (configs.py --sample): what CI builds and starts; a GPU
-# machine gets the whole kit.
+# cubins, which xz's dictionary (64 MiB at -9, more than any check's
+# folder) stores once. Prints both sizes and fails when the archive is
+# over 32 MiB. FLASHNORM_KIT_BENCH=sample compiles a quarter of the
+# benchmark's builds, every configuration at one shape in turn (configs.py
+# --sample), and the importer-form decode check at 2 of its 28 layers: what
+# CI builds and starts; a GPU machine gets the whole kit.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 kit=${1:-$root/build/gpu-kit}
@@ -32,8 +32,8 @@ llvm=/usr/lib/llvm-22/bin
 cuda=${CUDA_ROOT:-/usr/local/cuda}
 jobs=${FLASHNORM_KIT_JOBS:-$(nproc)}
 case ${FLASHNORM_KIT_BENCH:-all} in
-  all) sample=() ;;
-  sample) sample=(--sample) ;;
+  all) sample=() decode_layers=28 ;;
+  sample) sample=(--sample) decode_layers=2 ;;
   *) echo "gpu-kit: FLASHNORM_KIT_BENCH is all or sample, not '$FLASHNORM_KIT_BENCH'" >&2
     exit 1 ;;
 esac
@@ -105,7 +105,8 @@ export runner_libs
 export -f cpu_run
 
 # One correctness check: NAME then a model file or "-- flashnorm-gen options";
-# GPU_OPTIONS adds flashnorm-gpu-pipeline options to every mode's build.
+# FLASHNORM_OPTIONS adds --flashnorm options (the reference is the rewritten
+# program), GPU_OPTIONS flashnorm-gpu-pipeline options to every mode's build.
 check() {
   local name=$1 dir=$kit/checks/$1 model
   shift
@@ -117,7 +118,8 @@ check() {
   else
     model=$1
   fi
-  flashnorm-opt "$model" --flashnorm -o "$dir/rewritten.mlir"
+  flashnorm-opt "$model" "--flashnorm${FLASHNORM_OPTIONS:+=$FLASHNORM_OPTIONS}" \
+    -o "$dir/rewritten.mlir"
   flashnorm-opt "$dir/rewritten.mlir" --flashnorm-cpu-pipeline | cpu_run \
     > "$dir/ref.txt"
   for mode in auto streams fused serial; do
@@ -175,6 +177,13 @@ cp "$kit/obj/programs/configs.json" "$kit/bench/"
 
 # Every job, one line each, run $jobs at a time; a failing job fails the kit.
 {
+  # Decode steps as a PyTorch importer writes them: token ids through an
+  # embedding, KV-cache rows written by scf.for nests of memref.store into
+  # the cache arguments (kernels), attention over the cache. The 28-layer
+  # Qwen2 of gpu-models.test (DeepSeek-R1-Distill-Qwen-1.5B's form,
+  # narrowed), its argument weights folded by the prepare function, which
+  # runs on the GPU too: the longest job, first, beside the others.
+  echo "FLASHNORM_OPTIONS=prepare-function=true check qwen2-decode -- --family=qwen2 --style=torch-mlir --decode --cache-write=store-loop --weights=args --tokens=1 --layers=$decode_layers"
   echo "stress"
   echo "runtime_test pools"
   echo "runtime_test trace-graphs"
@@ -204,6 +213,13 @@ cp "$kit/obj/programs/configs.json" "$kit/bench/"
   # the A fragments (each times its own halves, on the tensor cores).
   echo "check few-tokens $root/test/Integration/Inputs/bf16-few-tokens.mlir"
   echo "check decode-fused $root/test/Integration/Inputs/bf16-decode-fused.mlir"
+  # The same importer form: a Llama with rotary embeddings.
+  echo "check llama-decode-rope -- --family=llama --flavor=linalg --decode --cache-write=store-loop --rope --layers=2"
+  # Weight-only quantized projections, dequantized by a linalg.generic
+  # before the matmul: int8 with an activation-aware factor the gain folds
+  # into, and group-wise int4.
+  echo "check llama-int8 -- --family=llama --flavor=linalg --layers=2 --quant=int8 --quant-kscale"
+  echo "check llama-int4 -- --family=llama --flavor=linalg --layers=2 --quant=int4"
   python3 -c 'import json,sys; [print("bench_build %s \"%s\"" % (b["name"], b["options"])) for b in json.load(open(sys.argv[1]))["builds"]]' \
     "$kit/obj/programs/configs.json"
 } > "$kit/obj/jobs"
@@ -225,7 +241,9 @@ git -C "$root" describe --always --dirty > "$kit/VERSION" 2>/dev/null ||
   echo unknown > "$kit/VERSION"
 
 # Sorted, owner-free: the same kit makes the same archive.
-pack() { tar -C "$(dirname "$kit")" --sort=name --owner=0 --group=0 -cJf "$@"; }
+pack() {
+  XZ_OPT=-9 tar -C "$(dirname "$kit")" --sort=name --owner=0 --group=0 -cJf "$@"
+}
 archive=$kit.tar.xz
 pack "$archive" "$(basename "$kit")"
 bytes=$(du -sb "$kit" | cut -f1)
@@ -242,7 +260,7 @@ if [ ${#sample[@]} -gt 0 ]; then
   bench=$(pack - "$(basename "$kit")/bench" | wc -c)
   packed=$((packed - bench + bench * all / built))
   echo "gpu-kit: benchmark sample ($built of $all builds): the whole kit's" \
-    "archive about $(mib "$packed") MiB"
+    "archive about $(mib "$packed") MiB (its decode check at 2 of 28 layers)"
 fi
 if [ "$packed" -gt $((limit_mib << 20)) ]; then
   echo "gpu-kit: $(basename "$archive") over the $limit_mib MiB limit" >&2
