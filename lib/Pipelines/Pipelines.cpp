@@ -285,15 +285,22 @@ static bool isNvptxChip(StringRef chip) {
   return info && !chip.empty() && info->isCPUStringValid(chip);
 }
 
-/// The first of the comma-separated `features` (each `+name` or `-name`)
-/// that the NVPTX backend does not know, or "" when it knows them all: it
-/// would warn, ignore it and emit PTX of another version than asked.
-static StringRef unknownNvptxFeature(StringRef features) {
-  const llvm::MCSubtargetInfo *info = nvptxSubtarget();
+/// The comma-separated `features` option, each entry trimmed.
+static SmallVector<StringRef> splitFeatures(StringRef features) {
   SmallVector<StringRef> list;
   features.split(list, ',', /*MaxSplit=*/-1, /*KeepEmpty=*/false);
-  for (StringRef feature : list) {
-    StringRef name = feature.trim();
+  for (StringRef &feature : list)
+    feature = feature.trim();
+  return list;
+}
+
+/// The first of the `features` (each `+name` or `-name`) that the NVPTX
+/// backend does not know, or "" when it knows them all: it would warn,
+/// ignore it and emit PTX of another version than asked.
+static StringRef unknownNvptxFeature(StringRef features) {
+  const llvm::MCSubtargetInfo *info = nvptxSubtarget();
+  for (StringRef feature : splitFeatures(features)) {
+    StringRef name = feature;
     if (!info || !(name.consume_front("+") || name.consume_front("-")) ||
         llvm::none_of(info->getAllProcessorFeatures(),
                       [&](const llvm::SubtargetFeatureKV &known) {
@@ -340,10 +347,7 @@ static unsigned minimumPtxVersion(StringRef chip) {
 /// `+ptxNN`, as the backend takes them, or 0 for none (the chip's own).
 static unsigned requestedPtxVersion(StringRef features) {
   unsigned newest = 0;
-  SmallVector<StringRef> list;
-  features.split(list, ',', /*MaxSplit=*/-1, /*KeepEmpty=*/false);
-  for (StringRef feature : list) {
-    StringRef name = feature.trim();
+  for (StringRef name : splitFeatures(features)) {
     unsigned version;
     if (name.consume_front("+ptx") && !name.getAsInteger(10, version))
       newest = std::max(newest, version);
