@@ -3,7 +3,7 @@
 // in the tosa flavor; weights are dense_resource constants.
 // Norms are spelled out the way frontends write them; @main runs @forward
 // on sin(0.37 t + 0.11 i) + 0.01 i and prints the result.
-// flashnorm-gen: family=gpt2 flavor=tosa layers=2 rms_norms=0 layer_norms=5 gains=5 qk_norms=0 foldable=4
+// flashnorm-gen: family=gpt2 flavor=tosa layers=2 rms_norms=0 layer_norms=5 gains=5 qk_norms=0 foldable=4 deferred_unfolded=0 ffn_moved=0 query_merged=0
 
 func.func @forward(%x: tensor<1x4x32xf32>) -> tensor<1x4x32xf32> {
   // layer 0

@@ -3,7 +3,7 @@
 // in the linalg flavor; weights are dense_resource constants.
 // Norms are spelled out the way frontends write them; @main runs @forward
 // on sin(0.37 t + 0.11 i) + 0.01 i and prints the result.
-// flashnorm-gen: family=llama flavor=linalg layers=2 rms_norms=5 layer_norms=0 gains=5 qk_norms=0 foldable=4
+// flashnorm-gen: family=llama flavor=linalg layers=2 rms_norms=5 layer_norms=0 gains=5 qk_norms=0 foldable=4 deferred_unfolded=0 ffn_moved=2 query_merged=0
 
 func.func @forward(%x: tensor<4x32xf32>) -> tensor<4x32xf32> {
   // layer 0

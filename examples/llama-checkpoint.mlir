@@ -3,7 +3,7 @@
 // in the linalg flavor; weights are extern ml_program globals (their values in the checkpoint).
 // Norms are spelled out the way frontends write them; @main runs @forward
 // on sin(0.37 t + 0.11 i) + 0.01 i and prints the result.
-// flashnorm-gen: family=llama flavor=linalg layers=2 rms_norms=5 layer_norms=0 gains=5 qk_norms=0 foldable=4
+// flashnorm-gen: family=llama flavor=linalg layers=2 rms_norms=5 layer_norms=0 gains=5 qk_norms=0 foldable=4 deferred_unfolded=4 ffn_moved=2 query_merged=2
 
 ml_program.global private @"layers.0.input_layernorm.weight"(#ml_program.extern : tensor<32xf32>) : tensor<32xf32>
 ml_program.global private @"layers.0.self_attn.q_proj.weight"(#ml_program.extern : tensor<32x32xf32>) : tensor<32x32xf32>

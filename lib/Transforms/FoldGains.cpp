@@ -20,7 +20,8 @@
 //   @<fn>_flashnorm_prepare, which the caller runs once on the weights,
 //   folds it;
 // - an extern global (fold-plan=FILE): the fold is recorded for
-//   flashnorm-fold-checkpoint, which applies it to the checkpoint.
+//   flashnorm-fold-checkpoint, which applies it to the checkpoint (a
+//   query's attention scale times the plan's gain vector).
 //
 // Plan, then apply (FoldGainsPattern): the plan reads the gain and every
 // projection's weight, the weight folder then makes every folded value in
@@ -221,6 +222,8 @@ struct NormFold {
   SmallVector<ElementsAttr> folded;
   SmallVector<SmallVector<double>> biases;
   SmallVector<SmallVector<ElementsAttr>> logitBiases;
+  /// The same for the checkpoint targets, one per target.
+  SmallVector<SmallVector<ElementsAttr>> checkpointLogitBiases;
   unsigned numLogitScales = 0;
   SmallVector<Requantized> requantized;
   /// The requantized weights' errors, for the remark.
@@ -500,7 +503,8 @@ template <typename NormOp> struct FoldGainsPattern : OpRewritePattern<NormOp> {
                       user->getName().getStringRef() +
                       "' (it needs one output-feature dimension)");
       }
-      f.checkpointTargets.push_back({*projection, *source});
+      f.checkpointTargets.push_back(
+          {*projection, *source, getLogitScale(*projection)});
       return success();
     }
     if (f.valuesInCheckpoint())
@@ -557,6 +561,34 @@ template <typename NormOp> struct FoldGainsPattern : OpRewritePattern<NormOp> {
       why = msg.str();
       return failure();
     };
+    // The constant biases on the way from a query projection to its
+    // logits, times the attention scale the projection absorbs.
+    auto scaleLogitBiases =
+        [&](const FoldTarget &t,
+            SmallVector<SmallVector<ElementsAttr>> &into) -> LogicalResult {
+      into.emplace_back();
+      if (!t.logit)
+        return success();
+      ++f.numLogitScales;
+      for (auto &[add, b] : t.logit->biases) {
+        int64_t n = b.value.getShapedType().getDimSize(b.axis);
+        FailureOr<ElementsAttr> scaled = scaleAlongAxis(
+            b.value, b.axis, SmallVector<double>(n, t.logit->factor), &why);
+        if (failed(scaled))
+          return fail("a bias before the attention logits: " + why);
+        into.back().push_back(*scaled);
+      }
+      return success();
+    };
+    for (FoldTarget &t : f.checkpointTargets) {
+      // The plan scales the gain by the attention scale; without a gain
+      // (a LayerNorm's bias or centering alone) the scale stays where it
+      // is, merged with the post-scale later.
+      if (!f.gainValue)
+        t.logit.reset();
+      if (failed(scaleLogitBiases(t, f.checkpointLogitBiases)))
+        return failure();
+    }
     for (const FoldTarget &t : f.targets) {
       // The attention scale goes in with the gain (one rounding), and into
       // the biases on the way to the logits.
@@ -564,18 +596,8 @@ template <typename NormOp> struct FoldGainsPattern : OpRewritePattern<NormOp> {
       SmallVector<double> scale(f.gain);
       for (double &v : scale)
         v *= c;
-      f.logitBiases.emplace_back();
-      if (t.logit) {
-        ++f.numLogitScales;
-        for (auto &[add, b] : t.logit->biases) {
-          int64_t n = b.value.getShapedType().getDimSize(b.axis);
-          FailureOr<ElementsAttr> scaled =
-              scaleAlongAxis(b.value, b.axis, SmallVector<double>(n, c), &why);
-          if (failed(scaled))
-            return fail("a bias before the attention logits: " + why);
-          f.logitBiases.back().push_back(*scaled);
-        }
-      }
+      if (failed(scaleLogitBiases(t, f.logitBiases)))
+        return failure();
       FailureOr<ElementsAttr> attr =
           f.center ? scaleAndCenterAlongAxis(t.source.value, t.source.axis,
                                              scale, &why)
@@ -653,11 +675,14 @@ template <typename NormOp> struct FoldGainsPattern : OpRewritePattern<NormOp> {
     // The gain and bias tensors too are read by the plan only, now.
     for (ml_program::GlobalOp global : f.vectorGlobals)
       replacedGlobals.insert(global);
-    for (const FoldTarget &t : f.checkpointTargets)
+    for (auto [i, t] : llvm::enumerate(f.checkpointTargets)) {
       recordCheckpointFold(rewriter, t, f.gainValue ? f.gainRef : std::nullopt,
                            f.gain, f.biasValue ? f.biasRef : std::nullopt,
                            f.bias,
                            /*scale=*/f.gainValue || f.center, f.center);
+      if (t.logit)
+        bypassLogitScale(rewriter, *t.logit, f.checkpointLogitBiases[i]);
+    }
     // Every projection's weight is now centered for a LayerNorm.
     if (f.center)
       for (OpOperand *use : getUsesThroughRowRegrouping(norm.getResult()))
@@ -715,7 +740,7 @@ template <typename NormOp> struct FoldGainsPattern : OpRewritePattern<NormOp> {
   /// Points `t`'s projection at a new extern global `<weight>.flashnorm`
   /// (unless nothing scales it: a LayerNorm's bias alone) and its bias
   /// at `<weight>.flashnorm_bias`, and records how the checkpoint makes
-  /// them.
+  /// them: both times the attention scale `t` absorbs, if any.
   void recordCheckpointFold(PatternRewriter &rewriter, const FoldTarget &t,
                             std::optional<PlanVector> gainRef,
                             ArrayRef<double> gain,
@@ -724,6 +749,14 @@ template <typename NormOp> struct FoldGainsPattern : OpRewritePattern<NormOp> {
                             bool center) const {
     ml_program::GlobalOp source = t.source.global;
     auto type = cast<RankedTensorType>(source.getType());
+    double c = t.logit ? t.logit->factor : 1.0;
+    auto times = [c](PlanVector v) {
+      v.scale *= c;
+      v.offset *= c;
+      for (double &x : v.values)
+        x *= c;
+      return v;
+    };
     PlanTensor entry;
     entry.source = source.getSymName().str();
     entry.sourceDType = getDType(type.getElementType());
@@ -743,7 +776,7 @@ template <typename NormOp> struct FoldGainsPattern : OpRewritePattern<NormOp> {
       contract.name = load.getGlobal().getLeafReference().str();
       contract.dtype = getDType(result.getElementType());
       contract.shape = {result.getShape().back()};
-      contract.vector = biasRef ? *biasRef : literal(bias);
+      contract.vector = times(biasRef ? *biasRef : literal(bias));
       checkpoint->plan.tensors.push_back(std::move(contract));
       addOutputBias(rewriter, t.projection.op, load.getResult());
     }
@@ -756,7 +789,7 @@ template <typename NormOp> struct FoldGainsPattern : OpRewritePattern<NormOp> {
     entry.dtype = entry.sourceDType;
     entry.shape = entry.sourceShape;
     entry.center = center;
-    entry.vector = gainRef ? *gainRef : literal(gain);
+    entry.vector = times(gainRef ? *gainRef : literal(gain));
     checkpoint->plan.tensors.push_back(std::move(entry));
     replacedGlobals.insert(source);
     replaceWeight(rewriter, t.projection, t.source, load.getResult());

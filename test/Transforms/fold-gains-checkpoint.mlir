@@ -7,6 +7,10 @@
 // RUN:   --remark-format=emitRemark 2>&1 >/dev/null | FileCheck %s --check-prefix=REMARK
 // Without fold-plan the extern ones are refused, with a warning that says how.
 // RUN: flashnorm-opt %s --flashnorm-fold-gains 2>&1 >/dev/null | FileCheck %s --check-prefix=WARN
+// The query's attention scale goes into its plan entry only with
+// fold-attention-scale (on by default).
+// RUN: flashnorm-opt %s --flashnorm-fold-gains="fold-plan=%t.off.json fold-attention-scale=false" | FileCheck %s --check-prefix=OFF
+// RUN: %python -c "import json,sys; d=json.load(open(sys.argv[1])); [print(t['name'], t['vector']) for t in sorted(d['tensors'], key=lambda t: t['name'])]" %t.off.json | FileCheck %s --check-prefix=PLAN-OFF
 // A plan that cannot be written is an error.
 // RUN: not flashnorm-opt %s --flashnorm-fold-gains=fold-plan=%t.missing/plan.json 2>&1 | FileCheck %s --check-prefix=NOFILE
 
@@ -31,11 +35,15 @@
 // CHECK: linalg.matmul indexing_maps = {{.*}} ins(%[[N]], %[[KF]] :
 // CHECK: return %{{.*}}, %{{.*}}, %[[K]] :
 // REMARK: Function=rms | Remark="folded the gain into 2 projection weight(s) (2 in the checkpoint, through the fold plan)"
-// PLAN: fc.weight.flashnorm scale fc.weight F32 F32 [16, 8] axis 1 center True {'tensor': 'ln.weight', 'scale': 1, 'offset': 0}
+// PLAN: ak.weight.flashnorm scale ak.weight F32 F32 [2, 2] axis 0 center False {'tensor': 'an.weight', 'scale': 1, 'offset': 1}
+// PLAN-NEXT: aq.weight.flashnorm scale aq.weight F32 F32 [2, 2] axis 0 center False {'tensor': 'an.weight', 'scale': 0.5, 'offset': 0.5}
+// PLAN-NEXT: fc.weight.flashnorm scale fc.weight F32 F32 [16, 8] axis 1 center True {'tensor': 'ln.weight', 'scale': 1, 'offset': 0}
 // PLAN-NEXT: fc.weight.flashnorm_bias contract fc.weight F32 F32 [16] axis 1 center None {'tensor': 'ln.bias', 'scale': 1, 'offset': 0}
 // PLAN-NEXT: k.weight.flashnorm scale k.weight BF16 BF16 [16, 8] axis 1 center False {'tensor': 'norm.weight', 'scale': 1, 'offset': 1}
 // PLAN-NEXT: q.weight.flashnorm scale q.weight F32 F32 [8, 16] axis 0 center False {'tensor': 'norm.weight', 'scale': 1, 'offset': 1}
-// PLAN-NEXT: drop ['fc.weight', 'ln.bias', 'norm.weight', 'q.weight']
+// PLAN-NEXT: drop ['ak.weight', 'an.weight', 'aq.weight', 'fc.weight', 'ln.bias', 'norm.weight', 'q.weight']
+// PLAN-OFF: ak.weight.flashnorm {'tensor': 'an.weight', 'scale': 1, 'offset': 1}
+// PLAN-OFF-NEXT: aq.weight.flashnorm {'tensor': 'an.weight', 'scale': 1, 'offset': 1}
 // WARN: warning: flashnorm-fold-gains: 1 norm(s) of @rms not folded because their gains or projection weights are extern globals (in a checkpoint); --flashnorm=fold-plan=plan.json records the folds, flashnorm-fold-checkpoint applies them to the checkpoint
 // WARN: warning: flashnorm-fold-gains: 1 norm(s) of @ln not folded
 // NOFILE: error: flashnorm-fold-gains: cannot write the fold plan '{{.*}}plan.json': No such file or directory
@@ -48,6 +56,9 @@ ml_program.global private @"ln.bias"(#ml_program.extern : tensor<8xf32>) : tenso
 ml_program.global private @"fc.weight"(#ml_program.extern : tensor<16x8xf32>) : tensor<16x8xf32>
 ml_program.global private @"v.weight"(dense<[[1.0, 2.0], [3.0, 4.0]]> : tensor<2x2xf32>) : tensor<2x2xf32>
 ml_program.global private @"o.weight"(dense<0.5> : tensor<8x16xf32>) : tensor<8x16xf32>
+ml_program.global private @"an.weight"(#ml_program.extern : tensor<2xf32>) : tensor<2xf32>
+ml_program.global private @"aq.weight"(#ml_program.extern : tensor<2x2xf32>) : tensor<2x2xf32>
+ml_program.global private @"ak.weight"(#ml_program.extern : tensor<2x2xf32>) : tensor<2x2xf32>
 
 // An extern 1 + g gain, an extern K x N weight and an N x K one that is
 // also read elsewhere (kept).
@@ -114,4 +125,54 @@ func.func @mixed(%x: tensor<4x8xf32>) -> tensor<4x16xf32> {
   %z = linalg.fill ins(%c0 : f32) outs(%e : tensor<4x16xf32>) -> tensor<4x16xf32>
   %y = linalg.matmul ins(%n, %w : tensor<4x8xf32>, tensor<8x16xf32>) outs(%z : tensor<4x16xf32>) -> tensor<4x16xf32>
   return %y : tensor<4x16xf32>
+}
+
+// Logits q k^T scaled by 0.5, the query's weight in the checkpoint: its
+// plan entry takes 0.5 (1 + g), the multiply goes, the query's constant
+// bias is halved in the IR; the key's entry is (1 + g) alone.
+// CHECK-LABEL: func.func @attention
+// CHECK-DAG: %[[WQ:.*]] = ml_program.global_load_const @aq.weight.flashnorm
+// CHECK-DAG: %[[BQ:.*]] = arith.constant dense<[5.000000e-01, -5.000000e-01]> : tensor<2xf32>
+// CHECK: linalg.matmul ins(%{{.*}}, %[[WQ]] :
+// CHECK: ins(%[[BQ]], %{{.*}} : tensor<2xf32>, tensor<3x2xf32>)
+// CHECK: linalg.generic
+// CHECK-NEXT: ^bb0(%[[S:.*]]: f32, %{{.*}}: f32, %{{.*}}: f32):
+// CHECK-NEXT: %[[A:.*]] = arith.addf %[[S]], %{{.*}} : f32
+// CHECK-NEXT: linalg.yield %[[A]]
+// REMARK: Function=attention | Remark="folded the gain into 2 projection weight(s) (with the attention scale of 1 query projection(s)) (2 in the checkpoint, through the fold plan)"
+// OFF-LABEL: func.func @attention
+// OFF: arith.mulf %{{.*}}, %cst{{.*}} : f32
+#id = affine_map<(i, j) -> (i, j)>
+#row = affine_map<(i, j) -> (j)>
+func.func @attention(%x: tensor<3x2xf32>, %mask: tensor<3x3xf32>) -> tensor<3x3xf32> {
+  %g = ml_program.global_load_const @"an.weight" : tensor<2xf32>
+  %n = flashnorm.rms_norm %x gain(%g : tensor<2xf32>) eps(1.0e-05) convention one_plus : tensor<3x2xf32>
+  %wq = ml_program.global_load_const @"aq.weight" : tensor<2x2xf32>
+  %wk = ml_program.global_load_const @"ak.weight" : tensor<2x2xf32>
+  %bq = arith.constant dense<[1.0, -1.0]> : tensor<2xf32>
+  %c0 = arith.constant 0.0 : f32
+  %half = arith.constant 0.5 : f32
+  %e = tensor.empty() : tensor<3x2xf32>
+  %z = linalg.fill ins(%c0 : f32) outs(%e : tensor<3x2xf32>) -> tensor<3x2xf32>
+  %q = linalg.matmul ins(%n, %wq : tensor<3x2xf32>, tensor<2x2xf32>) outs(%z : tensor<3x2xf32>) -> tensor<3x2xf32>
+  %qb = linalg.generic {indexing_maps = [#row, #id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%bq, %q : tensor<2xf32>, tensor<3x2xf32>) outs(%e : tensor<3x2xf32>) {
+  ^bb0(%b: f32, %v: f32, %o: f32):
+    %s = arith.addf %b, %v : f32
+    linalg.yield %s : f32
+  } -> tensor<3x2xf32>
+  %k = linalg.matmul ins(%n, %wk : tensor<3x2xf32>, tensor<2x2xf32>) outs(%z : tensor<3x2xf32>) -> tensor<3x2xf32>
+  %et = tensor.empty() : tensor<2x3xf32>
+  %kt = linalg.transpose ins(%k : tensor<3x2xf32>) outs(%et : tensor<2x3xf32>) permutation = [1, 0]
+  %e3 = tensor.empty() : tensor<3x3xf32>
+  %z3 = linalg.fill ins(%c0 : f32) outs(%e3 : tensor<3x3xf32>) -> tensor<3x3xf32>
+  %l = linalg.matmul ins(%qb, %kt : tensor<3x2xf32>, tensor<2x3xf32>) outs(%z3 : tensor<3x3xf32>) -> tensor<3x3xf32>
+  %m = linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%l, %mask : tensor<3x3xf32>, tensor<3x3xf32>) outs(%e3 : tensor<3x3xf32>) {
+  ^bb0(%s: f32, %mk: f32, %o: f32):
+    %sc = arith.mulf %s, %half : f32
+    %a = arith.addf %sc, %mk : f32
+    linalg.yield %a : f32
+  } -> tensor<3x3xf32>
+  return %m : tensor<3x3xf32>
 }

@@ -86,10 +86,12 @@ def FoldGains : Pass<"flashnorm-fold-gains", "ModuleOp"> {
     Attention scale (`fold-attention-scale`, on by default): a query
     projection whose result reaches the attention logits only through
     linear single-use ops (reshapes, transposes, casts, a constant bias add)
-    and then ops linear in it (a rotary embedding reads q twice) also takes the constant the logits (or q) are multiplied by, folded with
-    the gain in one rounding; the multiply is removed and the biases on the
-    way are scaled. The key side is never scaled (what a KV cache stores is
-    unchanged); a norm on the way (QK-norm) stops it.
+    and then ops linear in it (a rotary embedding reads q twice) also takes
+    the constant the logits (or q) are multiplied by, folded with the gain
+    in one rounding (through a fold plan too: its gain vector is scaled);
+    the multiply is removed and the biases on the way are scaled. The key
+    side is never scaled (what a KV cache stores is unchanged); a norm on
+    the way (QK-norm) stops it.
 
     Quantized weights (a `linalg.generic` dequantizing integers): a gain
     folds exactly into a per-input-channel factor of the dequantization;
