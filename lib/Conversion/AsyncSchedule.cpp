@@ -2,7 +2,7 @@
 //
 // The CPU form of the two-stream design: the statistic (1/RMS or 1/std) and
 // the projection of the raw input run as two async tasks and the post-scale
-// waits for both (FLASHNORM.md §2, §6). Marks are set on tensors, where the
+// waits for both (docs/MATH.md §2, §6). Marks are set on tensors, where the
 // structure is visible, and the tasks are built after bufferization, where
 // async regions can capture buffers.
 //

@@ -11,7 +11,7 @@
 //   (`gpu.wait async [%main]`, the main stream's token at the task, issued
 //   after the work beside the task so that the host launches that work
 //   first); an await joins explicitly
-//   (`gpu.wait async [%main, %task]`, FLASHNORM.md §6), so every launch has
+//   (`gpu.wait async [%main, %task]`, docs/MATH.md §6), so every launch has
 //   exactly one dependency (gpu-to-llvm accepts no more, §5). A task with
 //   no device work beside it before its await (a statistic whose cuBLASLt
 //   GEMM waits for it) is issued on the main stream: no fork, no join;

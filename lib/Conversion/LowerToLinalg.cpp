@@ -1,5 +1,4 @@
-//===- LowerToLinalg.cpp - flashnorm ops to linalg on tensors
-//--------------===//
+//===- LowerToLinalg.cpp - flashnorm ops to linalg on tensors -------------===//
 
 #include "flashnorm/Conversion/Passes.h"
 #include "flashnorm/Dialect/FlashNorm/IR/FlashNormOps.h"

@@ -1,6 +1,6 @@
 //===- VerifyAsync.cpp - Prove GPU buffer accesses are ordered ------------===//
 //
-// The static form of the fix in FLASHNORM.md §6: every buffer a kernel reads
+// The static form of the fix in docs/MATH.md §6: every buffer a kernel reads
 // must be written by work that happens before it, and no two conflicting
 // accesses may be left unordered by the token graph.
 //

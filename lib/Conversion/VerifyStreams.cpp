@@ -1,7 +1,7 @@
 //===- VerifyStreams.cpp - Stream and event lifetimes in host code --------===//
 //
 // Upstream's gpu-to-llvm never destroys a stream that feeds a join, and
-// waiting twice on tokens of one stream destroys it twice (FLASHNORM.md §5).
+// waiting twice on tokens of one stream destroys it twice (docs/MATH.md §5).
 // This pass checks the lowered host code: a forward data flow over the CFG
 // tracks, per stream, how often each path has destroyed it (0, 1, more) and
 // per event whether a path may have destroyed it. Leaked events are not

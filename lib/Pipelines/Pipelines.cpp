@@ -222,11 +222,6 @@ LogicalResult flashnorm::buildLowerToLLVMPipeline(OpPassManager &pm,
   return buildCpuPipeline(pm, serial, errors);
 }
 
-/// The GPU half after the kernels and streams exist: outlining, the race
-/// verifier on the host code, NVVM for the kernels, LLVM for the host.
-/// No canonicalization touches host code after flashnorm-gpu-streams: it
-/// folds a fork `gpu.wait async [%t]` into %t (FLASHNORM.md §5), which would
-/// serialize the streams and destroy one twice.
 static StringRef formatName(BinaryFormat format) {
   switch (format) {
   case BinaryFormat::Isa:
@@ -239,6 +234,11 @@ static StringRef formatName(BinaryFormat format) {
   llvm_unreachable("a binary format");
 }
 
+/// The GPU half after the kernels and streams exist: outlining, the race
+/// verifier on the host code, NVVM for the kernels, LLVM for the host.
+/// No canonicalization touches host code after flashnorm-gpu-streams: it
+/// folds a fork `gpu.wait async [%t]` into %t (docs/MATH.md §5), which would
+/// serialize the streams and destroy one twice.
 static std::string gpuTail(const GpuPipelineOptions &options) {
   // Constants and index math move into the kernels: static loop bounds.
   // Shared buffers aligned for the vector accesses LLVM may merge.

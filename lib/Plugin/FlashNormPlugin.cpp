@@ -1,5 +1,4 @@
-//===- FlashNormPlugin.cpp - flashnorm for the stock mlir-opt
-//--------------===//
+//===- FlashNormPlugin.cpp - flashnorm for the stock mlir-opt -------------===//
 //
 //   mlir-opt --load-dialect-plugin=FlashNormPlugin.so \
 //            --load-pass-plugin=FlashNormPlugin.so --flashnorm in.mlir

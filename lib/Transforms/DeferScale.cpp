@@ -1,5 +1,4 @@
-//===- DeferScale.cpp - Deferred normalization (FLASHNORM.md §2)
-//-----------===//
+//===- DeferScale.cpp - Deferred normalization (docs/MATH.md §2) ---------===//
 
 #include "flashnorm/Analysis/Projection.h"
 #include "flashnorm/Dialect/FlashNorm/IR/FlashNormOps.h"
@@ -30,7 +29,7 @@ namespace {
 constexpr StringLiteral kPass = "flashnorm-defer-scale";
 
 /// A LayerNorm's projection runs on the raw input only if its weight is
-/// mean-centered (FLASHNORM.md §4). fold-gains may have done it already
+/// mean-centered (docs/MATH.md §4). fold-gains may have done it already
 /// (the projection is marked); otherwise the centered constant is computed
 /// here, before anything is rewritten.
 struct Centering {

@@ -1,5 +1,4 @@
-//===- DropRedundant.cpp - Redundant norms (FLASHNORM.md §3)
-//---------------===//
+//===- DropRedundant.cpp - Redundant norms (docs/MATH.md §3) -------------===//
 
 #include "flashnorm/Analysis/Projection.h"
 #include "flashnorm/Dialect/FlashNorm/IR/FlashNormOps.h"

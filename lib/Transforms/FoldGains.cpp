@@ -1,4 +1,4 @@
-//===- FoldGains.cpp - Weightless normalization (FLASHNORM.md §1) --------===//
+//===- FoldGains.cpp - Weightless normalization (docs/MATH.md §1) --------===//
 //
 // flashnorm-fold-gains: a norm's learned gain g (and a LayerNorm's bias and
 // mean-centering) moves into the weights of the projections that read it,

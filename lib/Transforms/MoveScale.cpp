@@ -6,7 +6,7 @@
 // ops homogeneous in it moves past that projection exactly:
 //   down(act(gate) (.) (s (.) up)) = s (.)row down(act(gate) (.) up)
 // so the post-scale pass over the wide [tokens, mlp] tensor becomes one over
-// the narrow [tokens, hidden] result (FLASHNORM.md §2, the paper's FFN
+// the narrow [tokens, hidden] result (docs/MATH.md §2, the paper's FFN
 // extension).
 //
 // Which post-scales can go is decided symbolically, without touching the IR:

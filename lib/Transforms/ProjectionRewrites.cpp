@@ -120,7 +120,7 @@ void flashnorm::addOutputBias(RewriterBase &rewriter, Operation *projection,
 }
 
 /// Narrower than f32 (f16, bf16, f8 types): the unnormalized product could
-/// overflow there (FLASHNORM.md §2).
+/// overflow there (docs/MATH.md §2).
 static bool isNarrowFloat(Type t) {
   return isa<FloatType>(t) && t.getIntOrFloatBitWidth() < 32;
 }

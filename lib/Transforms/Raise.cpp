@@ -4,7 +4,7 @@
 // x is found behind each reduction over the last dimension and every value
 // computed from x is described by a Term, a closed form in x
 // (RaiseInterpreter.cpp). A value whose Term is exactly a norm
-// (FLASHNORM.md §7 lists the shapes real frontends produce) is replaced by
+// (docs/MATH.md §7 lists the shapes real frontends produce) is replaced by
 // a flashnorm op here; the old computation is left to die.
 //
 //===----------------------------------------------------------------------===//

@@ -510,7 +510,7 @@ void flashnorm::scaleAndShiftRaw(FloatKind kind, const char *in, bool inSplat,
 }
 
 /// out = W * scale[k] - mean_k(W * scale[k]), per (o, i) column, in f64 and
-/// rounded once (FLASHNORM.md §4: mean-centering folded into the weights).
+/// rounded once (docs/MATH.md §4: mean-centering folded into the weights).
 static void scaleAndCenter(FloatKind kind, const char *in, bool splat,
                            char *out, int64_t outer, ArrayRef<double> scale,
                            int64_t inner) {

@@ -1,6 +1,6 @@
 // RUN: flashnorm-opt %s --flashnorm-verify-async -split-input-file -verify-diagnostics
 
-// The bug of FLASHNORM.md §6: the post-scale waits on the projection's
+// The bug of docs/MATH.md §6: the post-scale waits on the projection's
 // stream only, not on the statistic's.
 
 module attributes {gpu.container_module} {

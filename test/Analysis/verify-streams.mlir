@@ -1,6 +1,6 @@
 // RUN: flashnorm-opt %s --flashnorm-verify-streams -split-input-file -verify-diagnostics
 // Upstream's canonicalizer folds a fork `gpu.wait async [%t]` into %t
-// (FLASHNORM.md §5): both "streams" are then one, and the host wait that
+// (docs/MATH.md §5): both "streams" are then one, and the host wait that
 // lists one token per stream destroys it twice.
 // RUN: not flashnorm-opt %S/Inputs/fork-join.mlir --canonicalize --gpu-to-llvm --flashnorm-verify-streams 2>&1 | FileCheck %s --check-prefix=CANON
 // RUN: flashnorm-opt %S/Inputs/fork-join.mlir --gpu-to-llvm --flashnorm-verify-streams -o /dev/null

@@ -1,4 +1,4 @@
-// The join under stress on the GPU (FLASHNORM.md §6): the recurrent loop of
+// The join under stress on the GPU (docs/MATH.md §6): the recurrent loop of
 // stress-join.mlir for 1000 steps, device buffers recycled across steps by
 // the runtime. In streams mode the statistic and the projection run on two
 // streams joined before the post-scale; every step's checksum must match the

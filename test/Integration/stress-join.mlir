@@ -1,4 +1,4 @@
-// The join under stress (FLASHNORM.md §6): a recurrent loop of 512 steps,
+// The join under stress (docs/MATH.md §6): a recurrent loop of 512 steps,
 // each step's output feeding the next, x' = x / 2 + (rms_norm(x) g) W / 2,
 // with buffers reused across steps. Under --flashnorm and the concurrent CPU
 // pipeline the statistic and the projection run as async tasks joined before

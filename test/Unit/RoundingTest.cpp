@@ -1,5 +1,4 @@
-//===- RoundingTest.cpp - The weight folder's conversions vs APFloat
-//-------===//
+//===- RoundingTest.cpp - The weight folder's conversions vs APFloat ------===//
 //
 // The folder converts f64 products to f16/bf16 with its own bit arithmetic
 // (APFloat per element is too slow for multi-GB weights). This checks it

@@ -1,7 +1,7 @@
 //===- TestDropAwait.cpp - A deliberately broken join, for tests ----------===//
 //
 // Removes, in every function, the first join on a projection task: the
-// post-scale then waits on the statistic only, the bug FLASHNORM.md §6
+// post-scale then waits on the statistic only, the bug docs/MATH.md §6
 // describes (it reads a buffer the projection has not finished writing). The
 // recurrent stress test runs the result to show that its check sees it.
 // The function's frees go too: without the join they would release buffers

@@ -3,7 +3,7 @@
 // Removes, in every function, the last dependency of the first join
 // (`gpu.wait async` with two or more tokens): with flashnorm-gpu-streams'
 // output that is the statistic's stream, so the post-scale waits on the
-// projection only, the bug of FLASHNORM.md §6. flashnorm-verify-async must
+// projection only, the bug of docs/MATH.md §6. flashnorm-verify-async must
 // reject the result; run anyway (verify=false), it must diverge.
 //
 //===----------------------------------------------------------------------===//

@@ -3,7 +3,7 @@
 // Writes the MLIR text of a small transformer decoder stack (Llama, Qwen2,
 // Gemma or GPT-2 semantics) the way frontends hand it over: normalizations
 // spelled out as squares, reductions, rsqrt and broadcast multiplies in many
-// equivalent forms (FLASHNORM.md §7), projections in both weight layouts,
+// equivalent forms (docs/MATH.md §7), projections in both weight layouts,
 // weights as dense_resource constants, as function arguments, or as extern
 // ml_program globals with a safetensors checkpoint beside the IR. The output
 // is test input and demo for flashnorm-raise and the rest of the pipeline;
@@ -73,7 +73,7 @@ cl::opt<Style> styleOpt(
     cl::init(Style::Mixed),
     cl::values(
         clEnumValN(Style::Mixed, "mixed",
-                   "every equivalent form in turn (FLASHNORM.md §7)"),
+                   "every equivalent form in turn (docs/MATH.md §7)"),
         clEnumValN(Style::TorchMlir, "torch-mlir",
                    "as torch-mlir's linalg lowering writes them: norms on "
                    "[1, T, K] with literal-0 batch maps, row statistics "
@@ -1777,8 +1777,8 @@ private:
     // post-scale, the scale in a generic (not TOSA's mul).
     bool unfolded = cfg.weights != WeightMode::Resource ||
                     (cfg.quant != Quant::None && !cfg.kscale);
-    e.counts.queryMerged += unfolded && cfg.family == Family::Llama &&
-                            !cfg.tosa() && !cfg.bf16();
+    e.counts.queryMerged +=
+        unfolded && cfg.family == Family::Llama && !cfg.tosa() && !cfg.bf16();
     Val q = e.projection(n, p + "self_attn.q_proj", cfg.hidden, qkvBias);
     Val k = e.projection(n, p + "self_attn.k_proj", cfg.hidden, qkvBias);
     Val v = e.projection(n, p + "self_attn.v_proj", cfg.hidden, qkvBias);
@@ -2199,8 +2199,7 @@ int writeModule(const Config &cfg, std::FILE *f, std::vector<Weight> &weights) {
       " layers=", cfg.layers, " rms_norms=", n.rms, " layer_norms=", n.layer,
       " gains=", n.gains, " qk_norms=", n.qk, " foldable=", n.foldable,
       " deferred_unfolded=", n.deferredUnfolded, " ffn_moved=", n.ffnMoved,
-      " query_merged=", n.queryMerged,
-      "\n\n"));
+      " query_merged=", n.queryMerged, "\n\n"));
 
   if (cfg.weights == WeightMode::Args) {
     out.write(cfg.decode ? "// @forward arguments after %ids and %pos, in "

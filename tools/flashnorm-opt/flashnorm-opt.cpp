@@ -1,5 +1,4 @@
-//===- flashnorm-opt.cpp - mlir-opt with the flashnorm dialect and passes
-//--===//
+//===- flashnorm-opt.cpp - mlir-opt with the flashnorm dialect and passes -===//
 
 #include "flashnorm/InitAll.h"
 

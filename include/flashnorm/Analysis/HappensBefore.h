@@ -1,7 +1,7 @@
 //===- HappensBefore.h - Order of GPU work in a host function ---*- C++ -*-===//
 //
 // The one happens-before analysis over the gpu dialect's async token graph
-// (FLASHNORM.md §5, §6). It answers "does A finish before B starts?" for the
+// (docs/MATH.md §5, §6). It answers "does A finish before B starts?" for the
 // operations of one host function, and lists every buffer access (kernels,
 // copies, sets, allocations, frees and host ops), so a verifier can prove
 // that conflicting accesses are ordered.

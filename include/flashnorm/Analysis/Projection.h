@@ -1,5 +1,4 @@
-//===- Projection.h - The one notion of "projection"
-//-----------------------===//
+//===- Projection.h - The one notion of "projection" ------------*- C++ -*-===//
 //
 // Fold, defer and drop all ask the same questions of a matmul-like op that
 // consumes a normalized tensor: is the use the activation, is the contracted

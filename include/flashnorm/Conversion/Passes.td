@@ -59,7 +59,7 @@ def AsyncSchedule : Pass<"flashnorm-async-schedule", "func::FuncOp"> {
     group's statistic go into one `async.execute`, placed where the group's
     first projection starts; each projection into its own `async.execute`;
     and before every post-scale an `async.await` of the statistic's token and
-    of its projection's token (the explicit join, FLASHNORM.md §6). Groups
+    of its projection's token (the explicit join, docs/MATH.md §6). Groups
     whose ops are not all in one block are left serial (reported).
 
     Remarks: `--remarks-filter=flashnorm`.
@@ -427,7 +427,7 @@ def VerifyAsync : Pass<"flashnorm-verify-async", "ModuleOp"> {
     are assumed not to (the contract of a bufferized function boundary).
 
     A violation is an error at the later operation, with notes at the other
-    operation and at the buffer's definition (FLASHNORM.md §6: the
+    operation and at the buffer's definition (docs/MATH.md §6: the
     post-scale that waited on one stream only). Functions whose GPU work sits
     in nested regions or several blocks are not analyzed (a warning says so).
     `flashnorm-gpu-pipeline` runs this pass on the host code it emits.

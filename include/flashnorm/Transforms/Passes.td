@@ -46,7 +46,7 @@ def FoldGains : Pass<"flashnorm-fold-gains", "ModuleOp"> {
     For a `flashnorm.rms_norm` with a constant gain whose every user is a
     projection with a constant weight, replaces each weight `W` by
     `W* = diag(G) W` (G = gain, or 1 + gain under `one_plus`) and drops the
-    gain from the norm (FLASHNORM.md §1). The product is formed in f64 from
+    gain from the norm (docs/MATH.md §1). The product is formed in f64 from
     the raw buffers and rounded once to the weight's element type;
     `dense_resource` weights stay `dense_resource`. A weight that has other
     users is cloned, never changed in place.
@@ -150,7 +150,7 @@ def DeferScale : Pass<"flashnorm-defer-scale", "func::FuncOp"> {
   let summary = "Run projections on the raw input and post-scale by 1/RMS";
   let description = [{
     Rewrites `projection(rms_norm(x))` of a weightless norm into
-    `post_scale(projection(x), rms_inv(x))` (FLASHNORM.md §2): the projection
+    `post_scale(projection(x), rms_inv(x))` (docs/MATH.md §2): the projection
     no longer waits for the reduction. All projections of one norm share a
     single `flashnorm.rms_inv`. The post-scale replaces the projection's
     result, so it precedes any bias add. A projection whose result is f16 or
@@ -223,7 +223,7 @@ def MoveScale : Pass<"flashnorm-move-scale", "func::FuncOp"> {
 def DropRedundant : Pass<"flashnorm-drop-redundant", "func::FuncOp"> {
   let summary = "Remove RMS norms whose effect a later norm subsumes";
   let description = [{
-    Exact (always on), FLASHNORM.md §3(a): `rms_norm(c * rms_norm(x, e1), g,
+    Exact (always on), docs/MATH.md §3(a): `rms_norm(c * rms_norm(x, e1), g,
     e2)` with a weightless (or uniform constant gain) inner norm and an
     optional uniform constant multiply `c != 0` becomes `rms_norm(x, g', e')`
     with `e' = e1 e2 / (c^2 + e2)` and `g' = g c / sqrt(c^2 + e2)`.

@@ -1,5 +1,4 @@
-//===- ProjectionRewrites.h - IR edits shared by the rewrite passes
-//--------===//
+//===- ProjectionRewrites.h - IR edits shared by the rewrite passes -------===//
 #ifndef FLASHNORM_TRANSFORMS_PROJECTIONREWRITES_H
 #define FLASHNORM_TRANSFORMS_PROJECTIONREWRITES_H
 

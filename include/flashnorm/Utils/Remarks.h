@@ -1,5 +1,4 @@
-//===- Remarks.h - How flashnorm passes report what they did
-//---------------===//
+//===- Remarks.h - How flashnorm passes report what they did ----*- C++ -*-===//
 //
 // Every rewrite and every refusal goes through MLIR's optimization-remark
 // engine under the category "flashnorm", so users ask for them with

@@ -1,6 +1,6 @@
 //===- WeightFolder.h - Scale constant weights on their raw buffers -------===//
 //
-// The one place where flashnorm touches weight bytes: FLASHNORM.md §1 folds a
+// The one place where flashnorm touches weight bytes: docs/MATH.md §1 folds a
 // per-feature gain into a weight. Element types are dispatched once per
 // tensor, the product is formed in f64 and rounded once (round to nearest
 // even) to the weight's element type, without per-element APFloat.

@@ -176,7 +176,7 @@ def FlashNorm_GemmLtOp : FlashNorm_Op<"gemm_lt", [GPU_AsyncOpInterface]> {
     `a` is M x K, `b` is K x N (N x K), both f32, f16 or bf16; `c` is M x N
     and is overwritten. The products are summed in f32 and rounded once to
     `c`'s element type: f32, the accumulator type of a deferred projection
-    (FLASHNORM.md §2), or f16/bf16 when the GEMM writes the projection's
+    (docs/MATH.md §2), or f16/bf16 when the GEMM writes the projection's
     post-scaled output from an activation `flashnorm-gpu-kernels` scaled
     first. Built by `flashnorm-gpu-kernels{gemm=...}`; lowered by
     `gpu-to-llvm` (through the dialect's LLVM conversion interface) to a
