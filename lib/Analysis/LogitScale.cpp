@@ -103,6 +103,15 @@ static bool isQueryOperand(OpOperand &use, bool &isContraction) {
 FailureOr<LogitScale> flashnorm::findScaleOfLogits(OpOperand &query,
                                                    std::string *whyNot) {
   Value logits = query.getOwner()->getResult(0);
+  // c (q k^T + M) is not (c q) k^T + M: a mask or bias the contraction
+  // accumulates into does not scale with q.
+  if (auto contraction = dyn_cast<linalg::LinalgOp>(query.getOwner());
+      contraction && !llvm::all_of(contraction.getDpsInits(), isZeroInit)) {
+    if (whyNot)
+      *whyNot = "its logits accumulate into a non-zero init (a mask or bias "
+                "the scale does not scale)";
+    return failure();
+  }
   if (!logits.hasOneUse()) {
     if (whyNot)
       *whyNot = "its logits have more than one user";
@@ -448,28 +457,40 @@ FailureOr<LogitScale> flashnorm::findLogitScale(const Projection &projection,
     if (isContraction)
       return fail("it is the keys of its contraction, not the queries");
     auto generic = dyn_cast<linalg::GenericOp>(user);
+    // A cast to integers rounds: not linear.
+    auto floatCast = [](Operation *op) {
+      return !isa<tosa::CastOp>(op) ||
+             (isa<FloatType>(getElementTypeOrSelf(op->getOperand(0))) &&
+              isa<FloatType>(getElementTypeOrSelf(op->getResult(0))));
+    };
+    // q must be what a copy generic copies, not the tensor it writes into.
     bool linear =
-        (n == 0 &&
-         isa<tensor::ExpandShapeOp, tensor::CollapseShapeOp, tosa::ReshapeOp,
-             linalg::TransposeOp, tosa::TransposeOp, arith::TruncFOp,
-             arith::ExtFOp, tosa::CastOp, PostScaleOp>(user)) ||
-        (generic && isLayoutGeneric(generic));
+        n == 0 &&
+        ((isa<tensor::ExpandShapeOp, tensor::CollapseShapeOp, tosa::ReshapeOp,
+              linalg::TransposeOp, tosa::TransposeOp, arith::TruncFOp,
+              arith::ExtFOp, tosa::CastOp, PostScaleOp>(user) &&
+          floatCast(user)) ||
+         (generic && isLayoutGeneric(generic)));
     if (linear) {
       v = user->getResult(0);
       continue;
     }
     // A constant bias added: c (xW + b) = x (cW) + cb.
     bool add = isa<arith::AddFOp, tosa::AddOp>(user);
-    if (generic && generic.getNumDpsInputs() == 2 &&
+    if (generic && generic.getNumDpsInputs() == 2 && n < 2 &&
         generic.getNumParallelLoops() == generic.getNumLoops() &&
         generic.getMatchingIndexingMap(&use).isIdentity()) {
+      // The body adds q and the other input, nothing else (not the init).
       Operation *body = &generic.getBody()->front();
+      Value q = generic.getMatchingBlockArgument(&use);
+      Value b =
+          generic.getMatchingBlockArgument(generic.getDpsInputOperand(1 - n));
       add = isa<arith::AddFOp>(body) &&
             body->getNextNode() == generic.getBody()->getTerminator() &&
             body->getResult(0) ==
                 generic.getBody()->getTerminator()->getOperand(0) &&
-            llvm::is_contained(body->getOperands(),
-                               generic.getMatchingBlockArgument(&use));
+            ((body->getOperand(0) == q && body->getOperand(1) == b) ||
+             (body->getOperand(0) == b && body->getOperand(1) == q));
     }
     if (add && n < 2) {
       unsigned other = 1 - n;

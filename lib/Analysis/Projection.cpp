@@ -24,8 +24,7 @@ std::string flashnorm::describeValue(Value v) {
   return "'" + v.getDefiningOp()->getName().getStringRef().str() + "'";
 }
 
-/// True if `init` is a zero accumulator: a zero constant or a fill with zero.
-static bool isZeroInit(Value init) {
+bool flashnorm::isZeroInit(Value init) {
   if (matchPattern(init, m_AnyZeroFloat()))
     return true;
   if (auto fill = init.getDefiningOp<linalg::FillOp>())

@@ -55,7 +55,12 @@ Degree flashnorm::degreeOfElementwise(Operation *op,
   if (isa<arith::DivFOp>(op))
     return arg(1).isUnscaled() ? arg(0) : Degree::none();
   if (isa<arith::NegFOp, tosa::NegateOp, arith::ExtFOp, arith::TruncFOp,
-          tosa::CastOp, math::AbsFOp, tosa::AbsOp>(op))
+          math::AbsFOp, tosa::AbsOp>(op))
+    return arg(0);
+  // A cast between floats keeps the degree; one to integers rounds (below).
+  if (isa<tosa::CastOp>(op) &&
+      isa<FloatType>(getElementTypeOrSelf(op->getOperand(0))) &&
+      isa<FloatType>(getElementTypeOrSelf(op->getResult(0))))
     return arg(0);
   if (isa<arith::AddFOp, arith::SubFOp, arith::MaximumFOp, arith::MinimumFOp,
           arith::MaxNumFOp, arith::MinNumFOp, tosa::AddOp, tosa::SubOp,

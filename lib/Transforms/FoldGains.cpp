@@ -619,6 +619,16 @@ template <typename NormOp> struct FoldGainsPattern : OpRewritePattern<NormOp> {
                     "' (it needs one output-feature dimension)");
       for (double &v : *b)
         v *= c;
+      // Added in the result's type: a bias past its range would be inf.
+      auto elementType = dyn_cast<FloatType>(resultType.getElementType());
+      double largest =
+          elementType ? APFloat::getLargest(elementType.getFloatSemantics())
+                            .convertToDouble()
+                      : INFINITY;
+      if (llvm::any_of(*b, [&](double v) { return !(std::abs(v) <= largest); }))
+        return fail("the bias folded through the weight of '" +
+                    t.projection.op->getName().getStringRef() + "' overflows " +
+                    printToString(resultType.getElementType()));
       f.biases.push_back(*b);
     }
     for (const RequantTarget &t : f.requantTargets) {

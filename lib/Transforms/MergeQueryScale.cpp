@@ -107,14 +107,30 @@ Operation *flashnorm::applyQueryMerge(RewriterBase &rewriter,
   Value c = site->getOperand(1 - plan.site.scaledOperand);
   rewriter.setInsertionPoint(site);
   Location loc = site->getLoc();
+  Value product;
   if (isa<arith::DivFOp>(site)) {
     Value sc = arith::DivFOp::create(rewriter, loc, s, c);
-    rewriter.replaceOp(site, arith::MulFOp::create(rewriter, loc, x, sc));
+    product = arith::MulFOp::create(rewriter, loc, x, sc);
+    rewriter.replaceOp(site, product);
   } else {
     Value cs = arith::MulFOp::create(rewriter, loc, c, s);
     rewriter.modifyOpInPlace(
         site, [&] { site->setOperand(1 - plan.site.scaledOperand, cs); });
+    product = site->getResult(0);
   }
+  // As post_scale: a row whose scale is 0 (its mean square overflowed) is
+  // 0, whatever its raw logits hold (inf * 0 would be NaN).
+  rewriter.setInsertionPointAfterValue(product);
+  Value zero = arith::ConstantOp::create(
+      rewriter, loc, rewriter.getZeroAttr(product.getType()));
+  Value zeroScale = s.getType() == product.getType()
+                        ? zero
+                        : arith::ConstantOp::create(
+                              rewriter, loc, rewriter.getZeroAttr(s.getType()));
+  Value isZero = arith::CmpFOp::create(rewriter, loc, arith::CmpFPredicate::OEQ,
+                                       s, zeroScale);
+  Value exact = arith::SelectOp::create(rewriter, loc, isZero, zero, product);
+  rewriter.replaceAllUsesExcept(product, exact, exact.getDefiningOp());
   rewriter.replaceOp(old, merged->getResults());
   // q is read unscaled.
   rewriter.replaceOp(post, post.getInput());

@@ -108,12 +108,14 @@ Chain collectChain(Value root) {
       continue;
     for (OpOperand &operand : op->getOpOperands()) {
       // A post-scale that rounds its accumulator (f32 to bf16) can only be
-      // stripped where a generic reads it, and rounds in its body: a
-      // separate conversion would cost what the post-scale did.
+      // stripped where a generic reads it as an input, and rounds in its
+      // body: a separate conversion would cost what the post-scale did (and
+      // an init's type is its result's).
       auto ps = operand.get().getDefiningOp<PostScaleOp>();
+      auto generic = dyn_cast<linalg::GenericOp>(op);
       if (ps && hasShape(ps, chain.shape) &&
           (ps.getInput().getType() == ps.getType() ||
-           isa<linalg::GenericOp>(op)) &&
+           (generic && generic.isDpsInput(&operand))) &&
           isa_and_nonnull<RMSInvOp, LayerInvOp>(
               ps.getScale().getDefiningOp()) &&
           ps->getBlock() == op->getBlock()) {
@@ -258,11 +260,40 @@ FailureOr<MovePlan> planMove(const Projection &down, std::string &why) {
     return why = "its result is f16, where an unnormalized product could "
                  "overflow",
            failure();
+  // Unscaled, the chain's values are the raw products: every type they
+  // pass through (results, a generic's body, what a stripped post-scale
+  // rounds to) must hold them.
+  auto computesWide = [](Operation *op) {
+    WalkResult narrow = op->walk([](Operation *inner) {
+      for (Region &region : inner->getRegions())
+        for (Value arg : region.getArguments())
+          if (isa<FloatType>(arg.getType()) && !isWideEnough(arg.getType()))
+            return WalkResult::interrupt();
+      for (Value result : inner->getResults())
+        if (isa<FloatType>(getElementTypeOrSelf(result)) &&
+            !isWideEnough(result.getType()))
+          return WalkResult::interrupt();
+      return WalkResult::advance();
+    });
+    return !narrow.wasInterrupted();
+  };
+  if (!llvm::all_of(chain.ops, computesWide) ||
+      !llvm::all_of(chain.postScales, [](Operation *ps) {
+        return isWideEnough(ps->getResult(0).getType());
+      }))
+    return why = "the element-wise ops before it compute in f16, where "
+                 "unnormalized values could overflow",
+           failure();
+  // A post-scale the chain also reads other than as a leaf would stay
+  // scaled there: it cannot be stripped.
+  llvm::SmallPtrSet<Operation *, 4> readElsewhere;
+  llvm::SmallPtrSet<OpOperand *, 8> leaves(chain.leaves.begin(),
+                                           chain.leaves.end());
   for (Operation *op : chain.ops)
-    if (!isWideEnough(op->getResult(0).getType()))
-      return why = "the element-wise ops before it compute in f16, where "
-                   "unnormalized values could overflow",
-             failure();
+    for (OpOperand &operand : op->getOpOperands())
+      if (Operation *def = operand.get().getDefiningOp();
+          def && chain.postScales.contains(def) && !leaves.contains(&operand))
+        readElsewhere.insert(def);
 
   // Greedy, in the order the chain reads them: keep a post-scale if the
   // input stays a multiple of every kept one.
@@ -270,6 +301,8 @@ FailureOr<MovePlan> planMove(const Projection &down, std::string &why) {
   Degree result;
   Operation *culprit = nullptr;
   for (Operation *ps : chain.postScales) {
+    if (readElsewhere.contains(ps))
+      continue;
     stripped.insert(ps);
     DegreeEvaluator eval(chain, stripped);
     Degree d = eval.ofValue(root);

@@ -75,3 +75,23 @@ func.func @bias_through_transposed_product(%x: tensor<4x4xf32>, %b: tensor<4xf32
   } -> tensor<4x4xf32>
   return %q : tensor<4x4xf32>
 }
+
+// -----
+
+// A bias folded through the weight, b W = [120000, 120000], is past f16's
+// range: the result type it is added in would hold inf. Refused, the norm
+// keeps its gain and bias.
+// CHECK-LABEL: func.func @bias_overflows_f16
+// CHECK: flashnorm.layer_norm %arg0 gain(
+// REMARK: Function=bias_overflows_f16 | Remark="not folded: the bias folded through the weight of 'linalg.matmul' overflows f16"
+func.func @bias_overflows_f16(%x: tensor<4x2xf16>) -> tensor<4x2xf16> {
+  %g = arith.constant dense<[2.0, 1.0]> : tensor<2xf16>
+  %b = arith.constant dense<[60000.0, 60000.0]> : tensor<2xf16>
+  %w = arith.constant dense<1.0> : tensor<2x2xf16>
+  %n = flashnorm.layer_norm %x gain(%g : tensor<2xf16>) bias(%b : tensor<2xf16>) eps(1.0e-05) : tensor<4x2xf16>
+  %c0 = arith.constant 0.0 : f16
+  %e = tensor.empty() : tensor<4x2xf16>
+  %z = linalg.fill ins(%c0 : f16) outs(%e : tensor<4x2xf16>) -> tensor<4x2xf16>
+  %y = linalg.matmul ins(%n, %w : tensor<4x2xf16>, tensor<2x2xf16>) outs(%z : tensor<4x2xf16>) -> tensor<4x2xf16>
+  return %y : tensor<4x2xf16>
+}

@@ -290,3 +290,32 @@ func.func @untouched(%x: tensor<4x8xf32>, %wu: tensor<8x16xf32>, %wd: tensor<16x
   %d2 = linalg.matmul ins(%t, %wt : tensor<16x4xf32>, tensor<4x8xf32>) outs(%z16 : tensor<16x8xf32>) -> tensor<16x8xf32>
   return %d, %d2 : tensor<4x8xf32>, tensor<16x8xf32>
 }
+
+// -----
+
+// A rounding post-scale (f32 to bf16) that a generic reads as its init: the
+// init's type is the generic's result type, so the generic cannot take the
+// raw f32 accumulator there. Nothing moves (the IR stays valid).
+// CHECK-LABEL: func.func @rounding_init
+// CHECK: %[[P:.*]] = flashnorm.post_scale %{{.*}}, %{{.*}} : tensor<4x16xf32>, tensor<4xf32> -> tensor<4x16xbf16>
+// CHECK: linalg.generic {{.*}} outs(%[[P]] : tensor<4x16xbf16>)
+#id = affine_map<(i, j) -> (i, j)>
+func.func @rounding_init(%x: tensor<4x8xf32>, %w: tensor<8x16xf32>,
+                         %a: tensor<4x16xbf16>, %wd: tensor<16x8xbf16>) -> tensor<4x8xf32> {
+  %c0 = arith.constant 0.0 : f32
+  %s = flashnorm.rms_inv %x eps(1.0e-05) : tensor<4x8xf32> -> tensor<4xf32>
+  %e = tensor.empty() : tensor<4x16xf32>
+  %z = linalg.fill ins(%c0 : f32) outs(%e : tensor<4x16xf32>) -> tensor<4x16xf32>
+  %r = linalg.matmul ins(%x, %w : tensor<4x8xf32>, tensor<8x16xf32>) outs(%z : tensor<4x16xf32>) -> tensor<4x16xf32>
+  %p = flashnorm.post_scale %r, %s : tensor<4x16xf32>, tensor<4xf32> -> tensor<4x16xbf16>
+  %g = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%a : tensor<4x16xbf16>) outs(%p : tensor<4x16xbf16>) {
+  ^bb0(%in: bf16, %o: bf16):
+    %m = arith.mulf %in, %o : bf16
+    linalg.yield %m : bf16
+  } -> tensor<4x16xbf16>
+  %e8 = tensor.empty() : tensor<4x8xf32>
+  %z8 = linalg.fill ins(%c0 : f32) outs(%e8 : tensor<4x8xf32>) -> tensor<4x8xf32>
+  %d = linalg.matmul ins(%g, %wd : tensor<4x16xbf16>, tensor<16x8xbf16>) outs(%z8 : tensor<4x8xf32>) -> tensor<4x8xf32>
+  return %d : tensor<4x8xf32>
+}

@@ -38,6 +38,11 @@ struct Projection {
   Value getWeight() const { return op->getOperand(weightIndex); }
 };
 
+/// Whether `init` is a zero accumulator: a zero constant or a fill with
+/// zero. A contraction into anything else adds its init (a fused bias, an
+/// attention mask), which no scale of its inputs scales.
+bool isZeroInit(Value init);
+
 /// Matches `use` as the activation operand of a projection; otherwise fails
 /// and, if `whyNot` is given, says why in words fit for a remark.
 FailureOr<Projection> matchProjection(OpOperand &use,
