@@ -4,6 +4,7 @@
 #include "flashnorm/Dialect/FlashNorm/IR/FlashNormOps.h"
 #include "flashnorm/Utils/Remarks.h"
 
+#include "mlir/Dialect/Async/IR/Async.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
@@ -68,11 +69,33 @@ bool flashnorm::isKnownRoot(Value root) {
          namedGlobal(root);
 }
 
+/// A host function's argument.
+static bool isFunctionArgument(Value root) {
+  auto arg = dyn_cast<BlockArgument>(root);
+  return arg && arg.getOwner()->isEntryBlock() &&
+         isa<FunctionOpInterface>(arg.getOwner()->getParentOp());
+}
+
+/// A host global the program may write (not `constant`): a caller may pass
+/// it as an argument. (A kernel module's global is device memory no host
+/// function is given.)
+static bool isWritableGlobal(Value root) {
+  auto get = root.getDefiningOp<memref::GetGlobalOp>();
+  if (!get || get->getParentOfType<gpu::GPUModuleOp>())
+    return false;
+  auto global = SymbolTable::lookupNearestSymbolFrom<memref::GlobalOp>(
+      get, get.getNameAttr());
+  return !global || !global.getConstant();
+}
+
 bool flashnorm::mayAliasRoots(Value a, Value b) {
   if (a == b || !isKnownRoot(a) || !isKnownRoot(b))
     return true;
   auto globalA = namedGlobal(a), globalB = namedGlobal(b);
-  return globalA && globalB && *globalA == *globalB;
+  if (globalA && globalB)
+    return *globalA == *globalB;
+  return (isFunctionArgument(a) && isWritableGlobal(b)) ||
+         (isFunctionArgument(b) && isWritableGlobal(a));
 }
 
 bool flashnorm::mayWrite(Operation *op, Value root) {
@@ -87,6 +110,12 @@ bool flashnorm::mayWrite(Operation *op, Value root) {
 void flashnorm::forEachMemoryEffect(Operation *root,
                                     function_ref<void(Value, Kind)> fn) {
   root->walk([&](Operation *op) {
+    // A buffer's address escapes: what is done through it is not seen.
+    if (auto pointer = dyn_cast<memref::ExtractAlignedPointerAsIndexOp>(op)) {
+      fn(pointer.getSource(), Kind::Read);
+      fn(pointer.getSource(), Kind::Write);
+      return;
+    }
     if (auto iface = dyn_cast<MemoryEffectOpInterface>(op)) {
       SmallVector<MemoryEffects::EffectInstance> effects;
       iface.getEffects(effects);
@@ -116,30 +145,64 @@ void flashnorm::forEachMemoryEffect(Operation *root,
   });
 }
 
-/// Per kernel argument, whether the kernel reads and whether it writes it.
-/// Unknown kernels (not found, or already lowered) read and write all.
-static SmallVector<std::pair<bool, bool>> getArgumentEffects(Operation *kernel,
-                                                             unsigned n) {
+/// What a kernel does to memory shared with other work.
+struct KernelEffects {
+  /// Per kernel argument, whether the kernel reads and whether it writes it.
+  SmallVector<std::pair<bool, bool>> arguments;
+  /// Globals the kernel names (`memref.get_global` in its body).
+  SmallVector<std::pair<Value, Kind>> globals;
+};
+
+/// Unknown kernels (not found, or already lowered) read and write every
+/// argument.
+static KernelEffects getKernelEffects(Operation *kernel, unsigned n) {
+  KernelEffects effects;
   auto fn = dyn_cast_or_null<gpu::GPUFuncOp>(kernel);
-  if (!fn || fn.getNumArguments() != n)
-    return SmallVector<std::pair<bool, bool>>(n, {true, true});
-  SmallVector<std::pair<bool, bool>> result(n, {false, false});
+  if (!fn || fn.getNumArguments() != n) {
+    effects.arguments.assign(n, {true, true});
+    return effects;
+  }
+  effects.arguments.assign(n, {false, false});
   forEachMemoryEffect(fn, [&](Value value, Kind kind) {
     Value root = HappensBefore::getRoot(value);
     auto arg = dyn_cast<BlockArgument>(root);
     if (arg && arg.getOwner() == &fn.getBody().front()) {
-      auto &[reads, writes] = result[arg.getArgNumber()];
-      (kind == Kind::Read ? reads : writes) = true;
+      // Past the arguments: workgroup and private attributions, its own.
+      if (arg.getArgNumber() < n) {
+        auto &[reads, writes] = effects.arguments[arg.getArgNumber()];
+        (kind == Kind::Read ? reads : writes) = true;
+      }
+      return;
+    }
+    if (namedGlobal(root)) {
+      effects.globals.push_back({value, kind});
       return;
     }
     // Memory the kernel allocates is its own; anything else may be any of
     // its arguments.
     if (isKnownRoot(root))
       return;
-    for (auto &[reads, writes] : result)
+    for (auto &[reads, writes] : effects.arguments)
       (kind == Kind::Read ? reads : writes) = true;
   });
-  return result;
+  return effects;
+}
+
+/// What `fn` and the functions it calls do to globals they name (a
+/// call's effects besides those on the buffers it passes), each function
+/// once.
+static void
+collectGlobalEffects(Operation *fn, llvm::SmallPtrSetImpl<Operation *> &seen,
+                     SmallVectorImpl<std::pair<Value, Kind>> &effects) {
+  if (!fn || !seen.insert(fn).second)
+    return;
+  forEachMemoryEffect(fn, [&](Value value, Kind kind) {
+    if (namedGlobal(HappensBefore::getRoot(value)))
+      effects.push_back({value, kind});
+  });
+  fn->walk([&](CallOpInterface call) {
+    collectGlobalEffects(call.resolveCallable(), seen, effects);
+  });
 }
 
 HappensBefore::HappensBefore(Operation *function) {
@@ -154,7 +217,8 @@ HappensBefore::HappensBefore(Operation *function) {
     if (isa<gpu::LaunchOp>(op))
       continue;
     WalkResult nested = op.walk([&](Operation *inner) {
-      if (inner == &op || !isa<gpu::GPUDialect>(inner->getDialect()))
+      if (inner == &op || (!isa<gpu::GPUDialect>(inner->getDialect()) &&
+                           !isa<gpu::AsyncOpInterface>(inner)))
         return WalkResult::advance();
       return WalkResult::interrupt();
     });
@@ -165,6 +229,20 @@ HappensBefore::HappensBefore(Operation *function) {
                     "analyzed";
       return;
     }
+    // Work this analysis cannot order: host tasks running beside the host
+    // code, and GPU work a callee issues on a token it is given.
+    auto isToken = [](Type t) { return isa<gpu::AsyncTokenType>(t); };
+    if (isa<async::ExecuteOp>(op))
+      unsupported = "'async.execute' at " + formatLoc(op.getLoc()) +
+                    " runs host code concurrently with it";
+    else if (isa<CallOpInterface>(op) &&
+             (llvm::any_of(op.getOperandTypes(), isToken) ||
+              llvm::any_of(op.getResultTypes(), isToken)))
+      unsupported = "the call at " + formatLoc(op.getLoc()) +
+                    " passes GPU tokens; only straight-line host code is "
+                    "analyzed";
+    if (unsupported)
+      return;
   }
   unsigned n = 0;
   for (Operation &op : block)
@@ -217,8 +295,8 @@ void HappensBefore::collectAccesses(Operation *op) {
     ValueRange args = launch.getKernelOperands();
     Operation *kernel =
         SymbolTable::lookupNearestSymbolFrom(op, launch.getKernel());
-    auto effects = getArgumentEffects(kernel, args.size());
-    for (auto [arg, effect] : llvm::zip(args, effects)) {
+    KernelEffects effects = getKernelEffects(kernel, args.size());
+    for (auto [arg, effect] : llvm::zip(args, effects.arguments)) {
       if (!isa<BaseMemRefType>(arg.getType()))
         continue;
       if (effect.first)
@@ -226,13 +304,17 @@ void HappensBefore::collectAccesses(Operation *op) {
       if (effect.second)
         add(arg, Kind::Write);
     }
+    for (auto [global, kind] : effects.globals)
+      add(global, kind);
     return;
   }
   if (auto launch = dyn_cast<gpu::LaunchOp>(op)) {
-    // Only buffers from outside the launch are shared with other work.
+    // Only buffers from outside the launch are shared with other work:
+    // what it allocates itself, not a buffer it selects or transposes.
     forEachMemoryEffect(op, [&](Value value, Kind kind) {
       Value root = getRoot(value);
-      if (!launch->isAncestor(root.getParentRegion()->getParentOp()))
+      if (!isKnownRoot(root) ||
+          !launch->isAncestor(root.getParentRegion()->getParentOp()))
         add(value, kind);
     });
     return;
@@ -240,6 +322,14 @@ void HappensBefore::collectAccesses(Operation *op) {
   // Views name memory without touching it.
   if (isa<ViewLikeOpInterface, memref::CastOp>(op))
     return;
+  // What a callee does to the globals it names.
+  if (auto call = dyn_cast<CallOpInterface>(op)) {
+    llvm::SmallPtrSet<Operation *, 4> seen;
+    SmallVector<std::pair<Value, Kind>> effects;
+    collectGlobalEffects(call.resolveCallable(), seen, effects);
+    for (auto [global, kind] : effects)
+      add(global, kind);
+  }
   forEachMemoryEffect(op, add);
 }
 

@@ -42,6 +42,10 @@ public:
 
 private:
   std::string name(Value value) {
+    // A global named in a kernel or a callee: by its symbol.
+    if (auto get = value.getDefiningOp<memref::GetGlobalOp>();
+        get && !fn->isAncestor(get))
+      return "@" + get.getName().str();
     std::string s;
     llvm::raw_string_ostream os(s);
     value.printAsOperand(os, names);

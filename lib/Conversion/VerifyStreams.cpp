@@ -149,6 +149,21 @@ private:
       it->second = next;
       return;
     }
+    // A handle given to a function other than the runtime's may be
+    // destroyed there: from here on it is not tracked (a warning says so).
+    if (auto call = dyn_cast<LLVM::CallOp>(op);
+        call && !callee.starts_with("mgpu"))
+      for (Value operand : call.getArgOperands()) {
+        auto it = state.find(operand);
+        if (it == state.end())
+          continue;
+        if (report)
+          op->emitWarning() << "flashnorm-verify-streams: not verified: the "
+                               "stream or event created at "
+                            << formatLoc(operand.getLoc())
+                            << " is passed to another function";
+        state.erase(it);
+      }
     SmallVector<Value> streams, events;
     getUses(op, streams, events);
     for (Value handle : llvm::concat<Value>(streams, events)) {

@@ -423,13 +423,21 @@ def VerifyAsync : Pass<"flashnorm-verify-async", "ModuleOp"> {
     the other. Uses of a buffer must also be ordered after its `gpu.alloc` and
     before its `gpu.dealloc`. Kernel reads and writes come from the
     `gpu.func` body (unknown kernels read and write every buffer argument).
-    Views of one allocation or argument alias; distinct function arguments
-    are assumed not to (the contract of a bufferized function boundary).
+    A kernel's accesses to globals of its module count too, and a buffer
+    whose address a kernel or the host extracts
+    (`memref.extract_aligned_pointer_as_index`) is read and written there.
+    A call reads and writes the buffers it is passed and does to the
+    globals it (or a function it calls) names what its body does. Views of
+    one allocation or argument alias; distinct function arguments are
+    assumed not to (the contract of a bufferized function boundary), but an
+    argument may be any global the program writes.
 
     A violation is an error at the later operation, with notes at the other
     operation and at the buffer's definition (docs/MATH.md §6: the
     post-scale that waited on one stream only). Functions whose GPU work sits
-    in nested regions or several blocks are not analyzed (a warning says so).
+    in nested regions or several blocks, that pass GPU tokens to calls, or
+    that run host tasks (`async.execute`) beside their GPU work are not
+    analyzed (a warning says so).
     `flashnorm-gpu-pipeline` runs this pass on the host code it emits.
   }];
   let options = [];
@@ -442,7 +450,9 @@ def VerifyStreams : Pass<"flashnorm-verify-streams", "ModuleOp"> {
     ABI): every stream from `mgpuStreamCreate` is destroyed exactly once on
     every path to a return (streams that feed a join included), and no event
     is recorded, waited on or synchronized after a path may have destroyed
-    it. Each violation is an error at the call.
+    it. Each violation is an error at the call. A handle passed to a
+    function other than the runtime's is not tracked from there on, with a
+    warning; handles passed through block arguments are not tracked.
   }];
   let options = [];
 }
