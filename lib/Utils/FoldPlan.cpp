@@ -1,6 +1,7 @@
 //===- FoldPlan.cpp - Folds recorded for weights in a checkpoint ----------===//
 
 #include "flashnorm/Utils/FoldPlan.h"
+#include "flashnorm/Utils/Safetensors.h"
 
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -116,7 +117,7 @@ Expected<FoldPlan> FoldPlan::fromJSON(StringRef text) {
   auto bad = [](const Twine &msg) {
     return createStringError(inconvertibleErrorCode(), msg.str());
   };
-  Expected<json::Value> parsed = json::parse(text);
+  Expected<json::Value> parsed = safetensors::parseJSON(text);
   if (!parsed)
     return bad("not JSON: " + toString(parsed.takeError()));
   const json::Object *root = parsed->getAsObject();
@@ -141,6 +142,9 @@ Expected<FoldPlan> FoldPlan::fromJSON(StringRef text) {
     t.name = r.string(*o, "name", at);
     if (!t.name.empty())
       at += " ('" + t.name + "')";
+    if (t.name == "__metadata__")
+      r.fail(at, "\"__metadata__\" is the checkpoint's metadata, not a "
+                 "tensor name");
     std::string op = r.string(*o, "op", at);
     if (op == "scale")
       t.op = PlanTensor::Op::Scale;
@@ -162,8 +166,14 @@ Expected<FoldPlan> FoldPlan::fromJSON(StringRef text) {
         *axis >= static_cast<int64_t>(t.sourceShape.size()))
       r.fail(at, "\"axis\" is not a dimension of the source");
     t.axis = axis.value_or(0);
-    if (std::optional<bool> center = o->getBoolean("center"))
-      t.center = *center;
+    if (const json::Value *center = o->get("center")) {
+      std::optional<bool> b = center->getAsBoolean();
+      if (!b)
+        r.fail(at, "\"center\" is not true or false");
+      else if (*b && t.op == PlanTensor::Op::Contract)
+        r.fail(at, "a contraction (a folded bias) is not centered");
+      t.center = b.value_or(false);
+    }
     const json::Object *vec = o->getObject("vector");
     if (!vec) {
       r.fail(at, "needs a \"vector\" object");
@@ -183,6 +193,11 @@ Expected<FoldPlan> FoldPlan::fromJSON(StringRef text) {
     }
     if (r.error)
       return bad(*r.error);
+    for (auto [shape, dtype] :
+         {std::pair(&t.sourceShape, &t.sourceDType), {&t.shape, &t.dtype}})
+      if (!safetensors::isAddressable(*shape,
+                                      safetensors::getDTypeSize(*dtype)))
+        return bad(at + ": a shape too large to index");
     // What the op makes of the source must be what the plan says it makes.
     int64_t k = t.sourceShape[t.axis];
     if (!t.vector.values.empty() &&

@@ -25,11 +25,47 @@ static constexpr uint64_t kMaxHeader = 100'000'000;
 
 size_t mlir::flashnorm::safetensors::getDTypeSize(StringRef dtype) {
   return StringSwitch<size_t>(dtype)
-      .Cases("F64", "I64", "U64", 8)
-      .Cases("F32", "I32", "U32", 4)
-      .Cases("F16", "BF16", "I16", "U16", 2)
-      .Cases("I8", "U8", "BOOL", "F8_E4M3", "F8_E5M2", 1)
+      .Cases({"F64", "I64", "U64"}, 8)
+      .Cases({"F32", "I32", "U32"}, 4)
+      .Cases({"F16", "BF16", "I16", "U16"}, 2)
+      .Cases({"I8", "U8", "BOOL", "F8_E4M3", "F8_E5M2"}, 1)
       .Default(0);
+}
+
+bool mlir::flashnorm::safetensors::isAddressable(ArrayRef<int64_t> shape,
+                                                 size_t width) {
+  uint64_t bytes = width;
+  for (int64_t d : shape)
+    if (d < 0 ||
+        __builtin_mul_overflow(bytes, std::max<uint64_t>(d, 1), &bytes))
+      return false;
+  return bytes <= static_cast<uint64_t>(INT64_MAX);
+}
+
+Expected<json::Value> mlir::flashnorm::safetensors::parseJSON(StringRef text) {
+  constexpr unsigned kMaxDepth = 64;
+  unsigned depth = 0;
+  bool inString = false, escaped = false;
+  for (char c : text) {
+    if (inString) {
+      if (escaped)
+        escaped = false;
+      else if (c == '\\')
+        escaped = true;
+      else if (c == '"')
+        inString = false;
+      continue;
+    }
+    if (c == '"')
+      inString = true;
+    else if ((c == '[' || c == '{') && ++depth > kMaxDepth)
+      return createStringError(
+          inconvertibleErrorCode(),
+          formatv("nested more than {0} deep", kMaxDepth).str());
+    else if ((c == ']' || c == '}') && depth)
+      --depth;
+  }
+  return json::parse(text);
 }
 
 std::string
@@ -114,7 +150,7 @@ Expected<File> File::open(StringRef path, bool map) {
   file.dataStart = 8 + headerSize;
   uint64_t dataSize = file.fileSize - file.dataStart;
 
-  Expected<json::Value> parsed = json::parse(header);
+  Expected<json::Value> parsed = parseJSON(header);
   if (!parsed)
     return fail(path, "corrupt header: " + toString(parsed.takeError()));
   json::Object *root = parsed->getAsObject();
@@ -162,6 +198,8 @@ Expected<File> File::open(StringRef path, bool map) {
         return bad("has an invalid shape");
       t.shape.push_back(static_cast<int64_t>(*dim));
     }
+    if (!isAddressable(t.shape, width))
+      return bad("has a shape too large to index");
     std::optional<uint64_t> begin = getUnsigned((*offsets)[0]);
     std::optional<uint64_t> end = getUnsigned((*offsets)[1]);
     uint64_t bytes;
@@ -186,6 +224,19 @@ Expected<File> File::open(StringRef path, bool map) {
     if (file.tensors[i].begin < file.tensors[i - 1].end)
       return fail(path, "corrupt header: tensors '" + file.tensors[i - 1].name +
                             "' and '" + file.tensors[i].name + "' overlap");
+  // The tensors tile the data section, as strict readers require: a gap
+  // is also what a name given twice leaves (the JSON object keeps the
+  // last), whose first tensor would silently vanish.
+  uint64_t covered = 0;
+  for (const TensorInfo &t : file.tensors) {
+    if (t.begin != covered)
+      break;
+    covered = t.end;
+  }
+  if (covered != dataSize)
+    return fail(path, formatv("corrupt header: data bytes from {0} belong to "
+                              "no tensor (a name given twice, or a hole)",
+                              covered));
   for (auto [i, t] : llvm::enumerate(file.tensors))
     file.index[t.name] = i;
 

@@ -29,6 +29,7 @@
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -37,6 +38,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <cmath>
 #include <csignal>
 #include <cstring>
 #include <fcntl.h>
@@ -226,6 +228,9 @@ struct Block {
 /// k of one o (the order the folder's sums need).
 template <typename Fn>
 void forEachBlock(const AxisView &v, uint64_t budget, Fn fn) {
+  // No elements, no blocks (however long the other dimensions).
+  if (v.outer == 0 || v.numK == 0 || v.inner == 0)
+    return;
   int64_t slice = std::max<int64_t>(1, v.numK * v.inner);
   if (static_cast<uint64_t>(slice) <= budget) {
     int64_t perBlock = static_cast<int64_t>(budget / slice);
@@ -266,12 +271,23 @@ void foldTensor(int outFD, const Job &job, const Source &src,
     FloatKind outKind = *floatKind(t.dtype);
     buffer.resize(sums.size() * getByteWidth(outKind));
     encodeRaw(outKind, sums.data(), sums.size(), buffer.data());
+    // As the scaled weights: a bias that overflows its type (or sums a gain
+    // that is not finite) is an error, not an inf in the checkpoint.
+    std::vector<double> written(sums.size());
+    decodeRaw(outKind, buffer.data(), sums.size(), written.data());
+    if (int64_t bad =
+            llvm::count_if(written, [](double x) { return !std::isfinite(x); }))
+      die(llvm::formatv("folding the bias '{0}' through '{1}': {2} "
+                        "element(s) are not finite in {3}",
+                        t.name, t.source, bad, t.dtype));
     writeAt(outFD, buffer.data(), buffer.size(), job.offset);
     return;
   }
 
   // Centering: each column's mean of the scaled weight first (one pass),
   // then the centered fold (a second), as the in-IR folder does.
+  if (v.outer == 0 || v.numK == 0 || v.inner == 0)
+    return; // Nothing to scale.
   std::vector<double> shift;
   if (t.center) {
     shift.assign(v.outer * v.inner, 0.0);
@@ -339,6 +355,13 @@ int main(int argc, char **argv) {
       "flashnorm-fold-checkpoint: applies a flashnorm fold plan to a "
       "safetensors checkpoint\n");
 
+  // A plan is a file fold-gains wrote: a device or a pipe (/dev/zero)
+  // would be read without end.
+  llvm::sys::fs::file_status planStatus;
+  if (!llvm::sys::fs::status(planFile, planStatus) &&
+      !llvm::sys::fs::is_regular_file(planStatus))
+    die(llvm::formatv("the plan {0} is not a regular file",
+                      planFile.getValue()));
   auto planText = llvm::MemoryBuffer::getFile(planFile, /*IsText=*/true);
   if (!planText)
     die(llvm::formatv("cannot read the plan {0}: {1}", planFile.getValue(),
@@ -439,7 +462,9 @@ int main(int argc, char **argv) {
   uint64_t total = header.size();
   for (Job &job : jobs) {
     job.offset = offsetOf[job.out.name];
-    total += job.out.size;
+    if (__builtin_add_overflow(total, job.out.size, &total) ||
+        total > static_cast<uint64_t>(INT64_MAX))
+      die("the output would be larger than a file can be");
   }
 
   std::string pattern = output + ".tmp-XXXXXX";

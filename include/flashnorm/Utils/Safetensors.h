@@ -19,6 +19,7 @@
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/Support/Error.h"
+#include "llvm/Support/JSON.h"
 
 #include <cstdint>
 #include <map>
@@ -30,6 +31,18 @@ namespace mlir::flashnorm::safetensors {
 /// Bytes per element of a safetensors dtype name ("F32", "BF16", ...), or 0
 /// for a name this reader does not know.
 size_t getDTypeSize(llvm::StringRef dtype);
+
+/// Whether a tensor of `shape` and `width`-byte elements can be indexed in
+/// int64 byte offsets whatever its zero dimensions hide: the product of its
+/// dimensions, each taken as at least 1, times `width` fits. (A [2^62, 0]
+/// tensor holds no bytes, but the loops over its outer dimension and the
+/// per-column sums of a fold do not know that.)
+bool isAddressable(llvm::ArrayRef<int64_t> shape, size_t width);
+
+/// Parses JSON from a file (a checkpoint's header, a fold plan), first
+/// checking that it nests at most 64 deep: the recursive parser would
+/// otherwise run out of stack on a 100 KB file of brackets.
+llvm::Expected<llvm::json::Value> parseJSON(llvm::StringRef text);
 
 /// The safetensors dtype of an MLIR element type spelled as in the IR
 /// ("f32" -> "F32", "bf16" -> "BF16", "i8" -> "I8"), or "" if none.

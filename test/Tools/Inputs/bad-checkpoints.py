@@ -11,6 +11,11 @@ catch, plus a good one to break plans against, into the directory argv[1]:
   bad-size              [2, 3] F32 in 20 bytes
   beyond                data_offsets past the end of the data
   overlap               two tensors on the same bytes
+  dup-name              one name twice in a header (the JSON keeps the last)
+  hole                  bytes in the data section no tensor holds
+  deep                  a header nested 50 000 deep (a recursive parser's stack)
+  unindexable           [2^63 - 1, 0]: no bytes, but loops over 2^63 rows
+  empty                 w [4, 0] F32, g [0] F32: no elements (folds to nothing)
 """
 import json
 import os
@@ -49,6 +54,16 @@ write("beyond.safetensors", {"w": entry("F32", [2, 3], 8, 32)}, w)
 write("overlap.safetensors", {"w": entry("F32", [2, 3], 0, 24),
                               "v": entry("F32", [3], 12, 24)}, w)
 
+write("dup-name.safetensors", None, w, raw_header=(
+    b'{"w": {"dtype": "F32", "shape": [3], "data_offsets": [0, 12]}, '
+    b'"w": {"dtype": "F32", "shape": [3], "data_offsets": [12, 24]}}'))
+write("hole.safetensors", {"w": entry("F32", [3], 0, 12)}, w)
+write("deep.safetensors", None, b"",
+      raw_header=b'{"a": ' + b"[" * 50000 + b"]" * 50000 + b"}")
+write("unindexable.safetensors", {"w": entry("F32", [2**63 - 1, 0], 0, 0)})
+write("empty.safetensors", {"w": entry("F32", [4, 0], 0, 0),
+                            "g": entry("F32", [0], 0, 0)})
+
 # Plans against good.safetensors: one that applies, and one broken each way.
 def plan(name, tensors, drop=(), raw=None):
     with open(os.path.join(out, name), "w") as f:
@@ -84,3 +99,19 @@ plan("bad-shape.json", [scale(shape=[6])])
 plan("center-bf16.json", [scale(source_dtype="BF16", dtype="BF16",
                                 center=True)])
 plan("overflow.json", [scale(vector={"values": [1e38, 1e38, 1e38]})])
+plan("metadata-name.json", [scale(name="__metadata__")])
+plan("center-string.json", [scale(center="true")])
+bias = {"name": "w.bias", "op": "contract", "source": "w",
+        "source_dtype": "F32", "source_shape": [2, 3], "dtype": "F16",
+        "shape": [2], "axis": 1, "vector": {"values": [1e5, 1e5, 1e5]}}
+plan("bias-overflow.json", [bias])
+plan("center-bias.json", [dict(bias, dtype="F32", center=True)])
+plan("deep.json", None, raw='{"format": ' + "[" * 50000 + "]" * 50000 + "}")
+plan("unindexable.json", [dict(bias, source_shape=[0, 2**62 + 1, 4],
+                               dtype="F32", shape=[4], axis=0,
+                               vector={"values": []})])
+plan("empty.json", [scale(source_shape=[4, 0], shape=[4, 0],
+                          vector={"tensor": "g"}),
+                    dict(bias, source_shape=[4, 0], dtype="F32", shape=[4],
+                         vector={"values": []})],
+     drop=["w"])
