@@ -52,6 +52,13 @@ bool flashnorm::reachesNoBuffer(Operation *op) {
          llvm::none_of(op->getResultTypes(), isAddress);
 }
 
+/// A function's (entry-block) argument.
+static bool isFunctionArgument(Value root) {
+  auto arg = dyn_cast<BlockArgument>(root);
+  return arg && arg.getOwner()->isEntryBlock() &&
+         isa<FunctionOpInterface>(arg.getOwner()->getParentOp());
+}
+
 bool flashnorm::isKnownRoot(Value root) {
   // Function arguments, and a kernel's own workgroup (attributions, its
   // dynamic shared memory) and private buffers (they alias nothing outside
@@ -61,19 +68,12 @@ bool flashnorm::isKnownRoot(Value root) {
     if (auto launch = dyn_cast<gpu::LaunchOp>(owner))
       return llvm::is_contained(launch.getWorkgroupAttributions(), arg) ||
              llvm::is_contained(launch.getPrivateAttributions(), arg);
-    return arg.getOwner()->isEntryBlock() && isa<FunctionOpInterface>(owner);
+    return isFunctionArgument(arg);
   }
   return isa_and_nonnull<gpu::AllocOp, gpu::DynamicSharedMemoryOp,
                          memref::AllocOp, memref::AllocaOp>(
              root.getDefiningOp()) ||
          namedGlobal(root);
-}
-
-/// A host function's argument.
-static bool isFunctionArgument(Value root) {
-  auto arg = dyn_cast<BlockArgument>(root);
-  return arg && arg.getOwner()->isEntryBlock() &&
-         isa<FunctionOpInterface>(arg.getOwner()->getParentOp());
 }
 
 /// A host global the program may write (not `constant`): a caller may pass
