@@ -82,6 +82,11 @@ llvm_config.add_tool_substitutions(
 )
 
 
+# sanitizer: the project's code is built with -fsanitize (FLASHNORM_SANITIZE);
+# its shadow memory does not fit the address-space limits some tests set.
+if getattr(config, "flashnorm_sanitize", ""):
+    config.available_features.add("sanitizer")
+
 # GPU features. cuda-toolkit: ptxas is there, so cubins can be built and
 # checked; cuda-runtime: runtime/ was built; gpu: a GPU is present, so code
 # can run. Tests say which they need with REQUIRES.

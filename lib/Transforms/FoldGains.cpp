@@ -899,6 +899,9 @@ struct FoldGainsPass : flashnorm::impl::FoldGainsBase<FoldGainsPass> {
         checkpoint.plan.drop.push_back(global.getSymName().str());
       global->erase();
     }
+    for (auto global : module.getOps<ml_program::GlobalOp>())
+      if (isExternGlobal(global))
+        checkpoint.plan.loads.push_back(global.getSymName().str());
     if (!foldPlan.empty() && failed(writePlan(checkpoint.plan)))
       return signalPassFailure();
   }

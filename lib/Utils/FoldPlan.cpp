@@ -61,6 +61,10 @@ std::string FoldPlan::toJSON() const {
       for (const std::string &name : drop)
         out.value(name);
     });
+    out.attributeArray("loads", [&] {
+      for (const std::string &name : loads)
+        out.value(name);
+    });
   });
   os << "\n";
   return text;
@@ -223,12 +227,23 @@ Expected<FoldPlan> FoldPlan::fromJSON(StringRef text) {
       return bad(at + ": the plan writes '" + t.name + "' twice");
     plan.tensors.push_back(std::move(t));
   }
+  StringSet<> dropped;
   if (const json::Array *drop = root->getArray("drop"))
     for (const json::Value &v : *drop) {
       std::optional<StringRef> name = v.getAsString();
       if (!name)
         return bad("\"drop\" holds a value that is not a tensor name");
       plan.drop.push_back(name->str());
+      dropped.insert(*name);
+    }
+  if (const json::Array *loads = root->getArray("loads"))
+    for (const json::Value &v : *loads) {
+      std::optional<StringRef> name = v.getAsString();
+      if (!name)
+        return bad("\"loads\" holds a value that is not a tensor name");
+      if (dropped.contains(*name))
+        return bad("the plan drops '" + *name + "', which it also loads");
+      plan.loads.push_back(name->str());
     }
   return plan;
 }

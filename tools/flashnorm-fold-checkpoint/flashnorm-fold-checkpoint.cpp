@@ -45,6 +45,7 @@
 #include <mutex>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
+#include <system_error>
 #include <thread>
 #include <unistd.h>
 
@@ -445,6 +446,13 @@ int main(int argc, char **argv) {
         job.copy = Source{&file, &t};
         jobs.push_back(std::move(job));
       }
+  // Now, not when the model fails to load: the shard holding them was left
+  // out (no plan entry reads it, so nothing above missed it).
+  for (const std::string &name : plan->loads)
+    if (!written.count(name) && !sources.count(name))
+      die(llvm::formatv("the program loads '{0}', which none of the input "
+                        "checkpoints hold (a shard left out?)",
+                        name));
 
   // The layout, then the output file at full size.
   std::vector<st::OutputTensor> layout;
@@ -517,9 +525,17 @@ int main(int argc, char **argv) {
         copyTensor(outFD, *job.copy, job.offset);
     }
   };
+  // Where the system refuses more threads (a process or memory limit, a
+  // huge --jobs), the workers started so far do the work: slower, never
+  // an abort with the temporary output left behind.
   std::vector<std::thread> pool;
-  for (unsigned t = 1; t < std::min<size_t>(numThreads, jobs.size()); ++t)
-    pool.emplace_back(work);
+  for (unsigned t = 1; t < std::min<size_t>(numThreads, jobs.size()); ++t) {
+    try {
+      pool.emplace_back(work);
+    } catch (const std::system_error &) {
+      break;
+    }
+  }
   work();
   for (std::thread &t : pool)
     t.join();

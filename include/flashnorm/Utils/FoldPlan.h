@@ -15,11 +15,14 @@
 //      {"name": "<new bias>", "op": "contract", "source": "<weight>",
 //       "dtype": "F32", "shape": [N], "axis": 1,
 //       "vector": {"values": [...]}}],
-//    "drop": ["<weights the program no longer loads>"]}
+//    "drop": ["<weights the program no longer loads>"],
+//    "loads": ["<every tensor the rewritten program loads>"]}
 //
 // scale:    out = round(W * G along `axis`) (minus each column's mean over
 //           `axis` with `center`), G = vector; out has W's dtype and shape.
 // contract: out[n] = round(sum_k G[k] * W[.., k, ..]), in `dtype`.
+// loads:    optional; the tool requires the output to hold each (a shard
+//           left out is an error then, not a model that fails to load).
 // vector:   G = scale * tensor + offset (a norm's gain, `1 + g` has offset 1,
 //           a merged norm's correction is the scale), or literal values;
 //           formed in f64.
@@ -63,6 +66,9 @@ struct FoldPlan {
   std::vector<PlanTensor> tensors;
   /// Tensors the rewritten program no longer reads.
   std::vector<std::string> drop;
+  /// Every tensor the rewritten program reads (its extern globals), so that
+  /// the tool can tell a shard left out; empty in plans written before it.
+  std::vector<std::string> loads;
 
   std::string toJSON() const;
   /// Parses and checks a plan (self-consistency only: the checkpoint is

@@ -65,11 +65,13 @@ write("empty.safetensors", {"w": entry("F32", [4, 0], 0, 0),
                             "g": entry("F32", [0], 0, 0)})
 
 # Plans against good.safetensors: one that applies, and one broken each way.
-def plan(name, tensors, drop=(), raw=None):
+def plan(name, tensors, drop=(), raw=None, loads=None):
+    p = {"format": "flashnorm-fold-plan", "version": 1, "tensors": tensors,
+         "drop": list(drop)}
+    if loads is not None:
+        p["loads"] = loads
     with open(os.path.join(out, name), "w") as f:
-        f.write(raw if raw is not None else json.dumps(
-            {"format": "flashnorm-fold-plan", "version": 1,
-             "tensors": tensors, "drop": list(drop)}))
+        f.write(raw if raw is not None else json.dumps(p))
 
 
 def scale(**over):
@@ -81,10 +83,15 @@ def scale(**over):
     return t
 
 
-plan("good.json", [scale(), {
+good = [scale(), {
     "name": "w.bias", "op": "contract", "source": "w", "source_dtype": "F32",
     "source_shape": [2, 3], "dtype": "F32", "shape": [2], "axis": 1,
-    "vector": {"values": [1.0, 2.0, 3.0]}}], drop=["w"])
+    "vector": {"values": [1.0, 2.0, 3.0]}}]
+plan("good.json", good, drop=["w"])
+# The program also loads 'e', from a shard not given.
+plan("missing-shard.json", good, drop=["w"],
+     loads=["w.flashnorm", "w.bias", "g", "e"])
+plan("loads-dropped.json", good, drop=["w"], loads=["w", "g"])
 plan("missing-source.json", [scale(source="nope")])
 plan("shape-mismatch.json", [scale(source_shape=[3, 2], shape=[3, 2],
                                    axis=0)])
