@@ -88,7 +88,7 @@ static bool isQueryOperand(OpOperand &use, bool &isContraction) {
   }
   auto linalgOp = dyn_cast<linalg::LinalgOp>(owner);
   isContraction = linalgOp && linalg::isaContractionOpInterface(linalgOp) &&
-                  linalgOp.isDpsInput(&use);
+                  isMultiplyAccumulate(linalgOp) && linalgOp.isDpsInput(&use);
   if (!isContraction)
     return false;
   FailureOr<linalg::ContractionDimensions> dims =

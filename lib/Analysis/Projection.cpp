@@ -32,6 +32,47 @@ bool flashnorm::isZeroInit(Value init) {
   return false;
 }
 
+/// `v` read through the conversions `isMultiplyAccumulate` allows.
+static Value throughWidening(Value v, bool floatExtensionsOnly) {
+  while (Operation *def = v.getDefiningOp()) {
+    if (floatExtensionsOnly
+            ? !isa<arith::ExtFOp>(def)
+            : !isa<arith::ExtFOp, arith::SIToFPOp, arith::UIToFPOp,
+                   arith::ExtSIOp, arith::ExtUIOp>(def))
+      break;
+    v = def->getOperand(0);
+  }
+  return v;
+}
+
+bool flashnorm::isMultiplyAccumulate(linalg::LinalgOp op,
+                                     bool floatExtensionsOnly) {
+  if (op.getNumDpsInputs() != 2 || op.getNumDpsInits() != 1 ||
+      op->getNumRegions() != 1 || op->getRegion(0).empty())
+    return false;
+  Block &body = op->getRegion(0).front();
+  Operation *yield = body.getTerminator();
+  if (body.getNumArguments() != 3 || yield->getNumOperands() != 1)
+    return false;
+  Operation *add = yield->getOperand(0).getDefiningOp();
+  bool isFloat = isa_and_nonnull<arith::AddFOp>(add);
+  if (!isFloat && (floatExtensionsOnly || !isa_and_nonnull<arith::AddIOp>(add)))
+    return false;
+  Value out = body.getArgument(2);
+  Value product =
+      add->getOperand(0) == out ? add->getOperand(1) : add->getOperand(0);
+  if (add->getOperand(0) != out && add->getOperand(1) != out)
+    return false;
+  Operation *mul = product.getDefiningOp();
+  if (!(isFloat ? isa_and_nonnull<arith::MulFOp>(mul)
+                : isa_and_nonnull<arith::MulIOp>(mul)))
+    return false;
+  Value lhs = throughWidening(mul->getOperand(0), floatExtensionsOnly),
+        rhs = throughWidening(mul->getOperand(1), floatExtensionsOnly);
+  Value a = body.getArgument(0), b = body.getArgument(1);
+  return (lhs == a && rhs == b) || (lhs == b && rhs == a);
+}
+
 static FailureOr<Projection> matchLinalg(linalg::LinalgOp op, OpOperand &use,
                                          std::string *whyNot) {
   if (!op.hasPureTensorSemantics())
@@ -42,6 +83,9 @@ static FailureOr<Projection> matchLinalg(linalg::LinalgOp op, OpOperand &use,
     return reject(whyNot, "the norm feeds its accumulator, not an input");
   if (!linalg::isaContractionOpInterface(op))
     return reject(whyNot, "it is not a multiply-accumulate contraction");
+  if (!isMultiplyAccumulate(op))
+    return reject(whyNot, "its body is not out + a * b (widening conversions "
+                          "only): not linear in the activation");
 
   SmallVector<unsigned> reductions;
   op.getReductionDims(reductions);
@@ -453,8 +497,9 @@ flashnorm::classifyContraction(linalg::LinalgOp op, unsigned activationInput,
     return failure();
   };
   if (op.getNumDpsInputs() != 2 || op.getNumDpsInits() != 1 ||
-      activationInput > 1 || !linalg::isaContractionOpInterface(op))
-    return fail("not a two-input contraction");
+      activationInput > 1 || !linalg::isaContractionOpInterface(op) ||
+      !isMultiplyAccumulate(op))
+    return fail("not a two-input multiply-accumulate contraction");
   FailureOr<linalg::ContractionDimensions> dims =
       linalg::inferContractionDims(op);
   if (failed(dims) || dims->k.size() != 1)

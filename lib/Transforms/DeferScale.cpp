@@ -87,6 +87,13 @@ template <typename NormOp> struct DeferScalePattern : OpRewritePattern<NormOp> {
                     "(its result is undefined; fill it with zero)"
                   : "it accumulates into a non-zero init (a fused bias "
                     "would be scaled too)";
+      else if (succeeded(p) && isRebuiltInF32(*p) &&
+               llvm::any_of(deferrable, [&](const Projection &other) {
+                 return other.op == p->op;
+               }))
+        // Rebuilt in f32 for one activation, it is gone for the other.
+        why = "it reads the norm through both inputs, and its result is "
+              "narrower than f32";
       std::optional<Centering> centering;
       if (succeeded(p) && why.empty() && layer) {
         FailureOr<std::optional<Centering>> c = computeCentering(*p, why);
@@ -213,7 +220,8 @@ template <typename NormOp> struct DeferScalePattern : OpRewritePattern<NormOp> {
         Twine("deferred ") + (layer ? "1/std" : "1/RMS") + " past " +
             Twine(deferrable.size()) + " projection(s)" +
             (gain ? " without folding its gain (x * g feeds them)" : "") +
-            (refusals.empty() ? "" : "; kept the norm for" + refusals));
+            (refusals.empty() ? ""
+                              : "; kept the norm for the others" + refusals));
     return success();
   }
 

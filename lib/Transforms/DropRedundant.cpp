@@ -132,8 +132,10 @@ struct MergeConsecutiveNorms : OpRewritePattern<RMSNormOp> {
     double eps = e1 * e2 / denom;
     // The statistic adds eps in f32 (flush-to-zero on GPUs): a merged eps
     // below f32's normal range would vanish there, and a zero row the
-    // original maps to 0 would give 0/0.
-    if (e1 > 0 && e2 > 0 && !(eps >= std::numeric_limits<float>::min())) {
+    // original maps to 0 would give 0/0. With e2 = 0 the merged eps is 0,
+    // and the mean square of a row of 1e-22, which the first norm scaled
+    // up before the second took it, underflows.
+    if (e1 > 0 && !(eps >= std::numeric_limits<float>::min())) {
       reporter.refused(outer, "not merged: the merged epsilon " +
                                   formatNumber(eps) +
                                   " is below f32's normal range");
@@ -228,7 +230,9 @@ struct CancelBeforeScaleInvariantNorm : OpRewritePattern<RMSNormOp> {
       }
       Type resultElt =
           cast<ShapedType>(projOp->getResult(0).getType()).getElementType();
-      if (resultElt.isF16() || resultElt.isBF16()) {
+      // (Any float narrower than f32: f16, bf16 and the f8 types, whose
+      // range, 448 for E4M3, is smaller still.)
+      if (isa<FloatType>(resultElt) && resultElt.getIntOrFloatBitWidth() < 32) {
         reporter.refused(norm2, "not cancelled: the " +
                                     printToString(resultElt) +
                                     " projection of the raw input could "

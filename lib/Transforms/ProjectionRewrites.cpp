@@ -133,15 +133,26 @@ static Value createZeroF32Like(OpBuilder &b, Location loc, Value like) {
   return linalg::FillOp::create(b, loc, zero, empty).getResult(0);
 }
 
-/// A multiply-accumulate generic that casts its operands to f32 first.
+/// A multiply-accumulate generic that converts its operands to f32 first:
+/// floats extended, integers (a quantized weight) converted as `op`'s body
+/// converts them (isMultiplyAccumulate: the body is `out + c(a) * c(b)`).
 static Value createWidenedContraction(OpBuilder &b, linalg::LinalgOp op,
                                       ValueRange inputs, Value init) {
   Type f32 = b.getF32Type();
+  Block &original = op->getRegion(0).front();
   auto body = [&](OpBuilder &nb, Location loc, ValueRange args) {
-    auto widen = [&](Value v) -> Value {
-      return v.getType() == f32 ? v : arith::ExtFOp::create(nb, loc, f32, v);
+    auto widen = [&](unsigned i) -> Value {
+      Value v = args[i];
+      if (v.getType() == f32)
+        return v;
+      if (isa<FloatType>(v.getType()))
+        return arith::ExtFOp::create(nb, loc, f32, v);
+      if (llvm::any_of(original.getArgument(i).getUsers(),
+                       llvm::IsaPred<arith::UIToFPOp, arith::ExtUIOp>))
+        return arith::UIToFPOp::create(nb, loc, f32, v);
+      return arith::SIToFPOp::create(nb, loc, f32, v);
     };
-    Value prod = arith::MulFOp::create(nb, loc, widen(args[0]), widen(args[1]));
+    Value prod = arith::MulFOp::create(nb, loc, widen(0), widen(1));
     Value sum = arith::AddFOp::create(nb, loc, args[2], prod);
     linalg::YieldOp::create(nb, loc, sum);
   };
@@ -152,11 +163,15 @@ static Value createWidenedContraction(OpBuilder &b, linalg::LinalgOp op,
       .getResult(0);
 }
 
+bool flashnorm::isRebuiltInF32(const Projection &p) {
+  return isNarrowFloat(getElementTypeOrSelf(p.op->getResult(0)));
+}
+
 Value flashnorm::rebuildProjection(RewriterBase &rewriter, const Projection &p,
                                    Value x) {
   Operation *op = p.op;
   auto resultType = cast<RankedTensorType>(op->getResult(0).getType());
-  if (!isNarrowFloat(resultType.getElementType())) {
+  if (!isRebuiltInF32(p)) {
     rewriter.modifyOpInPlace(op, [&] { op->setOperand(p.activationIndex, x); });
     return op->getResult(0);
   }

@@ -218,7 +218,7 @@ func.func @empty_init(%x: tensor<4x8xf32>, %w: tensor<8x16xf32>) -> tensor<4x16x
 // CHECK: %[[P:.*]] = linalg.matmul ins(%[[X]],
 // CHECK: flashnorm.post_scale %[[P]], %[[S]]
 // CHECK: math.exp %[[N]]
-// REMARK: Function=mixed_users | Remark="deferred 1/RMS past 1 projection(s); kept the norm for; user 'math.exp' at {{.*}}: it is not a projection (matmul-like op)"
+// REMARK: Function=mixed_users | Remark="deferred 1/RMS past 1 projection(s); kept the norm for the others; user 'math.exp' at {{.*}}: it is not a projection (matmul-like op)"
 // NOPARTIAL: Function=mixed_users | Remark="not deferred; user 'math.exp' at {{.*}}: it is not a projection (matmul-like op)"
 func.func @mixed_users(%x: tensor<4x8xf32>, %w: tensor<8x16xf32>) -> (tensor<4x16xf32>, tensor<4x8xf32>) {
   %n = flashnorm.rms_norm %x eps(1.0e-05) : tensor<4x8xf32>

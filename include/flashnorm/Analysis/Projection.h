@@ -43,6 +43,16 @@ struct Projection {
 /// attention mask), which no scale of its inputs scales.
 bool isZeroInit(Value init);
 
+/// Whether `op`'s body is `out + c(a) * c(b)` of its two inputs and one
+/// init, each c a chain of value-preserving conversions (extf, sitofp,
+/// uitofp, extsi, extui; with `floatExtensionsOnly`, extf alone, and the
+/// arithmetic float): linear in each input. Upstream's contraction interface
+/// also accepts any unary op around the product and the sum (exp(a) * b,
+/// tanh(out + a * b), a truncf of the activation), through which no scale
+/// moves (docs/MATH.md §2).
+bool isMultiplyAccumulate(linalg::LinalgOp op,
+                          bool floatExtensionsOnly = false);
+
 /// Matches `use` as the activation operand of a projection; otherwise fails
 /// and, if `whyNot` is given, says why in words fit for a remark.
 FailureOr<Projection> matchProjection(OpOperand &use,

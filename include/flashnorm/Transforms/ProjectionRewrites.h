@@ -42,6 +42,10 @@ void addOutputBias(RewriterBase &rewriter, Operation *projection, Value bias);
 void bypassLogitScale(RewriterBase &rewriter, const LogitScale &scale,
                       ArrayRef<ElementsAttr> scaledBiases);
 
+/// Whether rebuildProjection rebuilds `projection` (its result is narrower
+/// than f32) rather than changing its activation in place.
+bool isRebuiltInF32(const Projection &projection);
+
 /// Re-creates `projection` reading `activation` instead of its activation
 /// (in place when its result is f32 or wider). A projection with an f16 or
 /// bf16 result is rebuilt to accumulate and return f32, so that an

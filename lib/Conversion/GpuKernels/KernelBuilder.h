@@ -42,10 +42,6 @@ bool isContiguous(Value buffer);
 bool writtenBetween(Value buffer, Operation *from, Operation *to,
                     Operation *skip = nullptr);
 
-/// Whether `op`'s body is `out + ext(a) * ext(b)`, the extensions optional
-/// (contraction interfaces also accept other unary ops on the inputs).
-bool isPlainProduct(linalg::LinalgOp op);
-
 /// Whether `op` reduces its last loop into an f32 output indexed by the
 /// other loops, as `out = out + f(ins)`.
 bool isRowReduction(linalg::LinalgOp op);

@@ -43,25 +43,6 @@ static Value unextended(Value v) {
   return v;
 }
 
-bool kernels::isPlainProduct(linalg::LinalgOp op) {
-  Block &body = op->getRegion(0).front();
-  if (body.getNumArguments() != 3)
-    return false;
-  auto add = body.getTerminator()->getOperand(0).getDefiningOp<arith::AddFOp>();
-  if (!add)
-    return false;
-  Value out = body.getArgument(2);
-  Value product = add.getLhs() == out ? add.getRhs() : add.getLhs();
-  if (add.getLhs() != out && add.getRhs() != out)
-    return false;
-  auto mul = product.getDefiningOp<arith::MulFOp>();
-  if (!mul)
-    return false;
-  Value a = body.getArgument(0), b = body.getArgument(1);
-  Value lhs = unextended(mul.getLhs()), rhs = unextended(mul.getRhs());
-  return (lhs == a && rhs == b) || (lhs == b && rhs == a);
-}
-
 bool kernels::isSumOfSquares(linalg::GenericOp op) {
   Block &body = op.getRegion().front();
   if (body.getNumArguments() != 2)
@@ -283,7 +264,7 @@ FailureOr<RowMajorProjection> kernels::matchRowMajor(linalg::LinalgOp op,
         return fail("batch dimensions do not lead");
     }
   }
-  if (!isPlainProduct(op))
+  if (!isMultiplyAccumulate(op, /*floatExtensionsOnly=*/true))
     return fail("the body is not out + a * b (with extensions)");
   V aDims = results(op.getDpsInputOperand(0));
   V bDims = results(op.getDpsInputOperand(1));
