@@ -17,6 +17,7 @@
 #include "flashnorm/Utils/Remarks.h"
 #include "flashnorm/Utils/WeightFolder.h"
 
+#include "mlir/Analysis/SliceAnalysis.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
@@ -49,7 +50,7 @@ Value asVector(OpBuilder &b, Location loc, Value v) {
   return tensor::CollapseShapeOp::create(b, loc, v, all);
 }
 
-/// Casts a tensor to `eltType` (no-op when equal).
+/// Casts a float tensor to the float type `eltType` (no-op when equal).
 Value castTensor(OpBuilder &b, Location loc, Value v, Type eltType) {
   auto type = cast<RankedTensorType>(v.getType());
   Type from = type.getElementType();
@@ -63,6 +64,43 @@ Value castTensor(OpBuilder &b, Location loc, Value v, Type eltType) {
   if (fromWidth < toWidth)
     return arith::ExtFOp::create(b, loc, to, v);
   return arith::TruncFOp::create(b, loc, to, v);
+}
+
+/// The bits of precision of a float type (0 for others).
+unsigned precisionOf(Type t) {
+  auto f = dyn_cast<FloatType>(t);
+  return f ? llvm::APFloatBase::semanticsPrecision(f.getFloatSemantics()) : 0;
+}
+
+/// The float type of least precision that an op computing `v` from x
+/// (and its gain) rounds to: a result type, or a scalar op's in a linalg
+/// body; null if none. A constant's rounding is already in its Term's
+/// value, and x's own type rounds nothing the norm does not read.
+FloatType narrowestRounding(Value v, Value x) {
+  Operation *def = v.getDefiningOp();
+  if (!def)
+    return nullptr;
+  BackwardSliceOptions options;
+  options.omitBlockArguments = true;
+  options.inclusive = true;
+  options.filter = [&](Operation *op) {
+    return op != x.getDefiningOp() && op->getBlock() == def->getBlock();
+  };
+  llvm::SetVector<Operation *> slice;
+  if (failed(getBackwardSlice(def, &slice, options)))
+    return nullptr;
+  FloatType narrowest;
+  auto consider = [&](Operation *op) {
+    if (op->hasTrait<OpTrait::ConstantLike>())
+      return;
+    for (Type t : op->getResultTypes())
+      if (auto f = dyn_cast<FloatType>(getElementTypeOrSelf(t));
+          f && (!narrowest || precisionOf(f) < precisionOf(narrowest)))
+        narrowest = f;
+  };
+  for (Operation *op : slice)
+    op->walk(consider);
+  return narrowest;
 }
 
 struct RaisePass : flashnorm::impl::RaiseBase<RaisePass> {
@@ -88,7 +126,10 @@ struct RaisePass : flashnorm::impl::RaiseBase<RaisePass> {
     // also an RMSNorm of x - mean(x), and raising that would only feed the
     // LayerNorm's dead remains.
     DenseSet<Value> consumed;
-    for (Value candidate : findCandidates(fn)) {
+    auto unsupported = [&](Operation *op, StringRef why) {
+      reporter.refused(op, "not raised: " + why);
+    };
+    for (Value candidate : findCandidates(fn, unsupported)) {
       while (replaced.count(candidate))
         candidate = replaced.lookup(candidate);
       if (!consumed.contains(candidate))
@@ -186,8 +227,11 @@ struct RaisePass : flashnorm::impl::RaiseBase<RaisePass> {
         return !isOpTriviallyDead(user) &&
                llvm::none_of(user->getResults(), isNorm);
       });
-      if (escapes && cast<RankedTensorType>(v.getType()).getShape() ==
-                         cast<RankedTensorType>(x.getType()).getShape())
+      // (Of x's shape, in a float type: a norm rounded to integers is not
+      // the norm, and castTensor converts floats only.)
+      auto type = dyn_cast<RankedTensorType>(v.getType());
+      if (escapes && type && isa<FloatType>(type.getElementType()) &&
+          type.getShape() == cast<RankedTensorType>(x.getType()).getShape())
         outputs.push_back({v, *form});
     }
     if (outputs.empty()) {
@@ -232,6 +276,13 @@ struct RaisePass : flashnorm::impl::RaiseBase<RaisePass> {
                                    onePlus ? GainConvention::one_plus
                                            : GainConvention::plain);
       }
+      // A rounding the original makes on the way (the statistic or 1 + g
+      // formed in bf16, the Llama order's cast back before an f32 gain)
+      // stays in the result: the raised norm rounds once, to that type, and
+      // agrees with the original to within its ulp, not to f32's.
+      if (FloatType rounded = narrowestRounding(v, x);
+          rounded && precisionOf(rounded) < precisionOf(outElt))
+        raised = castTensor(b, loc, raised, rounded);
       raised = castTensor(b, loc, raised, outType.getElementType());
       v.replaceAllUsesWith(raised);
       replaced[v] = raised;

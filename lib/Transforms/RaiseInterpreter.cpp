@@ -204,7 +204,7 @@ private:
         .Case<arith::AddFOp, tosa::AddOp>(
             [&](auto) { return add(operand(0), operand(1)); })
         .Case<arith::SubFOp, tosa::SubOp>(
-            [&](auto) { return sub(operand(0), operand(1), k, tol); })
+            [&](auto) { return sub(operand(0), operand(1), k); })
         .Case<arith::DivFOp>(
             [&](auto) { return mul(operand(0), recip(operand(1))); })
         .Case<arith::NegFOp, tosa::NegateOp>(
@@ -217,10 +217,17 @@ private:
           Term t = operand(0);
           if (isNarrowingCast(op) && t.is(Kind::Elem) && !t.hasRow)
             return Term::unknown();
+          // Through integers, a value is rounded to a whole number (the
+          // normalized value, the statistic, the gain): not an identity. A
+          // constant count converted to float keeps its value.
+          auto to = dyn_cast<FloatType>(getElementTypeOrSelf(op->getResult(0)));
+          bool fromFloat =
+              isa<FloatType>(getElementTypeOrSelf(op->getOperand(0)));
+          if (!to || (!fromFloat && !t.is(Kind::Scalar)))
+            return Term::unknown();
           // A constant takes the value it has in the new type (an f64
           // epsilon truncated to f32 in a body).
-          auto to = dyn_cast<FloatType>(getElementTypeOrSelf(op->getResult(0)));
-          if (t.is(Kind::Scalar) && to) {
+          if (t.is(Kind::Scalar)) {
             APFloat v(t.c);
             bool lost;
             v.convert(to.getFloatSemantics(), APFloat::rmNearestTiesToEven,
@@ -238,7 +245,12 @@ private:
           return e.is(Kind::Scalar) ? power(operand(0), e.c) : Term::unknown();
         })
         .Case<tosa::ReduceSumOp>([&](tosa::ReduceSumOp r) {
-          if (r.getAxis() != static_cast<uint32_t>(type.getRank() - 1))
+          // It sums K values where it sums x's last dimension (a constant
+          // summed over 16 is no count of 8).
+          auto in = dyn_cast<RankedTensorType>(r.getInput().getType());
+          if (!in || in.getRank() != type.getRank() ||
+              in.getShape().back() != k ||
+              r.getAxis() != static_cast<uint32_t>(type.getRank() - 1))
             return Term::unknown();
           return sumLast(operand(0), k);
         })
@@ -302,16 +314,19 @@ private:
 
     MLIRContext *ctx = op.getContext();
     auto dim = [&](unsigned d) { return getAffineDimExpr(d, ctx); };
-    // Which part of the iteration space a map reads: all of it, all but the
-    // last dimension, the last dimension, or nothing (a scalar); constant 0
-    // results (kept unit dimensions) do not count.
+    // Which part of the iteration space a map reads of `operand`: all of
+    // it, all but the last dimension, the last dimension, or nothing (a
+    // scalar); constant 0 results on the operand's unit dimensions (kept
+    // reduced dimensions) do not count. A 0 on a longer one reads its first
+    // element only (row 0's statistic for every row): Other.
     enum class Reads { All, Rows, Last, Nothing, Other };
-    auto classify = [&](AffineMap map) {
+    auto classify = [&](AffineMap map, Value operand) {
       map = withUnitDims(map, ranges, iters);
+      ArrayRef<int64_t> shape = cast<ShapedType>(operand.getType()).getShape();
       SmallVector<AffineExpr> dims;
-      for (AffineExpr e : map.getResults()) {
+      for (auto [j, e] : llvm::enumerate(map.getResults())) {
         auto c = dyn_cast<AffineConstantExpr>(e);
-        if (!c || c.getValue() != 0)
+        if (!c || c.getValue() != 0 || j >= shape.size() || shape[j] != 1)
           dims.push_back(e);
       }
       bool prefix = true;
@@ -339,7 +354,10 @@ private:
         return r == Reads::All || (r == Reads::Rows && t.is(Kind::Row)) ||
                (r == Reads::Last && t.is(Kind::Feature));
       case Space::Rows:
-        return (r == Reads::All || r == Reads::Rows) && t.is(Kind::Row);
+        // All but the last loop are the rows only where the last is the
+        // kept unit K ([rows..., 1]); over [rows...] that is fewer rows.
+        return (r == Reads::All || (r == Reads::Rows && loops == rank)) &&
+               t.is(Kind::Row);
       case Space::Features:
         return r == Reads::All && t.is(Kind::Feature);
       }
@@ -350,7 +368,7 @@ private:
     DenseMap<Value, Term> local;
     for (OpOperand *in : op.getDpsInputOperands()) {
       Term t = interpretOperand(in->get(), depth);
-      bool ok = fits(classify(op.getMatchingIndexingMap(in)), t);
+      bool ok = fits(classify(op.getMatchingIndexingMap(in), in->get()), t);
       if (!ok && !t.is(Kind::Unknown))
         return Term::unknown();
       local[body.getArgument(in->getOperandNumber())] =
@@ -360,7 +378,7 @@ private:
     // row), and a full iteration space is x's own.
     OpOperand *init = op.getDpsInitOperand(0);
     Value acc = body.getArgument(init->getOperandNumber());
-    Reads written = classify(op.getMatchingIndexingMap(init));
+    Reads written = classify(op.getMatchingIndexingMap(init), init->get());
     if (written != (reduces ? Reads::Rows : Reads::All))
       return Term::unknown();
     if (space == Space::Full && ArrayRef<int64_t>(ranges) != type.getShape())
@@ -392,7 +410,7 @@ private:
         std::optional<AffineMap> map = getGatherMap(extract, body, loops);
         Term t = map ? interpretOperand(extract.getTensor(), depth)
                      : Term::unknown();
-        if (map && !fits(classify(*map), t))
+        if (map && !fits(classify(*map, extract.getTensor()), t))
           return Term::unknown();
         local[extract.getResult()] = t;
         continue;
@@ -473,7 +491,9 @@ SmallVector<Value> stripToCandidates(Value v) {
 } // namespace
 
 /// Inputs of reductions over the last dimension, traced back to candidates.
-SmallVector<Value> raise::findCandidates(func::FuncOp fn) {
+SmallVector<Value>
+raise::findCandidates(func::FuncOp fn,
+                      function_ref<void(Operation *, StringRef)> unsupported) {
   llvm::SetVector<Value> candidates;
   fn.walk([&](Operation *op) {
     Value in;
@@ -490,11 +510,25 @@ SmallVector<Value> raise::findCandidates(func::FuncOp fn) {
     }
     if (!in)
       return;
-    for (Value c : stripToCandidates(in)) {
+    auto inType = dyn_cast<RankedTensorType>(in.getType());
+    if (inType && inType.getRank() >= 1 &&
+        inType.isDynamicDim(inType.getRank() - 1)) {
+      unsupported(op, "its reduced dimension is dynamic (raise needs K)");
+      return;
+    }
+    // The interpretation walks the ops after a candidate in its block: one
+    // from outside the reduction's block (a function argument normalized in
+    // a loop body) cannot reach it.
+    SmallVector<Value> chain = stripToCandidates(in);
+    if (chain.front().getParentBlock() != op->getBlock())
+      unsupported(op, "what it reduces comes from outside its block (the "
+                      "interpretation follows one block)");
+    for (Value c : chain) {
       auto type = dyn_cast<RankedTensorType>(c.getType());
       if (type && type.getRank() >= 1 &&
           isa<FloatType>(type.getElementType()) &&
-          !type.isDynamicDim(type.getRank() - 1))
+          !type.isDynamicDim(type.getRank() - 1) &&
+          c.getParentBlock() == op->getBlock())
         candidates.insert(c);
     }
   });

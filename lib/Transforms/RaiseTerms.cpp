@@ -118,10 +118,19 @@ Term recip(const Term &a) {
   return Term::unknown();
 }
 
+/// Whether a statistic is never negative: a (centered) sum of squares plus
+/// a non-negative constant. Only then is (stat^a)^b = stat^(ab) for every
+/// a and b (sqrt((m - 1)^2) is |m - 1|, not m - 1).
+static bool isNonNegative(const Stat &s) {
+  return s.sq >= 0 && s.lin == 0 && s.add >= 0;
+}
+
 Term power(const Term &a, double p) {
   if (a.is(Kind::Scalar))
     return Term::scalar(std::pow(a.c, p));
-  if (a.is(Kind::Row) && (a.c > 0 || p == std::round(p))) {
+  bool integral = p == std::round(p);
+  if (a.is(Kind::Row) && (a.c > 0 || integral) &&
+      (integral || a.pow == 1 || isNonNegative(a.stat))) {
     Term t = a;
     t.c = std::pow(a.c, p);
     t.pow *= p;
@@ -136,11 +145,16 @@ Term power(const Term &a, double p) {
   return Term::unknown();
 }
 
-/// a - b; x - mean(x) starts a centered (LayerNorm) value.
-Term sub(const Term &a, const Term &b, int64_t k, double tol) {
+/// a - b; x - mean(x) starts a centered (LayerNorm) value. The mean's
+/// factor must be 1/K as f32 rounds it, not within the scale tolerance: a
+/// factor 1 + d leaves d * mean / std in every output, unbounded where the
+/// mean is large against the spread.
+Term sub(const Term &a, const Term &b, int64_t k) {
+  constexpr double kCenteringTolerance = 0x1p-23; // f32's epsilon.
   if (a.isPureElem() && a.power == 1 && !a.centered && a.c == 1.0 &&
       b.is(Kind::Row) && b.pow == 1 && b.stat.sq == 0 && b.stat.add == 0 &&
-      !b.stat.centered && approxEqual(b.c * b.stat.lin * k, 1.0, tol)) {
+      !b.stat.centered &&
+      approxEqual(b.c * b.stat.lin * k, 1.0, kCenteringTolerance)) {
     Term t = a;
     t.centered = true;
     return t;

@@ -94,9 +94,9 @@ Term mul(const Term &a, const Term &b);
 Term add(const Term &a, const Term &b);
 Term recip(const Term &a);
 Term power(const Term &a, double p);
-/// a - b; x - mean(x) over the k features (1/K within `tol`) starts a
+/// a - b; x - mean(x) over the k features (1/K as f32 rounds it) starts a
 /// centered (LayerNorm) value.
-Term sub(const Term &a, const Term &b, int64_t k, double tol);
+Term sub(const Term &a, const Term &b, int64_t k);
 /// The sum of `a` over the last dimension (k features).
 Term sumLast(const Term &a, int64_t k);
 
@@ -120,7 +120,11 @@ std::optional<NormForm> asNorm(const Term &t, int64_t k, double tol,
 
 /// Inputs of reductions over the last dimension of `fn`, traced back to
 /// candidates (every value on the way to what a norm would normalize).
-SmallVector<Value> findCandidates(func::FuncOp fn);
+/// `unsupported` hears of reductions that cannot be a norm raise sees: over
+/// a dynamic dimension, or in another block than their input.
+SmallVector<Value>
+findCandidates(func::FuncOp fn,
+               function_ref<void(Operation *, StringRef)> unsupported);
 
 /// The Term of every value after `x` in its block that is derived from x
 /// and has one; factors 1/K are matched within `tol`.
