@@ -190,7 +190,7 @@ struct CpuCodegenPass : flashnorm::impl::CpuCodegenBase<CpuCodegenPass> {
       }
     }
     int64_t outputs = plan.chunkSize ? plan.chunkSize : ranges[n];
-    plan.sizes[n] = panels ? ranges[n] : fitTile(outputs, want[1]);
+    plan.sizes[n] = panels ? ranges[n] : fitVectorTile(op, outputs, want[1]);
     for (unsigned k : dims->k)
       plan.sizes[k] = fitTile(ranges[k], want[2]);
     // Loop order: batch, outer n (whole blocks of outputs), then m, inner
@@ -260,6 +260,22 @@ struct CpuCodegenPass : flashnorm::impl::CpuCodegenBase<CpuCodegenPass> {
     return plan;
   }
 
+  /// fitTile for a tile that becomes a vector of `op`'s elements: LLVM's
+  /// x86 backend cannot legalize bf16 vectors longer than 8 whose length
+  /// is not a multiple of 8 (9, 17, 33 lanes abort instruction selection:
+  /// "Do not know how to soft promote"), so with bf16 operands the tile is
+  /// the largest divisor that is 8 or less, or a multiple of 8.
+  static int64_t fitVectorTile(linalg::LinalgOp op, int64_t size,
+                               int64_t want) {
+    bool bf16 = llvm::any_of(op->getOperandTypes(), [](Type t) {
+      return getElementTypeOrSelf(t).isBF16();
+    });
+    int64_t t = fitTile(size, want);
+    while (bf16 && t > 8 && t % 8)
+      t = fitTile(size, t - 1);
+    return t;
+  }
+
   /// Tile sizes for `op`, or nothing if its sizes are dynamic.
   std::optional<TilePlan> planTiles(linalg::LinalgOp op) {
     SmallVector<int64_t> ranges = op.getStaticLoopRanges();
@@ -271,7 +287,7 @@ struct CpuCodegenPass : flashnorm::impl::CpuCodegenBase<CpuCodegenPass> {
     // Element-wise ops and row reductions: one row, a vector of the last dim.
     TilePlan plan;
     plan.sizes.assign(ranges.size(), 1);
-    plan.sizes.back() = fitTile(ranges.back(), width);
+    plan.sizes.back() = fitVectorTile(op, ranges.back(), width);
     return plan;
   }
 
@@ -340,30 +356,52 @@ struct CpuCodegenPass : flashnorm::impl::CpuCodegenBase<CpuCodegenPass> {
     return grown;
   }
 
+  /// The innermost loop around `op` whose iterations run on several
+  /// threads (an scf.parallel, or an scf.forall this pass does not make
+  /// serial: both become OpenMP loops) inside its function or async task.
+  static Block *parallelBodyAround(Operation *op) {
+    for (Operation *p = op->getParentOp();
+         p && !isa<async::ExecuteOp>(p) &&
+         !p->hasTrait<OpTrait::IsIsolatedFromAbove>();
+         p = p->getParentOp()) {
+      if (auto forall = dyn_cast<scf::ForallOp>(p);
+          forall && !forall->hasAttr(kSerialPanelsAttr))
+        return forall.getBody();
+      if (auto parallel = dyn_cast<scf::ParallelOp>(p))
+        return parallel.getBody();
+    }
+    return nullptr;
+  }
+
   /// Copies the block `operand` of `op` reads into a contiguous buffer
   /// before `op`, which then reads the buffer, once for every block of the
-  /// loops `blocks`. Where `chunks` splits the blocks over the cores, each
-  /// chunk allocates its buffer once (on the heap: the chunks' buffers on
-  /// one stack would grow with the cores); elsewhere the buffer is on the
-  /// stack, allocated once at the start of the function or async task that
-  /// runs the loops (never in a loop, where each iteration would take more
-  /// stack) and shared with its other copies (stackBytes).
+  /// loops `blocks`. Where `chunks` splits the blocks over the cores, or
+  /// the program's own parallel loop runs them, each iteration allocates
+  /// its buffer once (on the heap: the iterations' buffers on one stack
+  /// would grow with the cores, and one buffer for all would be a race);
+  /// elsewhere the buffer is on the stack, allocated once at the start of
+  /// the function or async task that runs the loops (never in a loop, where
+  /// each iteration would take more stack) and shared with its other copies
+  /// (stackBytes).
   void copyBlock(IRRewriter &rewriter, linalg::LinalgOp op, OpOperand &operand,
                  Operation *blocks, scf::ForallOp chunks, bool widen) {
     auto type = dyn_cast<MemRefType>(operand.get().getType());
     if (!type || !type.hasStaticShape())
       return;
-    widen = widen && isa<linalg::GenericOp>(op.getOperation());
+    Type acc = getElementTypeOrSelf(op.getDpsInitOperand(0)->get());
+    // (An operand already in the accumulator's type is copied as it is: its
+    // body reads it without an extension to remove.)
+    widen = widen && isa<linalg::GenericOp>(op.getOperation()) &&
+            type.getElementType() != acc;
     Location loc = op.getLoc();
-    Type element = widen ? getElementTypeOrSelf(op.getDpsInitOperand(0)->get())
-                         : type.getElementType();
+    Type element = widen ? acc : type.getElementType();
     auto bufferType = MemRefType::get(type.getShape(), element);
     Value buffer;
-    if (chunks) {
-      rewriter.setInsertionPointToStart(chunks.getBody());
+    if (Block *body = chunks ? chunks.getBody() : parallelBodyAround(blocks)) {
+      rewriter.setInsertionPointToStart(body);
       buffer = memref::AllocOp::create(rewriter, loc, bufferType,
                                        rewriter.getI64IntegerAttr(64));
-      rewriter.setInsertionPoint(chunks.getBody()->getTerminator());
+      rewriter.setInsertionPoint(body->getTerminator());
       memref::DeallocOp::create(rewriter, loc, buffer);
     } else {
       Region *home = blocks->getParentRegion();

@@ -91,6 +91,12 @@ FailureOr<PanelPlan> flashnorm::planPanels(linalg::LinalgOp op,
     return fail(dimsWhy);
   if (!roles->dims.batch.empty())
     return fail("a batch dimension");
+  // The panel loops widen float activations only (and the body's sitofp or
+  // uitofp would be lost to the contraction's default signed conversion).
+  if (!isa<FloatType>(
+          getElementTypeOrSelf(op->getOperand(roles->activation))) ||
+      !isa<FloatType>(getElementTypeOrSelf(op.getDpsInitOperand(0)->get())))
+    return fail("the activation or the result is not a float");
   unsigned n = *roles->n, k = roles->k;
   SmallVector<int64_t> ranges = op.getStaticLoopRanges();
   if (llvm::is_contained(ranges, 0))
