@@ -478,8 +478,13 @@ template <typename NormOp> struct FoldGainsPattern : OpRewritePattern<NormOp> {
                   "' has other users and clone-shared-weights=false");
     };
     if (source->global && !source->value) {
-      // The weight is in a checkpoint: the fold goes into the plan.
+      // The weight is in a checkpoint: the fold goes into the plan, which
+      // holds values, not a gain the function receives.
       std::string name = source->global.getSymName().str();
+      if (f.gainArg)
+        return fail("the gain is an argument but the weight of '" +
+                    user->getName().getStringRef() +
+                    "' is in the checkpoint (the extern global @" + name + ")");
       if (!checkpoint) {
         refusedForCheckpoint.insert(norm);
         why = "its weight is the extern global @" + name +
@@ -533,13 +538,11 @@ template <typename NormOp> struct FoldGainsPattern : OpRewritePattern<NormOp> {
               : "";
       if (!why.empty())
         return userRefusal();
-      ArgFold fold{index,          source->axis, f.gainArg,
-                   ElementsAttr(), f.onePlus,    f.layer};
-      if (!f.gainArg && f.gainValue) {
-        Attribute attr;
-        (void)matchPattern(f.gainValue, m_Constant(&attr));
-        fold.gainConstant = cast<ElementsAttr>(attr);
-      }
+      // A constant gain goes in as the values the plan read (through
+      // reshapes and globals, 1 + g formed), not as the IR holds it.
+      ArgFold fold{index, source->axis, f.gainArg, {}, f.onePlus, f.layer};
+      if (!f.gainArg)
+        fold.gainValues = f.gain;
       f.argFolds.push_back(fold);
       return success();
     }
@@ -848,6 +851,8 @@ struct FoldGainsPass : flashnorm::impl::FoldGainsBase<FoldGainsPass> {
         continue;
       SmallVector<ArgFold> argFolds;
       llvm::DenseSet<Operation *> refusedForArguments, refusedForCheckpoint;
+      std::string noPrepare =
+          prepareFunction ? whyNoPrepareFunction(module, fn) : "";
       {
         PassReporter reporter(fn, kPass);
         RewritePatternSet patterns(&getContext());
@@ -856,7 +861,8 @@ struct FoldGainsPass : flashnorm::impl::FoldGainsBase<FoldGainsPass> {
                 &getContext(), reporter, cloneSharedWeights,
                 allowRequantize ? std::optional<double>(requantizeTolerance)
                                 : std::nullopt,
-                foldAttentionScaleOpt, prepareFunction ? &argFolds : nullptr,
+                foldAttentionScaleOpt,
+                prepareFunction && noPrepare.empty() ? &argFolds : nullptr,
                 foldPlan.empty() ? nullptr : &checkpoint, replacedGlobals,
                 refusedForArguments, refusedForCheckpoint);
         if (failed(applyFlashNormPatterns(fn, std::move(patterns))))
@@ -867,7 +873,14 @@ struct FoldGainsPass : flashnorm::impl::FoldGainsBase<FoldGainsPass> {
       // nothing folds, and a user who asked for no remarks would see
       // nothing at all. Said once per function, without flags, at its
       // location (a diagnostic on the op would print the whole function).
-      if (!refusedForArguments.empty())
+      if (!refusedForArguments.empty() && !noPrepare.empty())
+        mlir::emitWarning(fn.getLoc())
+            << kPass << ": " << refusedForArguments.size() << " norm(s) of @"
+            << fn.getName()
+            << " not folded because their gains or projection weights are "
+               "function arguments, and no prepare function can fold them: "
+            << noPrepare;
+      else if (!refusedForArguments.empty())
         mlir::emitWarning(fn.getLoc())
             << kPass << ": " << refusedForArguments.size() << " norm(s) of @"
             << fn.getName()

@@ -24,11 +24,18 @@ namespace mlir::flashnorm {
 struct ArgFold {
   unsigned weightArg;
   int64_t axis;
-  /// The gain: an argument of the function, or a constant.
+  /// The gain: an argument of the function (`1 + g` under `onePlus`), or
+  /// the values the plan read of a constant one (`1 + g` already formed in
+  /// f64), or neither (a LayerNorm's centering alone).
   std::optional<unsigned> gainArg;
-  ElementsAttr gainConstant;
+  SmallVector<double> gainValues;
   bool onePlus, center;
 };
+
+/// Why `fn` cannot get a prepare function, or "": its name is taken, or a
+/// use of `fn` other than a call in `module` (a func.constant) would still
+/// pass unprepared weights.
+std::string whyNoPrepareFunction(ModuleOp module, func::FuncOp fn);
 
 /// Creates `@<fn>_flashnorm_prepare` folding `folds`, marks the folded
 /// arguments of `fn` and makes every call of `fn` in `module` go through

@@ -56,6 +56,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
+#include <limits>
 #include <map>
 #include <random>
 
@@ -809,8 +810,10 @@ bool compareOutputs(ArrayRef<HostValue> expected, ArrayRef<HostValue> actual) {
       double x = e.get(j), y = a.get(j);
       double err = std::fabs(x - y);
       bool nanMismatch = std::isnan(x) != std::isnan(y);
-      if (std::isnan(err) && !nanMismatch)
-        err = 0; // Both NaN.
+      if (nanMismatch)
+        err = std::numeric_limits<double>::infinity(); // Not lost to max().
+      else if (std::isnan(err))
+        err = 0; // Both NaN, or the same infinity.
       maxAbs = std::max(maxAbs, err);
       if (x != 0)
         maxRel = std::max(maxRel, err / std::fabs(x));
