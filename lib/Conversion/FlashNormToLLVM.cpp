@@ -162,6 +162,9 @@ struct FlashNormToLLVMInterface : ConvertToLLVMPatternInterface {
       ConversionTarget &target, LLVMTypeConverter &converter,
       RewritePatternSet &patterns) const final {
     patterns.add<CheckAlignmentToLLVM, GemmLtToLLVM, ResidentToLLVM>(converter);
+    // Illegal, so that one the patterns cannot lower (a GEMM given no
+    // stream) fails the conversion instead of staying behind its casts.
+    target.addIllegalOp<CheckAlignmentOp, GemmLtOp, ResidentOp>();
   }
 };
 } // namespace

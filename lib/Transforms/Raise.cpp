@@ -18,9 +18,11 @@
 #include "flashnorm/Utils/WeightFolder.h"
 
 #include "mlir/Analysis/SliceAnalysis.h"
+
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include <limits>
 
 namespace mlir::flashnorm {
 #define GEN_PASS_DEF_RAISE
@@ -230,9 +232,18 @@ struct RaisePass : flashnorm::impl::RaiseBase<RaisePass> {
       // (Of x's shape, in a float type: a norm rounded to integers is not
       // the norm, and castTensor converts floats only.)
       auto type = dyn_cast<RankedTensorType>(v.getType());
-      if (escapes && type && isa<FloatType>(type.getElementType()) &&
-          type.getShape() == cast<RankedTensorType>(x.getType()).getShape())
-        outputs.push_back({v, *form});
+      if (!escapes || !type || !isa<FloatType>(type.getElementType()) ||
+          type.getShape() != cast<RankedTensorType>(x.getType()).getShape())
+        continue;
+      // The norm adds eps in f32 but for f64 inputs (the ops' verifier).
+      if (!getElementTypeOrSelf(x).isF64() && form->eps != 0.0 &&
+          !(form->eps >= std::numeric_limits<float>::min() &&
+            form->eps <= std::numeric_limits<float>::max())) {
+        lastRefusal = {v, "its epsilon " + formatNumber(form->eps) +
+                              " is not 0 or a normal f32"};
+        continue;
+      }
+      outputs.push_back({v, *form});
     }
     if (outputs.empty()) {
       if (lastRefusal.first)
@@ -260,7 +271,13 @@ struct RaisePass : flashnorm::impl::RaiseBase<RaisePass> {
         input = castTensor(b, loc, x, outElt);
       else if (outWidth == inWidth && inElt != outElt)
         input = castTensor(b, loc, x, b.getF32Type());
-      Value gain = asVector(b, loc, form.gain);
+      // A gain or bias in a type norms do not take (f8) is read in f32.
+      auto normType = [&](Value v) {
+        return v && !isNormElementType(getElementTypeOrSelf(v))
+                   ? castTensor(b, loc, v, b.getF32Type())
+                   : v;
+      };
+      Value gain = normType(asVector(b, loc, form.gain));
       bool onePlus = form.onePlus;
       if (form.scale != 1.0) {
         gain = scaledGain(b, loc, gain, onePlus, form.scale, k,
@@ -270,7 +287,8 @@ struct RaisePass : flashnorm::impl::RaiseBase<RaisePass> {
       Value raised;
       if (form.layer) {
         raised = LayerNormOp::create(b, loc, input, gain,
-                                     asVector(b, loc, form.bias), form.eps);
+                                     normType(asVector(b, loc, form.bias)),
+                                     form.eps);
       } else {
         raised = RMSNormOp::create(b, loc, input, gain, form.eps,
                                    onePlus ? GainConvention::one_plus

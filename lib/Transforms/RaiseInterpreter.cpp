@@ -9,6 +9,8 @@
 
 #include "RaiseTerms.h"
 
+#include "flashnorm/Dialect/FlashNorm/IR/FlashNormDialect.h"
+
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
@@ -526,7 +528,7 @@ raise::findCandidates(func::FuncOp fn,
     for (Value c : chain) {
       auto type = dyn_cast<RankedTensorType>(c.getType());
       if (type && type.getRank() >= 1 &&
-          isa<FloatType>(type.getElementType()) &&
+          isNormElementType(type.getElementType()) &&
           !type.isDynamicDim(type.getRank() - 1) &&
           c.getParentBlock() == op->getBlock())
         candidates.insert(c);

@@ -33,7 +33,7 @@ func.func @scalar_input(%x: tensor<f32>) -> tensor<f32> {
 // -----
 
 func.func @integer_input(%x: tensor<4x8xi32>) -> tensor<4x8xi32> {
-  // expected-error @+1 {{must be ranked tensor of floating-point values}}
+  // expected-error @+1 {{must be ranked tensor of 16-bit float or bfloat16 type or 32-bit float or 64-bit float values}}
   %y = flashnorm.rms_norm %x eps(1.0e-06) : tensor<4x8xi32>
   return %y : tensor<4x8xi32>
 }
@@ -41,7 +41,7 @@ func.func @integer_input(%x: tensor<4x8xi32>) -> tensor<4x8xi32> {
 // -----
 
 func.func @gain_rank(%x: tensor<4x8xf32>, %g: tensor<1x8xf32>) -> tensor<4x8xf32> {
-  // expected-error @+1 {{must be 1D tensor of floating-point values}}
+  // expected-error @+1 {{must be 1D tensor of 16-bit float or bfloat16 type or 32-bit float or 64-bit float values}}
   %y = flashnorm.rms_norm %x gain(%g : tensor<1x8xf32>) eps(1.0e-06) : tensor<4x8xf32>
   return %y : tensor<4x8xf32>
 }
@@ -169,4 +169,84 @@ func.func @check_alignment_positive(%x: memref<6xbf16>) {
   // expected-error @below {{'flashnorm.check_alignment' op attribute 'alignment' failed to satisfy constraint: 64-bit signless integer attribute whose value is positive}}
   flashnorm.check_alignment %x, 0, "argument #0" : memref<6xbf16>
   return
+}
+
+// -----
+
+// The runtime reads dense row-major buffers: no strides are passed.
+func.func @gemm_lt_strided(%x: memref<16x576xf16, strided<[1024, 1]>>, %w: memref<576x1536xf16>, %y: memref<16x1536xf32>) {
+  %a = gpu.wait async
+  // expected-error @below {{'flashnorm.gemm_lt' op needs a buffer with the identity layout, not 'memref<16x576xf16, strided<[1024, 1]>>'}}
+  %t = flashnorm.gemm_lt [%a] %x, %w, %y : memref<16x576xf16, strided<[1024, 1]>>, memref<576x1536xf16>, memref<16x1536xf32>
+  return
+}
+
+// -----
+
+func.func @resident_memory_space(%w: memref<4xf32, 1>) {
+  %a = gpu.wait async
+  // expected-error @below {{'flashnorm.resident' op needs a buffer in the default memory space, not 'memref<4xf32, 1>'}}
+  %d, %t = flashnorm.resident [%a] %w : memref<4xf32, 1>
+  return
+}
+
+// -----
+
+func.func @check_alignment_memory_space(%x: memref<6xbf16, 1>) {
+  // expected-error @below {{'flashnorm.check_alignment' op needs a buffer in the default memory space, not 'memref<6xbf16, 1>'}}
+  flashnorm.check_alignment %x, 16, "x" : memref<6xbf16, 1>
+  return
+}
+
+// -----
+
+// A result's shape is its input's, dynamic sizes too (the lowering builds
+// it from the input).
+func.func @post_scale_static_dynamic(%y: tensor<4x16xf32>, %s: tensor<4xf32>) -> tensor<?x16xf16> {
+  // expected-error @below {{'flashnorm.post_scale' op result shape 'tensor<?x16xf16>' differs from the input shape 'tensor<4x16xf32>'}}
+  %z = flashnorm.post_scale %y, %s : tensor<4x16xf32>, tensor<4xf32> -> tensor<?x16xf16>
+  return %z : tensor<?x16xf16>
+}
+
+// -----
+
+func.func @rms_inv_dynamic_result(%x: tensor<4x16xf32>) -> tensor<?xf32> {
+  // expected-error @below {{'flashnorm.rms_inv' op result dimension 0 is ? but input has 4 rows there}}
+  %s = flashnorm.rms_inv %x eps(1.0e-05) : tensor<4x16xf32> -> tensor<?xf32>
+  return %s : tensor<?xf32>
+}
+
+// -----
+
+// Epsilon is added in f32 for a non-f64 input: 1e-50 would be 0 there.
+func.func @eps_below_f32(%x: tensor<4x16xf32>) -> tensor<4x16xf32> {
+  // expected-error @below {{'flashnorm.rms_norm' op epsilon must be 0 or a normal f32 (the statistic adds it in f32 for a non-f64 input), got 1.000000e-50}}
+  %y = flashnorm.rms_norm %x eps(1.0e-50) : tensor<4x16xf32>
+  return %y : tensor<4x16xf32>
+}
+
+// -----
+
+func.func @eps_past_f32(%x: tensor<4x16xbf16>) -> tensor<4xf32> {
+  // expected-error @below {{'flashnorm.layer_inv' op epsilon must be 0 or a normal f32 (the statistic adds it in f32 for a non-f64 input), got 1.000000e+39}}
+  %s = flashnorm.layer_inv %x eps(1.0e39) : tensor<4x16xbf16> -> tensor<4xf32>
+  return %s : tensor<4xf32>
+}
+
+// -----
+
+// No K fits both (the normalized dimension is dynamic).
+func.func @gain_bias_sizes(%x: tensor<4x?xf32>, %g: tensor<64xf32>, %b: tensor<32xf32>) -> tensor<4x?xf32> {
+  // expected-error @below {{'flashnorm.layer_norm' op bias has 32 elements but the gain has 64}}
+  %y = flashnorm.layer_norm %x gain(%g : tensor<64xf32>) bias(%b : tensor<32xf32>) eps(1.0e-05) : tensor<4x?xf32>
+  return %y : tensor<4x?xf32>
+}
+
+// -----
+
+// Norms take the float types every pipeline compiles.
+func.func @f8_gain(%x: tensor<4x8xbf16>, %g: tensor<8xf8E4M3FN>) -> tensor<4x8xbf16> {
+  // expected-error @below {{operand #1 must be 1D tensor of 16-bit float or bfloat16 type or 32-bit float or 64-bit float values}}
+  %y = flashnorm.rms_norm %x gain(%g : tensor<8xf8E4M3FN>) eps(1.0e-05) : tensor<4x8xbf16>
+  return %y : tensor<4x8xbf16>
 }

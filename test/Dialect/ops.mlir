@@ -63,3 +63,11 @@ func.func @check_alignment(%x: memref<16x4096xbf16>) {
   flashnorm.check_alignment %x, 16, "argument #0 of @decode" : memref<16x4096xbf16>
   return
 }
+
+// An f64 norm adds its epsilon in f64: one below f32's range is its own.
+// CHECK-LABEL: func.func @f64_tiny_eps
+// CHECK: flashnorm.rms_norm %{{.*}} eps(1.000000e-300) : tensor<4x8xf64>
+func.func @f64_tiny_eps(%x: tensor<4x8xf64>) -> tensor<4x8xf64> {
+  %y = flashnorm.rms_norm %x eps(1.0e-300) : tensor<4x8xf64>
+  return %y : tensor<4x8xf64>
+}

@@ -5,14 +5,17 @@
 #include "mlir/IR/OpImplementation.h"
 #include "mlir/IR/TypeUtilities.h"
 
+#include <limits>
+
 using namespace mlir;
 using namespace mlir::flashnorm;
 
-/// Checks that `rows` has the shape of `full` without its last dimension
-/// (dynamic sizes are compatible with anything).
+/// Checks that `rows` has the shape of `full` without its last dimension:
+/// the same sizes where `exact` (a result, which the lowering builds from
+/// its input's shape), else dynamic sizes compatible with anything.
 static LogicalResult verifyRowShape(Operation *op, RankedTensorType full,
                                     RankedTensorType rows, StringRef fullName,
-                                    StringRef rowsName) {
+                                    StringRef rowsName, bool exact) {
   ArrayRef<int64_t> f = full.getShape(), r = rows.getShape();
   if (r.size() + 1 != f.size())
     return op->emitOpError()
@@ -20,17 +23,31 @@ static LogicalResult verifyRowShape(Operation *op, RankedTensorType full,
            << fullName << " without its normalized dimension), got " << rows;
   for (auto [i, pair] : llvm::enumerate(llvm::zip(f.drop_back(), r))) {
     auto [a, b] = pair;
-    if (!ShapedType::isDynamic(a) && !ShapedType::isDynamic(b) && a != b)
+    if (a != b &&
+        (exact || (!ShapedType::isDynamic(a) && !ShapedType::isDynamic(b))))
       return op->emitOpError()
-             << rowsName << " dimension " << i << " is " << b << " but "
-             << fullName << " has " << a << " rows there";
+             << rowsName << " dimension " << i << " is "
+             << (ShapedType::isDynamic(b) ? "?" : std::to_string(b)) << " but "
+             << fullName << " has "
+             << (ShapedType::isDynamic(a) ? "?" : std::to_string(a))
+             << " rows there";
   }
   return success();
 }
 
-static LogicalResult verifyEpsilon(Operation *op, double eps) {
+/// Epsilon is added in the statistic's type: f32 but for f64 inputs. There
+/// it must be 0 or a normal f32: past f32's range it is inf, below it 0
+/// (subnormals are flushed on GPUs), and either silently changes the norm.
+static LogicalResult verifyEpsilon(Operation *op, double eps, Type input) {
   if (!(eps >= 0.0) || std::isinf(eps))
     return op->emitOpError() << "epsilon must be finite and >= 0, got " << eps;
+  if (!getElementTypeOrSelf(input).isF64() && eps != 0.0 &&
+      !(eps >= std::numeric_limits<float>::min() &&
+        eps <= std::numeric_limits<float>::max()))
+    return op->emitOpError()
+           << "epsilon must be 0 or a normal f32 (the statistic adds it in "
+              "f32 for a non-f64 input), got "
+           << eps;
   return success();
 }
 
@@ -102,7 +119,8 @@ void RMSNormOp::build(OpBuilder &b, OperationState &state, Value input,
 LogicalResult RMSNormOp::verify() {
   RankedTensorType type = getInput().getType();
   if (failed(verifyHasRows(*this, type)) ||
-      failed(verifyEpsilon(*this, getEpsilon().convertToDouble())))
+      failed(verifyEpsilon(*this, getEpsilon().convertToDouble(),
+                           getInput().getType())))
     return failure();
   if (!getGain()) {
     if (getGainConvention() != GainConvention::plain)
@@ -124,10 +142,22 @@ void LayerNormOp::build(OpBuilder &b, OperationState &state, Value input,
 
 LogicalResult LayerNormOp::verify() {
   if (failed(verifyHasRows(*this, getInput().getType())) ||
-      failed(verifyEpsilon(*this, getEpsilon().convertToDouble())) ||
-      failed(verifyFeatureOperand(*this, getGain(), getFeatureSize(), "gain")))
+      failed(verifyEpsilon(*this, getEpsilon().convertToDouble(),
+                           getInput().getType())) ||
+      failed(
+          verifyFeatureOperand(*this, getGain(), getFeatureSize(), "gain")) ||
+      failed(verifyFeatureOperand(*this, getBias(), getFeatureSize(), "bias")))
     return failure();
-  return verifyFeatureOperand(*this, getBias(), getFeatureSize(), "bias");
+  // Where K is dynamic each is checked against nothing: at least against
+  // each other (no K fits a gain of 64 and a bias of 32).
+  if (getGain() && getBias()) {
+    int64_t g = getGain().getType().getDimSize(0),
+            b = getBias().getType().getDimSize(0);
+    if (!ShapedType::isDynamic(g) && !ShapedType::isDynamic(b) && g != b)
+      return emitOpError() << "bias has " << b << " elements but the gain has "
+                           << g;
+  }
+  return success();
 }
 
 //===----------------------------------------------------------------------===//
@@ -144,10 +174,11 @@ void LayerInvOp::build(OpBuilder &b, OperationState &state, Value input,
 
 LogicalResult LayerInvOp::verify() {
   if (failed(verifyHasRows(*this, getInput().getType())) ||
-      failed(verifyEpsilon(*this, getEpsilon().convertToDouble())))
+      failed(verifyEpsilon(*this, getEpsilon().convertToDouble(),
+                           getInput().getType())))
     return failure();
   return verifyRowShape(*this, getInput().getType(), getResult().getType(),
-                        "input", "result");
+                        "input", "result", /*exact=*/true);
 }
 
 //===----------------------------------------------------------------------===//
@@ -165,9 +196,11 @@ void RMSInvOp::build(OpBuilder &b, OperationState &state, Value input,
 LogicalResult RMSInvOp::verify() {
   RankedTensorType type = getInput().getType();
   if (failed(verifyHasRows(*this, type)) ||
-      failed(verifyEpsilon(*this, getEpsilon().convertToDouble())))
+      failed(verifyEpsilon(*this, getEpsilon().convertToDouble(),
+                           getInput().getType())))
     return failure();
-  return verifyRowShape(*this, type, getResult().getType(), "input", "result");
+  return verifyRowShape(*this, type, getResult().getType(), "input", "result",
+                        /*exact=*/true);
 }
 
 //===----------------------------------------------------------------------===//
@@ -178,14 +211,36 @@ LogicalResult PostScaleOp::verify() {
   RankedTensorType in = getInput().getType(), out = getResult().getType();
   if (failed(verifyHasRows(*this, in)))
     return failure();
-  if (failed(verifyCompatibleShape(in.getShape(), out.getShape())))
+  if (in.getShape() != out.getShape())
     return emitOpError() << "result shape " << out
                          << " differs from the input shape " << in;
-  return verifyRowShape(*this, in, getScale().getType(), "input", "scale");
+  return verifyRowShape(*this, in, getScale().getType(), "input", "scale",
+                        /*exact=*/false);
 }
 
 #define GET_OP_CLASSES
 #include "flashnorm/Dialect/FlashNorm/IR/FlashNormOps.cpp.inc"
+
+/// The runtime's GPU calls take a buffer's aligned pointer alone: the
+/// identity layout, in the default memory space.
+static LogicalResult verifyPlainBuffer(Operation *op, MemRefType type) {
+  if (!type.getLayout().isIdentity())
+    return op->emitOpError("needs a buffer with the identity layout, not ")
+           << type;
+  if (type.getMemorySpace())
+    return op->emitOpError("needs a buffer in the default memory space, not ")
+           << type;
+  return success();
+}
+
+/// The stream a GPU call runs on: its lowering takes it from its async
+/// dependency (a join makes one of several; flashnorm-gpu-streams gives
+/// one to a call the kernels pass made without).
+static LogicalResult verifyOneDependency(Operation *op, size_t count) {
+  if (count > 1)
+    return op->emitOpError("takes at most one async dependency (join first)");
+  return success();
+}
 
 LogicalResult GemmLtOp::verify() {
   auto a = getA().getType(), b = getB().getType(), c = getC().getType();
@@ -201,9 +256,12 @@ LogicalResult GemmLtOp::verify() {
       clash(n, c.getDimSize(1)))
     return emitOpError("shapes do not multiply: ")
            << a << " x " << b << (getTransposeB() ? "^T" : "") << " -> " << c;
-  if (getAsyncDependencies().size() > 1)
-    return emitOpError("takes at most one async dependency (join first)");
-  return success();
+  // The runtime takes dense row-major buffers in the default memory space
+  // (no strides or offsets are passed).
+  for (MemRefType t : {a, b, c})
+    if (failed(verifyPlainBuffer(*this, t)))
+      return failure();
+  return verifyOneDependency(*this, getAsyncDependencies().size());
 }
 
 bool ResidentOp::isResidentElementType(Type type) {
@@ -217,6 +275,10 @@ LogicalResult CheckAlignmentOp::verify() {
   if (!llvm::isPowerOf2_64(getAlignment()))
     return emitOpError("needs a power of two alignment, not ")
            << getAlignment();
+  if (auto type = cast<BaseMemRefType>(getBuffer().getType());
+      type.getMemorySpace())
+    return emitOpError("needs a buffer in the default memory space, not ")
+           << type;
   return success();
 }
 
@@ -225,10 +287,7 @@ LogicalResult ResidentOp::verify() {
     return emitOpError("needs integer or float elements of 8, 16, 32 or 64 "
                        "bits, not ")
            << getHost().getType().getElementType();
-  if (!getHost().getType().getLayout().isIdentity())
-    return emitOpError("needs a buffer with the identity layout, not ")
-           << getHost().getType();
-  if (getAsyncDependencies().size() > 1)
-    return emitOpError("takes at most one async dependency (join first)");
-  return success();
+  if (failed(verifyPlainBuffer(*this, getHost().getType())))
+    return failure();
+  return verifyOneDependency(*this, getAsyncDependencies().size());
 }

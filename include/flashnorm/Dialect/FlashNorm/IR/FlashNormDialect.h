@@ -37,6 +37,12 @@ inline constexpr llvm::StringLiteral kCenteredWeightsAttr =
 inline constexpr llvm::StringLiteral kFoldedArgAttr = "flashnorm.folded";
 
 /// The async role of `op`, or none when it carries no valid mark.
+/// The element types a norm (its input, gain and bias) takes: those every
+/// pipeline compiles (FlashNorm_NormTensor in the ops' definitions).
+inline bool isNormElementType(Type t) {
+  return t.isF16() || t.isBF16() || t.isF32() || t.isF64();
+}
+
 inline std::optional<AsyncRole> getAsyncRole(Operation *op) {
   if (auto role = op->getAttrOfType<AsyncRoleAttr>(kAsyncRoleAttr))
     return role.getValue();

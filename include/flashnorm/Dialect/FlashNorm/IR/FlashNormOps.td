@@ -6,8 +6,11 @@ include "mlir/Interfaces/SideEffectInterfaces.td"
 include "mlir/IR/CommonTypeConstraints.td"
 include "mlir/Dialect/GPU/IR/GPUBase.td"
 
+// A norm's input, gain and bias: the float types every pipeline compiles
+// (isNormElementType); a post-scale rounds to any float.
+def FlashNorm_NormTensor : RankedTensorOf<[F16, BF16, F32, F64]>;
+def FlashNorm_Gain : 1DTensorOf<[F16, BF16, F32, F64]>;
 def FlashNorm_FloatTensor : RankedTensorOf<[AnyFloat]>;
-def FlashNorm_Gain : 1DTensorOf<[AnyFloat]>;
 def FlashNorm_Scale : RankedTensorOf<[F32]>;
 
 def FlashNorm_RMSNormOp : FlashNorm_Op<"rms_norm",
@@ -29,12 +32,12 @@ def FlashNorm_RMSNormOp : FlashNorm_Op<"rms_norm",
            convention one_plus : tensor<8x4096xbf16>
     ```
   }];
-  let arguments = (ins FlashNorm_FloatTensor:$input,
+  let arguments = (ins FlashNorm_NormTensor:$input,
                        Optional<FlashNorm_Gain>:$gain,
                        F64Attr:$epsilon,
                        DefaultValuedAttr<FlashNorm_GainConventionAttr,
                          "::mlir::flashnorm::GainConvention::plain">:$gain_convention);
-  let results = (outs FlashNorm_FloatTensor:$result);
+  let results = (outs FlashNorm_NormTensor:$result);
   let assemblyFormat = [{
     $input (`gain` `(` $gain^ `:` type($gain) `)`)?
     custom<EpsilonAndConvention>($epsilon, $gain_convention) attr-dict `:`
@@ -67,7 +70,7 @@ def FlashNorm_RMSInvOp : FlashNorm_Op<"rms_inv", [Pure]> {
     %s = flashnorm.rms_inv %x eps(1.0e-06) : tensor<8x4096xf16> -> tensor<8xf32>
     ```
   }];
-  let arguments = (ins FlashNorm_FloatTensor:$input, F64Attr:$epsilon);
+  let arguments = (ins FlashNorm_NormTensor:$input, F64Attr:$epsilon);
   let results = (outs FlashNorm_Scale:$result);
   let assemblyFormat = [{
     $input `eps` `(` $epsilon `)` attr-dict `:` type($input) `->` type($result)
@@ -123,11 +126,11 @@ def FlashNorm_LayerNormOp : FlashNorm_Op<"layer_norm",
            bias(%b : tensor<768xf32>) eps(1.0e-05) : tensor<8x768xf32>
     ```
   }];
-  let arguments = (ins FlashNorm_FloatTensor:$input,
+  let arguments = (ins FlashNorm_NormTensor:$input,
                        Optional<FlashNorm_Gain>:$gain,
                        Optional<FlashNorm_Gain>:$bias,
                        F64Attr:$epsilon);
-  let results = (outs FlashNorm_FloatTensor:$result);
+  let results = (outs FlashNorm_NormTensor:$result);
   let assemblyFormat = [{
     $input (`gain` `(` $gain^ `:` type($gain) `)`)?
     (`bias` `(` $bias^ `:` type($bias) `)`)? `eps` `(` $epsilon `)`
@@ -157,7 +160,7 @@ def FlashNorm_LayerInvOp : FlashNorm_Op<"layer_inv", [Pure]> {
     %s = flashnorm.layer_inv %x eps(1.0e-05) : tensor<8x768xf16> -> tensor<8xf32>
     ```
   }];
-  let arguments = (ins FlashNorm_FloatTensor:$input, F64Attr:$epsilon);
+  let arguments = (ins FlashNorm_NormTensor:$input, F64Attr:$epsilon);
   let results = (outs FlashNorm_Scale:$result);
   let assemblyFormat = [{
     $input `eps` `(` $epsilon `)` attr-dict `:` type($input) `->` type($result)
