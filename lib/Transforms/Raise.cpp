@@ -18,11 +18,9 @@
 #include "flashnorm/Utils/WeightFolder.h"
 
 #include "mlir/Analysis/SliceAnalysis.h"
-
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
-#include <limits>
 
 namespace mlir::flashnorm {
 #define GEN_PASS_DEF_RAISE
@@ -236,9 +234,7 @@ struct RaisePass : flashnorm::impl::RaiseBase<RaisePass> {
           type.getShape() != cast<RankedTensorType>(x.getType()).getShape())
         continue;
       // The norm adds eps in f32 but for f64 inputs (the ops' verifier).
-      if (!getElementTypeOrSelf(x).isF64() && form->eps != 0.0 &&
-          !(form->eps >= std::numeric_limits<float>::min() &&
-            form->eps <= std::numeric_limits<float>::max())) {
+      if (!isNormEpsilon(form->eps, getElementTypeOrSelf(x))) {
         lastRefusal = {v, "its epsilon " + formatNumber(form->eps) +
                               " is not 0 or a normal f32"};
         continue;

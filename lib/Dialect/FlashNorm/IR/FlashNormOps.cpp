@@ -5,8 +5,6 @@
 #include "mlir/IR/OpImplementation.h"
 #include "mlir/IR/TypeUtilities.h"
 
-#include <limits>
-
 using namespace mlir;
 using namespace mlir::flashnorm;
 
@@ -35,15 +33,12 @@ static LogicalResult verifyRowShape(Operation *op, RankedTensorType full,
   return success();
 }
 
-/// Epsilon is added in the statistic's type: f32 but for f64 inputs. There
-/// it must be 0 or a normal f32: past f32's range it is inf, below it 0
-/// (subnormals are flushed on GPUs), and either silently changes the norm.
+/// Epsilon is added in the statistic's type (isNormEpsilon): out of f32's
+/// normal range it would silently change the norm.
 static LogicalResult verifyEpsilon(Operation *op, double eps, Type input) {
   if (!(eps >= 0.0) || std::isinf(eps))
     return op->emitOpError() << "epsilon must be finite and >= 0, got " << eps;
-  if (!getElementTypeOrSelf(input).isF64() && eps != 0.0 &&
-      !(eps >= std::numeric_limits<float>::min() &&
-        eps <= std::numeric_limits<float>::max()))
+  if (!isNormEpsilon(eps, getElementTypeOrSelf(input)))
     return op->emitOpError()
            << "epsilon must be 0 or a normal f32 (the statistic adds it in "
               "f32 for a non-f64 input), got "

@@ -5,6 +5,9 @@
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/IR/Dialect.h"
 
+#include <cmath>
+#include <limits>
+
 // The enums and attributes first: the dialect's discardable attribute
 // helpers name them.
 #include "flashnorm/Dialect/FlashNorm/IR/FlashNormEnums.h.inc"
@@ -41,6 +44,17 @@ inline constexpr llvm::StringLiteral kFoldedArgAttr = "flashnorm.folded";
 /// pipeline compiles (FlashNorm_NormTensor in the ops' definitions).
 inline bool isNormElementType(Type t) {
   return t.isF16() || t.isBF16() || t.isF32() || t.isF64();
+}
+
+/// Whether a norm of `inputElt` elements can add `eps` as its statistic
+/// does: in f32 but for f64 inputs, where it must be 0 or a normal f32 (past
+/// f32's range it is inf, below it 0: GPUs flush subnormals).
+inline bool isNormEpsilon(double eps, Type inputElt) {
+  if (!(eps >= 0.0) || std::isinf(eps))
+    return false;
+  return inputElt.isF64() || eps == 0.0 ||
+         (eps >= std::numeric_limits<float>::min() &&
+          eps <= std::numeric_limits<float>::max());
 }
 
 inline std::optional<AsyncRole> getAsyncRole(Operation *op) {
