@@ -32,8 +32,11 @@ bool flashnorm::isZeroInit(Value init) {
   return false;
 }
 
-/// `v` read through the conversions `isMultiplyAccumulate` allows.
-static Value throughWidening(Value v, bool floatExtensionsOnly) {
+bool flashnorm::isNarrowFloat(Type t) {
+  return isa<FloatType>(t) && t.getIntOrFloatBitWidth() < 32;
+}
+
+Value flashnorm::throughWidening(Value v, bool floatExtensionsOnly) {
   while (Operation *def = v.getDefiningOp()) {
     if (floatExtensionsOnly
             ? !isa<arith::ExtFOp>(def)

@@ -335,54 +335,13 @@ struct CpuCodegenPass : flashnorm::impl::CpuCodegenBase<CpuCodegenPass> {
     return generic;
   }
 
-  /// The bytes on the stack of `home` (a function's body or an async task's)
-  /// that the buffers of copyBlock share (they are used one after another),
-  /// grown to hold `type`; the insertion point is left where it was.
-  DenseMap<Region *, memref::AllocaOp> stack;
-  Value stackBytes(IRRewriter &rewriter, Region *home, MemRefType type) {
-    int64_t bytes = type.getNumElements() * type.getElementTypeBitWidth() / 8;
-    memref::AllocaOp &alloca = stack[home];
-    if (alloca && alloca.getType().getNumElements() >= bytes)
-      return alloca;
-    OpBuilder::InsertionGuard guard(rewriter);
-    rewriter.setInsertionPointToStart(&home->front());
-    auto grown =
-        memref::AllocaOp::create(rewriter, home->getParentOp()->getLoc(),
-                                 MemRefType::get({bytes}, rewriter.getI8Type()),
-                                 rewriter.getI64IntegerAttr(64));
-    if (alloca)
-      rewriter.replaceOp(alloca, grown);
-    alloca = grown;
-    return grown;
-  }
-
-  /// The innermost loop around `op` whose iterations run on several
-  /// threads (an scf.parallel, or an scf.forall this pass does not make
-  /// serial: both become OpenMP loops) inside its function or async task.
-  static Block *parallelBodyAround(Operation *op) {
-    for (Operation *p = op->getParentOp();
-         p && !isa<async::ExecuteOp>(p) &&
-         !p->hasTrait<OpTrait::IsIsolatedFromAbove>();
-         p = p->getParentOp()) {
-      if (auto forall = dyn_cast<scf::ForallOp>(p);
-          forall && !forall->hasAttr(kSerialPanelsAttr))
-        return forall.getBody();
-      if (auto parallel = dyn_cast<scf::ParallelOp>(p))
-        return parallel.getBody();
-    }
-    return nullptr;
-  }
+  /// Where copyBlock's buffers go.
+  BlockBuffers blockBuffers;
 
   /// Copies the block `operand` of `op` reads into a contiguous buffer
   /// before `op`, which then reads the buffer, once for every block of the
-  /// loops `blocks`. Where `chunks` splits the blocks over the cores, or
-  /// the program's own parallel loop runs them, each iteration allocates
-  /// its buffer once (on the heap: the iterations' buffers on one stack
-  /// would grow with the cores, and one buffer for all would be a race);
-  /// elsewhere the buffer is on the stack, allocated once at the start of
-  /// the function or async task that runs the loops (never in a loop, where
-  /// each iteration would take more stack) and shared with its other copies
-  /// (stackBytes).
+  /// loops `blocks` (`chunks`, if not null, splits them over the cores);
+  /// BlockBuffers says where the buffer lives.
   void copyBlock(IRRewriter &rewriter, linalg::LinalgOp op, OpOperand &operand,
                  Operation *blocks, scf::ForallOp chunks, bool widen) {
     auto type = dyn_cast<MemRefType>(operand.get().getType());
@@ -396,24 +355,7 @@ struct CpuCodegenPass : flashnorm::impl::CpuCodegenBase<CpuCodegenPass> {
     Location loc = op.getLoc();
     Type element = widen ? acc : type.getElementType();
     auto bufferType = MemRefType::get(type.getShape(), element);
-    Value buffer;
-    if (Block *body = chunks ? chunks.getBody() : parallelBodyAround(blocks)) {
-      rewriter.setInsertionPointToStart(body);
-      buffer = memref::AllocOp::create(rewriter, loc, bufferType,
-                                       rewriter.getI64IntegerAttr(64));
-      rewriter.setInsertionPoint(body->getTerminator());
-      memref::DeallocOp::create(rewriter, loc, buffer);
-    } else {
-      Region *home = blocks->getParentRegion();
-      while (!isa<async::ExecuteOp>(home->getParentOp()) &&
-             !home->getParentOp()->hasTrait<OpTrait::IsIsolatedFromAbove>())
-        home = home->getParentOp()->getParentRegion();
-      Value bytes = stackBytes(rewriter, home, bufferType);
-      rewriter.setInsertionPointAfterValue(bytes);
-      buffer = memref::ViewOp::create(
-          rewriter, loc, bufferType, bytes,
-          arith::ConstantIndexOp::create(rewriter, loc, 0), ValueRange{});
-    }
+    Value buffer = blockBuffers.get(rewriter, loc, bufferType, blocks, chunks);
     rewriter.setInsertionPoint(op);
     linalg::LinalgOp copy = copyWidened(rewriter, loc, operand.get(), buffer);
     rewriter.modifyOpInPlace(op, [&] { operand.set(buffer); });
@@ -531,7 +473,7 @@ struct CpuCodegenPass : flashnorm::impl::CpuCodegenBase<CpuCodegenPass> {
     }
     tile = *resolved;
     width = vectorWidth ? vectorWidth.getValue() : tile.lanes;
-    stack.clear();
+    blockBuffers.clear();
     numThreads = panelThreads(threads);
     DotOptions dotOptions;
     dotOptions.lanes = width;

@@ -6,7 +6,10 @@
 
 #include "CpuCopies.h"
 
+#include "flashnorm/Dialect/FlashNorm/IR/FlashNormDialect.h"
+
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Async/IR/Async.h"
 
 using namespace mlir;
 using namespace mlir::flashnorm;
@@ -60,4 +63,60 @@ linalg::LinalgOp flashnorm::copyWidened(OpBuilder &b, Location loc, Value src,
         Value ext = arith::ExtFOp::create(nb, l, wide, args[0]);
         linalg::YieldOp::create(nb, l, ext);
       });
+}
+
+/// The innermost loop around `op` whose iterations run on several threads
+/// (an scf.parallel, or an scf.forall not made serial: both become OpenMP
+/// loops) inside its function or async task.
+static Block *parallelBodyAround(Operation *op) {
+  for (Operation *p = op->getParentOp();
+       p && !isa<async::ExecuteOp>(p) &&
+       !p->hasTrait<OpTrait::IsIsolatedFromAbove>();
+       p = p->getParentOp()) {
+    if (auto forall = dyn_cast<scf::ForallOp>(p);
+        forall && !forall->hasAttr(kSerialPanelsAttr))
+      return forall.getBody();
+    if (auto parallel = dyn_cast<scf::ParallelOp>(p))
+      return parallel.getBody();
+  }
+  return nullptr;
+}
+
+Value BlockBuffers::get(RewriterBase &rewriter, Location loc, MemRefType type,
+                        Operation *blocks, scf::ForallOp chunks) {
+  if (Block *body = chunks ? chunks.getBody() : parallelBodyAround(blocks)) {
+    rewriter.setInsertionPointToStart(body);
+    Value buffer = memref::AllocOp::create(rewriter, loc, type,
+                                           rewriter.getI64IntegerAttr(64));
+    rewriter.setInsertionPoint(body->getTerminator());
+    memref::DeallocOp::create(rewriter, loc, buffer);
+    return buffer;
+  }
+  Region *home = blocks->getParentRegion();
+  while (!isa<async::ExecuteOp>(home->getParentOp()) &&
+         !home->getParentOp()->hasTrait<OpTrait::IsIsolatedFromAbove>())
+    home = home->getParentOp()->getParentRegion();
+  Value bytes = stackBytes(rewriter, home, type);
+  rewriter.setInsertionPointAfterValue(bytes);
+  return memref::ViewOp::create(
+      rewriter, loc, type, bytes,
+      arith::ConstantIndexOp::create(rewriter, loc, 0), ValueRange{});
+}
+
+Value BlockBuffers::stackBytes(RewriterBase &rewriter, Region *home,
+                               MemRefType type) {
+  int64_t bytes = type.getNumElements() * type.getElementTypeBitWidth() / 8;
+  memref::AllocaOp &alloca = stack[home];
+  if (alloca && alloca.getType().getNumElements() >= bytes)
+    return alloca;
+  OpBuilder::InsertionGuard guard(rewriter);
+  rewriter.setInsertionPointToStart(&home->front());
+  auto grown =
+      memref::AllocaOp::create(rewriter, home->getParentOp()->getLoc(),
+                               MemRefType::get({bytes}, rewriter.getI8Type()),
+                               rewriter.getI64IntegerAttr(64));
+  if (alloca)
+    rewriter.replaceOp(alloca, grown);
+  alloca = grown;
+  return grown;
 }

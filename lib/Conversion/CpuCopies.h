@@ -13,6 +13,8 @@
 #define FLASHNORM_LIB_CONVERSION_CPUCOPIES_H
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/PatternMatch.h"
 
 namespace mlir::flashnorm {
@@ -31,6 +33,34 @@ void readWidened(RewriterBase &rewriter, linalg::GenericOp op, OpOperand &input,
 /// `dst` = `src` widened to `dst`'s element type (a copy where they are the
 /// same), as a linalg op on buffers, or on tensors (its result).
 linalg::LinalgOp copyWidened(OpBuilder &b, Location loc, Value src, Value dst);
+
+/// Where the copies of a weight's blocks go. Where the blocks are split
+/// over the cores (by the pass's chunks or by the program's own parallel
+/// loop), each iteration allocates its buffer once, on the heap: the
+/// iterations' buffers on one stack would grow with the cores, and one
+/// buffer for all would be a race. Elsewhere the buffer is on the stack,
+/// allocated once at the start of the function or async task that runs the
+/// loops (never in a loop, where each iteration would take more stack), and
+/// the copies of one function or task share it (they are used one after
+/// another).
+class BlockBuffers {
+public:
+  /// A buffer of `type` for the copies made inside the loops `blocks`,
+  /// whose iterations `chunks` (if not null) splits over the cores. Leaves
+  /// the insertion point unspecified.
+  Value get(RewriterBase &rewriter, Location loc, MemRefType type,
+            Operation *blocks, scf::ForallOp chunks);
+
+  /// Forgets the stack buffers (a new function).
+  void clear() { stack.clear(); }
+
+private:
+  /// The bytes on the stack of `home` (a function's body or an async
+  /// task's), grown to hold `type`.
+  Value stackBytes(RewriterBase &rewriter, Region *home, MemRefType type);
+
+  DenseMap<Region *, memref::AllocaOp> stack;
+};
 
 } // namespace mlir::flashnorm
 

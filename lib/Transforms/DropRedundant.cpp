@@ -230,9 +230,7 @@ struct CancelBeforeScaleInvariantNorm : OpRewritePattern<RMSNormOp> {
       }
       Type resultElt =
           cast<ShapedType>(projOp->getResult(0).getType()).getElementType();
-      // (Any float narrower than f32: f16, bf16 and the f8 types, whose
-      // range, 448 for E4M3, is smaller still.)
-      if (isa<FloatType>(resultElt) && resultElt.getIntOrFloatBitWidth() < 32) {
+      if (isNarrowFloat(resultElt)) {
         reporter.refused(norm2, "not cancelled: the " +
                                     printToString(resultElt) +
                                     " projection of the raw input could "

@@ -119,12 +119,6 @@ void flashnorm::addOutputBias(RewriterBase &rewriter, Operation *projection,
                              [&] { use->set(add.getResult(0)); });
 }
 
-/// Narrower than f32 (f16, bf16, f8 types): the unnormalized product could
-/// overflow there (docs/MATH.md §2).
-static bool isNarrowFloat(Type t) {
-  return isa<FloatType>(t) && t.getIntOrFloatBitWidth() < 32;
-}
-
 /// A zero-filled f32 tensor shaped like `like`.
 static Value createZeroF32Like(OpBuilder &b, Location loc, Value like) {
   SmallVector<OpFoldResult> sizes = tensor::getMixedSizes(b, loc, like);

@@ -43,6 +43,16 @@ struct Projection {
 /// attention mask), which no scale of its inputs scales.
 bool isZeroInit(Value init);
 
+/// Whether `t` is a float narrower than f32 (f16, bf16): a projection of
+/// unnormalized rows could overflow there where the normalized one did not
+/// (residual streams carry outliers in the thousands; docs/MATH.md §2).
+bool isNarrowFloat(Type t);
+
+/// `v` read back through value-preserving conversions (extf, sitofp,
+/// uitofp, extsi, extui; with `floatExtensionsOnly`, extf alone): the
+/// conversions a multiply-accumulate's body may apply to its inputs.
+Value throughWidening(Value v, bool floatExtensionsOnly = false);
+
 /// Whether `op`'s body is `out + c(a) * c(b)` of its two inputs and one
 /// init, each c a chain of value-preserving conversions (extf, sitofp,
 /// uitofp, extsi, extui; with `floatExtensionsOnly`, extf alone, and the

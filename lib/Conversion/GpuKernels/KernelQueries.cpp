@@ -35,14 +35,6 @@ bool kernels::writtenBetween(Value buffer, Operation *from, Operation *to,
   return false;
 }
 
-/// `v` without the float extension that may make it (a body's operand as
-/// read, before it is widened).
-static Value unextended(Value v) {
-  if (auto ext = v.getDefiningOp<arith::ExtFOp>())
-    return ext.getIn();
-  return v;
-}
-
 bool kernels::isSumOfSquares(linalg::GenericOp op) {
   Block &body = op.getRegion().front();
   if (body.getNumArguments() != 2)
@@ -53,8 +45,10 @@ bool kernels::isSumOfSquares(linalg::GenericOp op) {
     return false;
   auto mul = (add.getLhs() == out ? add.getRhs() : add.getLhs())
                  .getDefiningOp<arith::MulFOp>();
-  return mul && unextended(mul.getLhs()) == body.getArgument(0) &&
-         unextended(mul.getRhs()) == body.getArgument(0);
+  Value x = body.getArgument(0);
+  return mul &&
+         throughWidening(mul.getLhs(), /*floatExtensionsOnly=*/true) == x &&
+         throughWidening(mul.getRhs(), /*floatExtensionsOnly=*/true) == x;
 }
 
 bool kernels::isRowReduction(linalg::LinalgOp op) {
