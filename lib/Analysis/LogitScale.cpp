@@ -431,9 +431,18 @@ FailureOr<LogitScale> flashnorm::findLogitScale(const Projection &projection,
     FailureOr<LogitScale> site = findScaleOfLogits(*path->query, whyNot);
     if (failed(site))
       return failure();
+    // The path's degrees hold for positive scales (1/RMS): max, abs and
+    // select commute with those alone.
+    if (site->factor < 0)
+      return fail("the logits' scale is negative, and the path to them is "
+                  "linear only in positive scales");
     site->biases = std::move(ls.biases);
     return site;
   };
+  // c (xW + b) = x (cW) + cb: a bias the projection accumulates into would
+  // need scaling too.
+  if (!projection.zeroInit)
+    return fail("the query projection accumulates into a non-zero init");
   Value v = projection.op->getResult(0);
   while (true) {
     if (!v.hasOneUse())
@@ -494,7 +503,11 @@ FailureOr<LogitScale> flashnorm::findLogitScale(const Projection &projection,
     }
     if (add && n < 2) {
       unsigned other = 1 - n;
-      auto type = cast<ShapedType>(user->getOperand(other).getType());
+      auto type = dyn_cast<ShapedType>(user->getOperand(other).getType());
+      // (A bias is traced along its feature axis, which a 0-d value lacks.)
+      if (!type || type.getRank() == 0)
+        return fail("a bias on the way to the logits is not a tensor of "
+                    "features");
       FailureOr<WeightSource> bias = traceWeightToConstant(
           user->getOperand(other), type.getRank() - 1, whyNot);
       if (failed(bias) || !bias->value)

@@ -647,7 +647,7 @@ template <typename NormOp> struct FoldGainsPattern : OpRewritePattern<NormOp> {
                           " of the weight's RMS, output error "
                           "<= " +
                           formatNumber(r->outputBound) + " per unit-RMS row";
-      if (r->relRmsError > *requantizeTolerance)
+      if (!(r->relRmsError <= *requantizeTolerance))
         return fail("requantizing the int8 weight of '" +
                     t.projection.op->getName().getStringRef() + "' at " +
                     formatLoc(t.projection.op->getLoc()) + " with the gain " +

@@ -20,14 +20,25 @@ flashnorm::createGlobalBeside(RewriterBase &rewriter,
   std::string base = (original.getSymName() + suffix).str(), name = base;
   for (unsigned i = 1; SymbolTable::lookupSymbolIn(module, name); ++i)
     name = base + "." + std::to_string(i);
+  // Named as the load names the original: through the same nested
+  // modules (`@weights::@w` becomes `@weights::@w.flashnorm`), where the
+  // new global must be visible from above (nested visibility).
+  auto loaded = source.constant->getAttrOfType<SymbolRefAttr>("global");
+  bool fromAbove = loaded && !loaded.getNestedReferences().empty();
   rewriter.setInsertionPointAfter(original);
-  auto global = ml_program::GlobalOp::create(rewriter, original.getLoc(), name,
-                                             type, /*is_mutable=*/false, value,
-                                             rewriter.getStringAttr("private"));
+  auto global = ml_program::GlobalOp::create(
+      rewriter, original.getLoc(), name, type, /*is_mutable=*/false, value,
+      rewriter.getStringAttr(fromAbove ? "nested" : "private"));
+  SymbolRefAttr ref = FlatSymbolRefAttr::get(global.getSymNameAttr());
+  if (fromAbove) {
+    SmallVector<FlatSymbolRefAttr> nested(
+        loaded.getNestedReferences().drop_back());
+    nested.push_back(cast<FlatSymbolRefAttr>(ref));
+    ref = SymbolRefAttr::get(loaded.getRootReference(), nested);
+  }
   rewriter.setInsertionPointAfter(source.constant);
   return ml_program::GlobalLoadConstOp::create(
-      rewriter, source.constant->getLoc(), type,
-      FlatSymbolRefAttr::get(global.getSymNameAttr()));
+      rewriter, source.constant->getLoc(), type, ref);
 }
 
 void flashnorm::replaceWeight(RewriterBase &rewriter,

@@ -255,7 +255,8 @@ scaleRun(const typename Codec<Kind>::Storage *in,
 /// error-free transformation with one FMA; rounding it to odd at f32's 24
 /// bits and then to nearest even at bf16's 8 rounds the exact product once
 /// (odd rounding leaves 16 spare bits, more than the 2 needed). A product
-/// outside f32's normal range sends the run to the exact path.
+/// outside f32's normal range, or one that rounds to bf16's infinity, sends
+/// the run to the exact path.
 template <bool splat, bool perElement>
 LLVM_ATTRIBUTE_ALWAYS_INLINE static int64_t
 scaleRunBF16(const uint16_t *__restrict in, uint16_t *__restrict out, int64_t n,
@@ -273,7 +274,11 @@ scaleRunBF16(const uint16_t *__restrict in, uint16_t *__restrict out, int64_t n,
     // Odd rounding: truncate towards zero (one ulp down when e shrinks
     // |p|), then set the last bit if anything was lost.
     b = (b - (((eb ^ b) >> 31) & inexact)) | inexact;
-    out[j] = static_cast<uint16_t>((b + 0x7fffu + ((b >> 16) & 1u)) >> 16);
+    uint32_t r = (b + 0x7fffu + ((b >> 16) & 1u)) >> 16;
+    // A finite f32 product above bf16's largest value rounds to inf: the
+    // exact path counts it as an overflow.
+    slow |= (r & 0x7fffu) == 0x7f80u;
+    out[j] = static_cast<uint16_t>(r);
   }
   return slow ? scaleRun<FloatKind::BF16, splat, perElement>(in, out, n, s) : 0;
 }
@@ -821,6 +826,10 @@ FailureOr<Requantized> flashnorm::requantizeInt8(ElementsAttr q, int64_t axis,
       !type.hasStaticShape() || (axis != 0 && axis != 1))
     return fail(whyNot, "the integers are not a 2-D int8 tensor");
   int64_t numK = type.getDimSize(axis), numN = type.getDimSize(1 - axis);
+  // The new scales replace the stored ones, in their type and shape (a
+  // reshape on the way stays).
+  if (!scales.getShapedType().getElementType().isF32())
+    return fail(whyNot, "the scales are not stored as f32");
   FailureOr<SmallVector<double>> s = readAsDoubles(scales, whyNot);
   if (failed(s))
     return failure();
@@ -855,10 +864,16 @@ FailureOr<Requantized> flashnorm::requantizeInt8(ElementsAttr q, int64_t axis,
     double maxAbs = 0;
     for (int64_t k = 0; k < numK; ++k) {
       double w = (*s)[n] * double(int8_t(data[splat ? 0 : at(n, k)])) * gain[k];
+      // (A NaN would vanish from the maximum and an inf leave no scale to
+      // quantize against: the requantized weight would hold neither.)
+      if (!std::isfinite(w))
+        return fail(whyNot, "a weight times its gain is not finite");
       maxAbs = std::max(maxAbs, std::abs(w));
     }
     // The new scale is stored as f32: quantize against that value.
     float scale = static_cast<float>(maxAbs / 127.0);
+    if (!std::isfinite(scale))
+      return fail(whyNot, "a channel's scale overflows f32");
     newScales[n] = scale;
     double rowErrSq = 0;
     for (int64_t k = 0; k < numK; ++k) {
@@ -886,9 +901,7 @@ FailureOr<Requantized> flashnorm::requantizeInt8(ElementsAttr q, int64_t axis,
   } else {
     r.q = cast<ElementsAttr>(DenseElementsAttr::getFromRawBuffer(type, bytes));
   }
-  auto scaleType =
-      RankedTensorType::get({numN}, Float32Type::get(type.getContext()));
-  r.scales = cast<ElementsAttr>(
-      DenseElementsAttr::get(scaleType, ArrayRef<float>(newScales)));
+  r.scales = cast<ElementsAttr>(DenseElementsAttr::get(
+      scales.getShapedType(), ArrayRef<float>(newScales)));
   return r;
 }

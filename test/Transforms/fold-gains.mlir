@@ -311,3 +311,26 @@ func.func @tosa_rms(%x: tensor<1x4x8xf32>) -> tensor<1x4x16xf32> {
   %o = tosa.matmul %y, %w, %zp, %zp : (tensor<1x4x8xf32>, tensor<1x8x16xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<1x4x16xf32>
   return %o : tensor<1x4x16xf32>
 }
+
+// -----
+
+// A weight in a nested module's global, loaded as @weights::@w: the folded
+// global goes beside it, visible from above, loaded through the same path.
+// CHECK: module @weights
+// CHECK-NEXT: ml_program.global nested @w.flashnorm(dense<{{\[}}[2.000000e+00, 4.000000e+00, 6.000000e+00], [-1.000000e+00, 2.500000e-01, 2.000000e+00]]>
+// CHECK-LABEL: func.func @nested_global
+// CHECK: %[[W:.*]] = ml_program.global_load_const @weights::@w.flashnorm
+// CHECK: linalg.matmul ins(%{{.*}}, %[[W]] :
+module @weights {
+  ml_program.global public @w(dense<[[1.0, 2.0, 3.0], [-2.0, 0.5, 4.0]]> : tensor<2x3xf32>) : tensor<2x3xf32>
+}
+func.func @nested_global(%x: tensor<4x2xf32>) -> tensor<4x3xf32> {
+  %g = arith.constant dense<[2.0, 0.5]> : tensor<2xf32>
+  %w = ml_program.global_load_const @weights::@w : tensor<2x3xf32>
+  %n = flashnorm.rms_norm %x gain(%g : tensor<2xf32>) eps(1.0e-05) : tensor<4x2xf32>
+  %c0 = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<4x3xf32>
+  %z = linalg.fill ins(%c0 : f32) outs(%e : tensor<4x3xf32>) -> tensor<4x3xf32>
+  %y = linalg.matmul ins(%n, %w : tensor<4x2xf32>, tensor<2x3xf32>) outs(%z : tensor<4x3xf32>) -> tensor<4x3xf32>
+  return %y : tensor<4x3xf32>
+}
