@@ -71,6 +71,13 @@ template <typename NormOp> struct DeferScalePattern : OpRewritePattern<NormOp> {
                                 PatternRewriter &rewriter) const override {
     if (norm.getResult().use_empty())
       return failure();
+    // An empty row's statistic is 0/0: the norm's result has no element to
+    // carry it, the post-scale would multiply it into the product's zeros.
+    if (norm.getFeatureSize() == 0) {
+      reporter.refused(norm, "not deferred: its rows are empty (0 features), "
+                             "and their statistic is NaN");
+      return failure();
+    }
     SmallVector<Projection> deferrable;
     SmallVector<std::optional<Centering>> centerings;
     std::string refusals;

@@ -7,6 +7,12 @@
 // RUN: flashnorm-run %s -e proj --pipeline=flashnorm-defer-scale --compare --input-range=1e38 --concurrent | FileCheck %s
 // RUN: flashnorm-run %s -e proj --pipeline=flashnorm-defer-scale --compare --input-range=1e30 | FileCheck %s
 // RUN: flashnorm-run %s -e proj --pipeline=flashnorm-defer-scale --compare | FileCheck %s
+// Rows of no features: their statistic is 0/0, which the norm's empty
+// result never carries but a post-scale would multiply into the product's
+// zeros (NaN where the original gives 0): not deferred.
+// RUN: flashnorm-run %s -e empty_rows --pipeline=flashnorm --compare | FileCheck %s
+// RUN: flashnorm-opt %s --flashnorm-defer-scale --remarks-filter=flashnorm --remark-format=emitRemark -o /dev/null 2>&1 | FileCheck %s --check-prefix=EMPTY
+// EMPTY: Function=empty_rows | Remark="not deferred: its rows are empty (0 features), and their statistic is NaN"
 // The lowered post-scale selects 0 where its scale is 0.
 // RUN: flashnorm-opt %s --flashnorm-defer-scale --flashnorm-lower-to-linalg | FileCheck %s --check-prefix=IR
 // The query's scale merged into the logits' 0.5 keeps the rule: the raw
@@ -60,4 +66,13 @@ func.func @query(%x: tensor<4x8xf32>) -> tensor<4x4xf32> {
     linalg.yield %w : f32
   } -> tensor<4x4xf32>
   return %y : tensor<4x4xf32>
+}
+
+func.func @empty_rows(%x: tensor<4x0xf32>, %w: tensor<0x4xf32>) -> tensor<4x4xf32> {
+  %n = flashnorm.rms_norm %x eps(1.0e-05) : tensor<4x0xf32>
+  %c0 = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<4x4xf32>
+  %z = linalg.fill ins(%c0 : f32) outs(%e : tensor<4x4xf32>) -> tensor<4x4xf32>
+  %p = linalg.matmul ins(%n, %w : tensor<4x0xf32>, tensor<0x4xf32>) outs(%z : tensor<4x4xf32>) -> tensor<4x4xf32>
+  return %p : tensor<4x4xf32>
 }
