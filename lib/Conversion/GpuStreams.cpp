@@ -293,13 +293,14 @@ private:
       // as it stands, with neither fork nor join.
       // Erased once its awaits are gone.
       executes.push_back(op);
-      if (hasWorkBeside(exec)) {
-        // Kept in order: a task allocating on the main stream forks here.
+      std::optional<SmallVector<Operation *>> allocations;
+      if (hasWorkBeside(exec) && (allocations = allocationsOf(exec))) {
+        for (Operation *o : *allocations) {
+          o->moveBefore(exec);
+          if (failed(visit(o, mainStream)))
+            return failure();
+        }
         pendingForks.push_back({exec, tails[mainStream]});
-        if (llvm::any_of(exec.getBodyRegion().front(), [](Operation &o) {
-              return isa<memref::AllocOp, memref::GetGlobalOp>(o);
-            }))
-          return flushForks(op);
         return success();
       }
       unforked.insert(exec.getToken());
@@ -340,6 +341,25 @@ private:
            << op->getName()
            << "' would touch device memory on the host; a device function "
               "holds kernels, copies and views only";
+  }
+
+  /// The buffers task `exec` allocates and the constants it reads: the
+  /// main stream issues them, so a fork of the task must come after them
+  /// for its stream to be ordered after them. None where one's sizes are
+  /// computed in the task (it then runs on the main stream).
+  static std::optional<SmallVector<Operation *>>
+  allocationsOf(async::ExecuteOp exec) {
+    SmallVector<Operation *> allocations;
+    for (Operation &o : exec.getBodyRegion().front()) {
+      if (!isa<memref::AllocOp, memref::GetGlobalOp>(o))
+        continue;
+      if (llvm::any_of(o.getOperands(), [&](Value v) {
+            return exec->isProperAncestor(v.getParentBlock()->getParentOp());
+          }))
+        return std::nullopt;
+      allocations.push_back(&o);
+    }
+    return allocations;
   }
 
   /// Whether the main stream has device work to issue between task `exec`

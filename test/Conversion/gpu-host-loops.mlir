@@ -83,6 +83,42 @@ func.func @same_element(%out: memref<4xf32>, %x: memref<16xf32>) {
   return
 }
 
+// A view whose strides overlap ([1, 1]: element (i, j) is i + j): distinct
+// indices, one element, so the iterations' order matters.
+// REMARK: remark: [Missed] flashnorm-gpu-kernels {{.*}} Function=overlapping_view {{.*}}host code runs as a kernel of one thread: its stores go through a view whose elements may overlap
+// REMARK: remark: {{.*}} Function=overlapping_view {{.*}}kernel @overlapping_view_host_op_0
+func.func @overlapping_view(%buf: memref<68xf32>, %x: memref<4x64xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %c64 = arith.constant 64 : index
+  %v = memref.reinterpret_cast %buf to offset: [0], sizes: [4, 64], strides: [1, 1] : memref<68xf32> to memref<4x64xf32, strided<[1, 1]>>
+  scf.for %i = %c0 to %c4 step %c1 {
+    scf.for %j = %c0 to %c64 step %c1 {
+      %a = memref.load %x[%i, %j] : memref<4x64xf32>
+      memref.store %a, %v[%i, %j] : memref<4x64xf32, strided<[1, 1]>>
+    }
+  }
+  return
+}
+
+// Rows of the cache through a subview: its strides keep elements apart.
+// REMARK: remark: {{.*}} Function=rows_view {{.*}}kernel @rows_view_host_loop_0
+func.func @rows_view(%cache: memref<8x64xf32>, %x: memref<2x64xf32>, %pos: index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %c64 = arith.constant 64 : index
+  %rows = memref.subview %cache[%pos, 0] [2, 64] [1, 1] : memref<8x64xf32> to memref<2x64xf32, strided<[64, 1], offset: ?>>
+  scf.for %t = %c0 to %c2 step %c1 {
+    scf.for %j = %c0 to %c64 step %c1 {
+      %v = memref.load %x[%t, %j] : memref<2x64xf32>
+      memref.store %v, %rows[%t, %j] : memref<2x64xf32, strided<[64, 1], offset: ?>>
+    }
+  }
+  return
+}
+
 // A helper that takes no buffer (a timer) stays a host call in a device
 // function, where the program makes it.
 // CHECK-LABEL: func.func @timed(

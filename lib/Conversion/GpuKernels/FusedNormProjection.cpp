@@ -48,6 +48,7 @@
 
 #include "KernelBuilder.h"
 
+#include "flashnorm/Analysis/HappensBefore.h"
 #include "flashnorm/Conversion/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -259,6 +260,13 @@ static FailureOr<FusedPlan> planFusedPair(const Statistic &stat,
   if (statAt != firstStat.getOperation() &&
       writtenBetween(x, firstStat, firstStat->getBlock()->getTerminator()))
     return fail("the statistic's task writes its input after reading it");
+  // Each block (or warp) stores its outputs while the others still read
+  // the rows and the weight: the post-scale must not write over them.
+  Value written = HappensBefore::getRoot(post.getDpsInitOperand(0)->get());
+  if (llvm::any_of(proj.getDpsInputs(), [&](Value v) {
+        return mayAliasRoots(HappensBefore::getRoot(v), written);
+      }))
+    return fail("the post-scale writes a buffer the projection reads");
   FusedPlan plan{stat, post, proj,
                  static_cast<unsigned>(activation->getOperandNumber()), rows};
   AffineMap productMap = proj.getMatchingIndexingMap(proj.getDpsInitOperand(0));

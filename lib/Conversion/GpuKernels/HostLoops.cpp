@@ -12,7 +12,8 @@
 // nest, a body of loads, stores and pure ops in which each store writes
 // its own buffer at indices that hold every induction variable of the nest
 // in its own position (`iv` or `iv +- c`, c defined outside), and no load
-// reads a buffer the nest writes. Distinct iterations then write distinct
+// reads a buffer the nest writes, each store through a view whose distinct
+// indices are distinct elements. Distinct iterations then write distinct
 // elements and read nothing written: any order is the sequential one.
 // Anything else that touches memory runs as it is on one GPU thread.
 //
@@ -25,6 +26,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Async/IR/Async.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
@@ -47,6 +49,62 @@ bool kernels::isHostOp(Operation *op) {
              ViewLikeOpInterface, memref::CastOp, memref::DimOp,
              async::ExecuteOp, async::AwaitOp, func::ReturnOp, CallOpInterface,
              GemmLtOp>(op);
+}
+
+/// Whether `type`'s static strides and sizes map distinct indices to
+/// distinct elements: ordered by stride, each dimension of more than one
+/// element steps past the whole extent of the ones inside it.
+static bool hasDisjointStrides(MemRefType type) {
+  SmallVector<int64_t> strides;
+  int64_t offset;
+  if (failed(type.getStridesAndOffset(strides, offset)))
+    return false;
+  SmallVector<std::pair<int64_t, int64_t>> dims; // (stride, size)
+  for (auto [stride, size] : llvm::zip(strides, type.getShape())) {
+    if (ShapedType::isDynamic(size))
+      return false;
+    if (size == 1)
+      continue;
+    if (ShapedType::isDynamic(stride) || stride < 1)
+      return false;
+    dims.push_back({stride, size});
+  }
+  llvm::sort(dims);
+  int64_t extent = 1;
+  for (auto [stride, size] : dims) {
+    if (stride < extent)
+      return false;
+    extent = stride * size;
+  }
+  return true;
+}
+
+/// Whether distinct indices of the view `buffer` may address one element.
+/// Views that keep elements apart (subviews of positive strides, casts,
+/// reshapes, transposes) of a buffer allocated or bufferized as a tensor
+/// keep them apart; `memref.reinterpret_cast` (any strides) or a function
+/// argument of unknown strides may not.
+static bool mayOverlap(Value buffer) {
+  while (true) {
+    auto type = dyn_cast<MemRefType>(buffer.getType());
+    if (!type)
+      return true;
+    if (type.getLayout().isIdentity() || hasDisjointStrides(type))
+      return false;
+    Operation *def = buffer.getDefiningOp();
+    if (auto subview = dyn_cast_or_null<memref::SubViewOp>(def)) {
+      if (llvm::any_of(subview.getStaticStrides(), [](int64_t s) {
+            return ShapedType::isDynamic(s) || s < 1;
+          }))
+        return true;
+    } else if (!isa_and_nonnull<memref::CastOp, memref::ExpandShapeOp,
+                                memref::CollapseShapeOp, memref::TransposeOp>(
+                   def)) {
+      return !isa_and_nonnull<memref::AllocOp, memref::AllocaOp,
+                              bufferization::ToBufferOp>(def);
+    }
+    buffer = def->getOperand(0);
+  }
 }
 
 /// Whether `v` is defined outside `nest` (above it).
@@ -118,6 +176,9 @@ static FailureOr<SmallVector<scf::ForOp>> parallelNest(scf::ForOp outer,
     Value root = HappensBefore::getRoot(store.getMemRef());
     if (!isKnownRoot(root))
       return fail("it stores into a buffer of unknown origin");
+    if (mayOverlap(store.getMemRef()))
+      return fail("its stores go through a view whose elements may "
+                  "overlap");
     for (memref::StoreOp other : ArrayRef(stores).drop_front(i + 1))
       if (mayAliasRoots(root, HappensBefore::getRoot(other.getMemRef())))
         return fail("two stores write one buffer");

@@ -16,9 +16,12 @@
 #include "mlir/Dialect/GPU/Transforms/ParallelLoopMapper.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/Transforms/Transforms.h"
+#include "mlir/Dialect/SCF/Utils/Utils.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/Transforms/DialectConversion.h"
+
+#include <numeric>
 
 using namespace mlir;
 using namespace mlir::flashnorm;
@@ -314,6 +317,37 @@ static void setMapping(scf::ParallelOp loop, gpu::Processor first) {
   (void)gpu::setMappingAttr(loop, mapping);
 }
 
+/// Whether a dimension of `loop` whose blocks setMapping puts on the
+/// grid's y or z (one block per iteration) may exceed their limit (65535
+/// blocks; x takes 2^31 - 1): more rows than that (a long prompt, a prepare
+/// function's 128256-row embedding) or an unknown number.
+static bool mayExceedGridYZ(scf::ParallelOp loop) {
+  constexpr int64_t kMaxGridYZ = 65535;
+  // A bound is a constant or (as linalg's loops write them) the static size
+  // of a buffer.
+  auto known = [](Value v) -> std::optional<int64_t> {
+    if (std::optional<int64_t> c = getConstantIntValue(v))
+      return c;
+    auto dim = v.getDefiningOp<memref::DimOp>();
+    std::optional<int64_t> index = dim ? dim.getConstantIndex() : std::nullopt;
+    auto type = dim ? dyn_cast<MemRefType>(dim.getSource().getType()) : nullptr;
+    if (!index || !type || *index >= type.getRank() ||
+        type.isDynamicDim(*index))
+      return std::nullopt;
+    return type.getDimSize(*index);
+  };
+  unsigned rank = loop.getNumLoops();
+  for (unsigned d = rank > 3 ? rank - 3 : 0; d + 1 < rank; ++d) {
+    std::optional<int64_t> lb = known(loop.getLowerBound()[d]),
+                           ub = known(loop.getUpperBound()[d]),
+                           step = known(loop.getStep()[d]);
+    if (!lb || !ub || !step || *step < 1 ||
+        llvm::divideCeil(std::max<int64_t>(*ub - *lb, 0), *step) > kMaxGridYZ)
+      return true;
+  }
+  return false;
+}
+
 LogicalResult KernelBuilder::launchParallel(scf::ParallelOp loop,
                                             StringRef role) {
   unsigned rank = loop.getNumLoops();
@@ -323,8 +357,19 @@ LogicalResult KernelBuilder::launchParallel(scf::ParallelOp loop,
   // (A 0-sized dimension still takes one thread: its grid is empty, and
   // the runtime launches nothing.)
   tile.back() = inner ? std::clamp<int64_t>(*inner, 1, threads) : threads;
+  // Blocks that y or z cannot hold are all taken along x, as one
+  // linearized dimension. (Each dimension but the innermost is tiled by 1:
+  // as many blocks as iterations.)
+  bool linearize = rank > 1 && mayExceedGridYZ(loop);
   auto [outerLoop, innerLoop] =
       scf::tileParallelLoop(loop, tile, /*noMinMaxBounds=*/true);
+  if (linearize) {
+    IRRewriter rewriter(outerLoop);
+    std::vector<unsigned> all(rank);
+    std::iota(all.begin(), all.end(), 0u);
+    collapseParallelLoops(rewriter, outerLoop, {all});
+    outerLoop = cast<scf::ParallelOp>(innerLoop->getParentOp());
+  }
   setMapping(outerLoop, gpu::Processor::BlockX);
   setMapping(innerLoop, gpu::Processor::ThreadX);
   // Only this loop is mapped, so the conversion touches only it.

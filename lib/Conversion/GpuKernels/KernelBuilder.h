@@ -71,7 +71,7 @@ linalg::FillOp deadZeroFill(Value buffer, Operation *user);
 linalg::FillOp zeroFillBefore(linalg::LinalgOp reduce);
 
 /// The element-wise op of the rows just after `reduce` that reads its sums
-/// and nothing else, if there is one.
+/// and nothing else and writes no buffer `reduce` reads, if there is one.
 linalg::GenericOp epilogueAfter(linalg::LinalgOp reduce);
 
 /// Whether contraction `op` is a prefill for `gemm=auto`: at least

@@ -148,6 +148,12 @@ linalg::GenericOp kernels::epilogueAfter(linalg::LinalgOp reduce) {
       !next.getIndexingMapsArray()[0].isIdentity() ||
       next.getNumLoops() != reduce.getNumLoops() - 1)
     return {};
+  // Fused, each block stores its row's results while other blocks still
+  // read the reduction's inputs: the epilogue must not write them.
+  Value written = HappensBefore::getRoot(next.getDpsInitOperand(0)->get());
+  for (Value input : reduce.getDpsInputs())
+    if (mayAliasRoots(HappensBefore::getRoot(input), written))
+      return {};
   return next;
 }
 
