@@ -190,19 +190,37 @@ static KernelEffects getKernelEffects(Operation *kernel, unsigned n) {
 
 /// What `fn` and the functions it calls do to globals they name (a
 /// call's effects besides those on the buffers it passes), each function
-/// once.
-static void
+/// once. Fails where a callee has no body to read.
+static LogicalResult
 collectGlobalEffects(Operation *fn, llvm::SmallPtrSetImpl<Operation *> &seen,
                      SmallVectorImpl<std::pair<Value, Kind>> &effects) {
-  if (!fn || !seen.insert(fn).second)
-    return;
+  auto function = dyn_cast_or_null<FunctionOpInterface>(fn);
+  if (!fn || (function && function.isExternal()))
+    return failure();
+  if (!seen.insert(fn).second)
+    return success();
   forEachMemoryEffect(fn, [&](Value value, Kind kind) {
     if (namedGlobal(HappensBefore::getRoot(value)))
       effects.push_back({value, kind});
   });
+  bool known = true;
   fn->walk([&](CallOpInterface call) {
-    collectGlobalEffects(call.resolveCallable(), seen, effects);
+    known &=
+        succeeded(collectGlobalEffects(call.resolveCallable(), seen, effects));
   });
+  return success(known);
+}
+
+LogicalResult
+flashnorm::forEachGlobalEffectOfCall(CallOpInterface call,
+                                     function_ref<void(Value, Kind)> fn) {
+  llvm::SmallPtrSet<Operation *, 4> seen;
+  SmallVector<std::pair<Value, Kind>> effects;
+  LogicalResult known =
+      collectGlobalEffects(call.resolveCallable(), seen, effects);
+  for (auto [global, kind] : effects)
+    fn(global, kind);
+  return known;
 }
 
 HappensBefore::HappensBefore(Operation *function) {
@@ -323,13 +341,10 @@ void HappensBefore::collectAccesses(Operation *op) {
   if (isa<ViewLikeOpInterface, memref::CastOp>(op))
     return;
   // What a callee does to the globals it names.
-  if (auto call = dyn_cast<CallOpInterface>(op)) {
-    llvm::SmallPtrSet<Operation *, 4> seen;
-    SmallVector<std::pair<Value, Kind>> effects;
-    collectGlobalEffects(call.resolveCallable(), seen, effects);
-    for (auto [global, kind] : effects)
-      add(global, kind);
-  }
+  // (Of a callee without a body, only the effects on the buffers it
+  // passes are known, below.)
+  if (auto call = dyn_cast<CallOpInterface>(op))
+    (void)forEachGlobalEffectOfCall(call, add);
   forEachMemoryEffect(op, add);
 }
 

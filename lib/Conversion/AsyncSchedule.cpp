@@ -15,6 +15,7 @@
 
 #include "mlir/Dialect/Async/IR/Async.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/Interfaces/ViewLikeInterface.h"
 #include "llvm/ADT/MapVector.h"
@@ -194,7 +195,7 @@ struct AsyncSchedulePass
 
   /// Whether an op after the start of `task` (in its block, not in it) and
   /// before `until` conflicts with it: one of the two writes a buffer the
-  /// other uses.
+  /// other uses (a call: through the globals its callees name too).
   static bool racesWithTask(ArrayRef<Operation *> task, Operation *until) {
     SmallVector<std::pair<Value, bool>> uses; // root, written
     for (Operation *op : task)
@@ -208,13 +209,22 @@ struct AsyncSchedulePass
       if (llvm::is_contained(task, op))
         continue;
       bool conflict = false;
-      forEachMemoryEffect(op, [&](Value v, BufferAccess::Kind kind) {
+      auto check = [&](Value v, BufferAccess::Kind kind) {
         Value root = HappensBefore::getRoot(v);
         bool writes = kind != BufferAccess::Kind::Read;
         for (auto [taskRoot, taskWrites] : uses)
           conflict |= (writes || taskWrites) && mayAliasRoots(root, taskRoot) &&
                       kind != BufferAccess::Kind::Alloc;
-      });
+      };
+      forEachMemoryEffect(op, check);
+      // A call also touches the globals its callee names; one without a
+      // body may write any global.
+      if (auto call = dyn_cast<CallOpInterface>(op);
+          call && failed(forEachGlobalEffectOfCall(call, check)) &&
+          llvm::any_of(uses, [](const std::pair<Value, bool> &use) {
+            return use.first.getDefiningOp<memref::GetGlobalOp>();
+          }))
+        return true;
       if (conflict)
         return true;
     }
@@ -233,6 +243,15 @@ struct AsyncSchedulePass
     if (!sameBlock(g.stat) || !sameBlock(g.proj) || !sameBlock(g.post)) {
       reporter.refused(anchor, "kept serial: the statistic, projections and "
                                "post-scales are not in one block");
+      return;
+    }
+    // The iterations of a parallel loop already run on the cores (OpenMP),
+    // whose lowering wraps the body in a scope tasks cannot be inside.
+    if (anchor->getParentOfType<scf::ForallOp>() ||
+        anchor->getParentOfType<scf::ParallelOp>()) {
+      reporter.refused(anchor, "kept serial: the group is in the body of a "
+                               "parallel loop, whose iterations already run "
+                               "on the cores");
       return;
     }
     // Results of ops moved into a region may only be used inside it (on

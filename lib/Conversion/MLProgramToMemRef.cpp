@@ -65,15 +65,21 @@ struct MLProgramToMemRefPass
     if (failedAny)
       return signalPassFailure();
 
+    // The loads of those globals, by what they resolve to: a load in a
+    // nested module names that module's globals, which stay as they are.
     SmallVector<Operation *> loads;
     module.walk([&](Operation *op) {
-      if (auto load = dyn_cast<ml_program::GlobalLoadConstOp>(op)) {
-        if (globals.count(load.getGlobal().getLeafReference()))
-          loads.push_back(op);
-      } else if (auto load = dyn_cast<ml_program::GlobalLoadOp>(op)) {
-        if (globals.count(load.getGlobal().getLeafReference()))
-          loads.push_back(op);
-      }
+      SymbolRefAttr name;
+      if (auto load = dyn_cast<ml_program::GlobalLoadConstOp>(op))
+        name = load.getGlobal();
+      else if (auto load = dyn_cast<ml_program::GlobalLoadOp>(op))
+        name = load.getGlobal();
+      if (!name)
+        return;
+      Operation *global = SymbolTable::lookupNearestSymbolFrom(op, name);
+      if (global &&
+          globals.lookup(name.getLeafReference()).getOperation() == global)
+        loads.push_back(op);
     });
 
     OpBuilder b(module.getContext());

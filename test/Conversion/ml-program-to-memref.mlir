@@ -40,3 +40,28 @@ ml_program.global private mutable @ext(#ml_program.extern : tensor<4xf32>) : ten
 
 // expected-error @below {{a global needs a statically shaped tensor type}}
 ml_program.global private @dyn(#ml_program.extern : tensor<?xf32>) : tensor<?xf32>
+
+// -----
+
+// A nested module's load names that module's global of the same name: it
+// stays as it is (the top-level load was matched by name and became a
+// get_global of the inner, still ml_program, global: invalid IR).
+// CHECK: memref.global "private" constant @w : memref<4xf32> = dense<1.000000e+00>
+// CHECK-LABEL: func.func @outer
+// CHECK: memref.get_global @w : memref<4xf32>
+// CHECK: module @inner
+// CHECK: ml_program.global private @w(dense<2.000000e+00> : tensor<4xf32>)
+// CHECK-LABEL: func.func @inner_load
+// CHECK: ml_program.global_load_const @w : tensor<4xf32>
+ml_program.global private @w(dense<1.0> : tensor<4xf32>) : tensor<4xf32>
+func.func @outer() -> tensor<4xf32> {
+  %0 = ml_program.global_load_const @w : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+module @inner {
+  ml_program.global private @w(dense<2.0> : tensor<4xf32>) : tensor<4xf32>
+  func.func @inner_load() -> tensor<4xf32> {
+    %0 = ml_program.global_load_const @w : tensor<4xf32>
+    return %0 : tensor<4xf32>
+  }
+}

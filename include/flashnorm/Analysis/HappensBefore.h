@@ -16,6 +16,7 @@
 #define FLASHNORM_ANALYSIS_HAPPENSBEFORE_H
 
 #include "mlir/IR/Operation.h"
+#include "mlir/Interfaces/CallInterfaces.h"
 #include "llvm/ADT/BitVector.h"
 #include "llvm/ADT/DenseMap.h"
 
@@ -40,6 +41,14 @@ struct BufferAccess {
 /// every memref operand; a returned buffer is read.
 void forEachMemoryEffect(Operation *root,
                          function_ref<void(Value, BufferAccess::Kind)> fn);
+
+/// Calls `fn` for what `call` does besides its effects on the buffers it
+/// passes: what its callee, and the functions that calls, do to the
+/// globals they name. Fails where a callee has no body to read (it may
+/// touch any global its symbol can reach).
+LogicalResult
+forEachGlobalEffectOfCall(CallOpInterface call,
+                          function_ref<void(Value, BufferAccess::Kind)> fn);
 
 /// Whether `op` can reach no buffer, whatever its effects: no region, and
 /// no buffer or pointer among its operands and results (a print of a host
