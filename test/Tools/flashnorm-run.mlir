@@ -30,6 +30,26 @@
 // RUN: not flashnorm-run %s -e missing 2>&1 | FileCheck %s --check-prefix=MISSING
 // RUN: not flashnorm-run %s -e block --pipeline='builtin.module(no-such-pass)' 2>&1 | FileCheck %s --check-prefix=BADPIPE
 // RUN: not flashnorm-run %s -e block --pipeline=no-such-pass --inputs=%t.missing 2>&1 | FileCheck %s --check-prefix=BADPIPE
+// An element left open would be dropped, nothing run, and MATCH printed:
+// RUN: not flashnorm-run %s -e block --pipeline='flashnorm-cpu-pipeline{threads=-1' --compare 2>&1 | FileCheck %s --check-prefix=BADPIPE
+// RUN: not flashnorm-run %s -e block --pipeline='flashnorm)' --compare 2>&1 | FileCheck %s --check-prefix=BADPIPE
+// Options that mean nothing, and files that are not there:
+// RUN: not flashnorm-run %s -e block --input-range=-5 2>&1 | FileCheck %s --check-prefix=RANGE
+// RUN: not flashnorm-run %s -e block --compare --rtol=-1 2>&1 | FileCheck %s --check-prefix=TOL
+// RUN: not flashnorm-run %s -e block --params=%t.missing.safetensors 2>&1 | FileCheck %s --check-prefix=NOFILE
+// RUN: not flashnorm-run %s -e block --shared-libs=%t.missing.so 2>&1 | FileCheck %s --check-prefix=NOFILE
+// RUN: not flashnorm-run %S/Inputs/huge-argument.mlir -e f 2>&1 | FileCheck %s --check-prefix=HUGE
+// An infinity matches only itself (the tolerance around it is infinite):
+// RUN: flashnorm-run %S/Inputs/infinity-reference.mlir -e f --compare --compare-with=%S/Inputs/infinity-reference.mlir | FileCheck %s --check-prefix=INFSAME
+// RUN: not flashnorm-run %S/Inputs/infinity-finite.mlir -e f --compare --compare-with=%S/Inputs/infinity-reference.mlir | FileCheck %s --check-prefix=INF
+// RUN: not flashnorm-run %S/Inputs/infinity-flipped.mlir -e f --compare --compare-with=%S/Inputs/infinity-reference.mlir | FileCheck %s --check-prefix=INF
+// And so in the comparison of the lit tests' printed outputs:
+// RUN: echo "[inf, 1, -inf]" > %t.inf
+// RUN: echo "[12345, 1, -inf]" > %t.finite
+// RUN: echo "[-inf, 1, -inf]" > %t.flipped
+// RUN: %compare %t.inf %t.inf | FileCheck %s --check-prefix=INFSAME
+// RUN: not %compare %t.inf %t.finite | FileCheck %s --check-prefix=INF
+// RUN: not %compare %t.inf %t.flipped | FileCheck %s --check-prefix=INF
 
 // PLAIN-NOT: error
 // PLAIN: output #0 4x8xf32: sum {{.*}}, sum|x| {{.*}}
@@ -53,6 +73,12 @@
 // BUFFER: error: @buffer argument #0 has type memref<4xf32>: it is neither a ranked tensor nor a scalar
 // MISSING: error: {{.*}} has no function @missing with a body
 // BADPIPE: error: cannot parse --pipeline
+// RANGE: error: --input-range must be a positive finite number, not -5
+// TOL: error: --rtol and --atol must be 0 or more
+// NOFILE: error: '{{.*}}missing{{.*}}' does not exist
+// HUGE: error: @f argument #0 has type tensor<4000000000000xf32>: its bytes exceed this machine's memory
+// INF: MISMATCH
+// INFSAME: {{^}}MATCH
 
 func.func @block(%x: tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>) {
   %g = arith.constant dense<[1.0, 2.0, 0.5, 1.5, 1.0, 0.25, 3.0, 1.0]> : tensor<8xf32>

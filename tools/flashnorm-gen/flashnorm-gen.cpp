@@ -2374,8 +2374,21 @@ int main(int argc, char **argv) {
        cfg.headDim() % 2))
     return fail("--rope writes llama and qwen2 in the linalg flavor, with "
                 "an even head dimension");
+  // Sizes whose products (a tensor's elements, its bytes) stay far from
+  // overflowing: 2^24 per dimension, 2^36 elements per tensor.
+  constexpr int64_t kMaxSize = int64_t(1) << 24, kMaxElements = int64_t(1)
+                                                                << 36;
+  for (int64_t size : {cfg.hidden, cfg.mlp, cfg.layers, cfg.tokens, cfg.heads,
+                       cfg.cache, cfg.vocab, cfg.calls})
+    if (size > kMaxSize)
+      return fail(cat("a size of ", size, " is past the largest, ", kMaxSize));
   if (cfg.mlp == 0)
     cfg.mlp = (2 * cfg.hidden + 7) / 8 * 8;
+  for (int64_t rows : {cfg.hidden, cfg.mlp, cfg.tokens, cfg.cache, cfg.vocab})
+    if (rows * std::max(cfg.hidden, cfg.mlp) > kMaxElements)
+      return fail(cat("a tensor of ", rows, " x ",
+                      std::max(cfg.hidden, cfg.mlp),
+                      " elements is past the largest, ", kMaxElements));
   if (cfg.style == Style::TorchMlir && (cfg.tosa() || cfg.bf16()))
     return fail("--style=torch-mlir writes the linalg flavor in f32");
   if (cfg.quant != Quant::None && (cfg.tosa() || cfg.family == Family::Gpt2 ||

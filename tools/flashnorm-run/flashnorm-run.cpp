@@ -47,7 +47,9 @@
 #include "mlir/Transforms/Passes.h"
 #include "llvm/ADT/bit.h"
 #include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/MathExtras.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Support/raw_ostream.h"
@@ -59,6 +61,7 @@
 #include <limits>
 #include <map>
 #include <random>
+#include <unistd.h>
 
 using namespace mlir;
 namespace cl = llvm::cl;
@@ -310,6 +313,11 @@ struct HostValue {
   }
 };
 
+/// The bytes of memory this machine has.
+int64_t physicalMemory() {
+  return int64_t(sysconf(_SC_PHYS_PAGES)) * int64_t(sysconf(_SC_PAGESIZE));
+}
+
 /// Why `type` cannot be an argument or result, or an empty string.
 std::string unsupported(Type type) {
   auto tensor = dyn_cast<RankedTensorType>(type);
@@ -317,9 +325,16 @@ std::string unsupported(Type type) {
     return "it is neither a ranked tensor nor a scalar";
   if (tensor && !tensor.hasStaticShape())
     return "its shape is not static";
-  if (!kindOf(tensor ? tensor.getElementType() : type))
+  std::optional<Kind> kind = kindOf(tensor ? tensor.getElementType() : type);
+  if (!kind)
     return "its element type is not f16, bf16, f32, f64, i8, i16, i32, i64 "
            "or index";
+  // It is made in host memory (and the reference's too).
+  int64_t bytes = byteWidth(*kind);
+  if (tensor)
+    for (int64_t size : tensor.getShape())
+      if (llvm::MulOverflow(bytes, size, bytes) || bytes > physicalMemory())
+        return "its bytes exceed this machine's memory";
   return "";
 }
 
@@ -359,11 +374,6 @@ FailureOr<SmallVector<HostValue>> makeInputs(FunctionType type) {
                  << " arguments\n";
     return failure();
   }
-  if (intMax < 0) {
-    llvm::errs() << "error: --int-max must be 0 or more, not " << intMax
-                 << "\n";
-    return failure();
-  }
   std::mt19937_64 rng(seed);
   std::uniform_real_distribution<double> real(-inputRange, inputRange);
   std::uniform_int_distribution<int64_t> integer(0, intMax);
@@ -396,6 +406,30 @@ FailureOr<SmallVector<HostValue>> makeInputs(FunctionType type) {
   return inputs;
 }
 
+/// Whether the options hold values that mean something, saying why not:
+/// numbers in their ranges, named files there.
+LogicalResult checkOptions() {
+  auto fail = [](const Twine &msg) {
+    llvm::errs() << "error: " << msg << "\n";
+    return failure();
+  };
+  if (intMax < 0)
+    return fail("--int-max must be 0 or more, not " + Twine(intMax));
+  if (!(inputRange > 0) || !std::isfinite(inputRange)) {
+    std::string range;
+    llvm::raw_string_ostream(range)
+        << llvm::format("%g", inputRange.getValue());
+    return fail("--input-range must be a positive finite number, not " + range);
+  }
+  if (!(relTol >= 0) || !(absTol >= 0))
+    return fail("--rtol and --atol must be 0 or more");
+  for (const auto *files : {&paramFiles, &compareParamFiles, &sharedLibs})
+    for (const std::string &file : *files)
+      if (!llvm::sys::fs::exists(file))
+        return fail("'" + file + "' does not exist");
+  return success();
+}
+
 /// --pipeline as a pass manager on builtin.module: 'builtin.module(...)' as
 /// written, or a bare list whose function passes are nested. Parsed
 /// before any input is made, so a typo costs nothing.
@@ -410,7 +444,17 @@ FailureOr<OpPassManager> parseUserPipeline(StringRef text) {
     return pm;
   }
   // Each top-level element runs on the module if it can, else on every
-  // function (a bare function pass).
+  // function (a bare function pass). (An element left open would never
+  // end: it would be dropped and nothing run.)
+  int open = 0;
+  for (char c : text)
+    if ((open += (c == '(' || c == '{') - (c == ')' || c == '}')) < 0)
+      break;
+  if (open != 0) {
+    llvm::errs() << "error: cannot parse --pipeline: unbalanced brackets in '"
+                 << text << "'\n";
+    return failure();
+  }
   std::string nested;
   int depth = 0;
   size_t begin = 0;
@@ -808,17 +852,21 @@ bool compareOutputs(ArrayRef<HostValue> expected, ArrayRef<HostValue> actual) {
     double worstExcess = 0;
     for (size_t j = 0; j < e.size(); ++j) {
       double x = e.get(j), y = a.get(j);
-      double err = std::fabs(x - y);
-      bool nanMismatch = std::isnan(x) != std::isnan(y);
-      if (nanMismatch)
-        err = std::numeric_limits<double>::infinity(); // Not lost to max().
-      else if (std::isnan(err))
-        err = 0; // Both NaN, or the same infinity.
+      // NaN and the infinities match only themselves: a tolerance around
+      // an infinity is infinite, and inf - inf is NaN, which no comparison
+      // counts. A mismatch there is an infinite error (not lost to max()).
+      constexpr double inf = std::numeric_limits<double>::infinity();
+      bool special = !std::isfinite(x) || !std::isfinite(y);
+      bool specialMismatch =
+          special && x != y && !(std::isnan(x) && std::isnan(y));
+      double err = !special ? std::fabs(x - y) : specialMismatch ? inf : 0;
       maxAbs = std::max(maxAbs, err);
       if (x != 0)
         maxRel = std::max(maxRel, err / std::fabs(x));
-      double excess = err - (absTol + relTol * std::fabs(x));
-      if (excess > 0 || nanMismatch) {
+      double excess = specialMismatch ? inf
+                      : special       ? 0
+                                      : err - (absTol + relTol * std::fabs(x));
+      if (excess > 0) {
         ++bad;
         if (worst < 0 || excess > worstExcess) {
           worst = j;
@@ -895,6 +943,8 @@ int main(int argc, char **argv) {
   flashnorm::registerAllDialects(registry);
   MLIRContext context(registry);
 
+  if (failed(checkOptions()))
+    return 1;
   std::string passText = pipeline;
   if (prepare && passText.empty())
     passText = "flashnorm{prepare-function=1}";
