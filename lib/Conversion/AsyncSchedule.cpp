@@ -17,6 +17,7 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/SymbolTable.h"
 #include "mlir/Interfaces/ViewLikeInterface.h"
 #include "llvm/ADT/MapVector.h"
 
@@ -193,6 +194,20 @@ struct AsyncSchedulePass
     return exec.getToken();
   }
 
+  /// Whether code the program does not show (an external function called
+  /// at `at`) may write the buffer `root`: anything but a constant global
+  /// or a buffer the function allocated itself (taken to be kept by no
+  /// earlier call).
+  static bool mayBeWrittenElsewhere(Value root, Operation *at) {
+    if (auto get = root.getDefiningOp<memref::GetGlobalOp>()) {
+      auto global = SymbolTable::lookupNearestSymbolFrom<memref::GlobalOp>(
+          at, get.getNameAttr());
+      return !global || !global.getConstant();
+    }
+    return !root.getDefiningOp<memref::AllocOp>() &&
+           !root.getDefiningOp<memref::AllocaOp>();
+  }
+
   /// Whether an op after the start of `task` (in its block, not in it) and
   /// before `until` conflicts with it: one of the two writes a buffer the
   /// other uses (a call: through the globals its callees name too).
@@ -218,11 +233,12 @@ struct AsyncSchedulePass
       };
       forEachMemoryEffect(op, check);
       // A call also touches the globals its callee names; one without a
-      // body may write any global.
+      // body may write any memory its caller can name (an argument, a
+      // global that is not constant), its own pointers to it included.
       if (auto call = dyn_cast<CallOpInterface>(op);
           call && failed(forEachGlobalEffectOfCall(call, check)) &&
-          llvm::any_of(uses, [](const std::pair<Value, bool> &use) {
-            return use.first.getDefiningOp<memref::GetGlobalOp>();
+          llvm::any_of(uses, [&](const std::pair<Value, bool> &use) {
+            return mayBeWrittenElsewhere(use.first, op);
           }))
         return true;
       if (conflict)

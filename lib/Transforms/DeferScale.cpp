@@ -73,9 +73,15 @@ template <typename NormOp> struct DeferScalePattern : OpRewritePattern<NormOp> {
       return failure();
     // An empty row's statistic is 0/0: the norm's result has no element to
     // carry it, the post-scale would multiply it into the product's zeros.
-    if (norm.getFeatureSize() == 0) {
-      reporter.refused(norm, "not deferred: its rows are empty (0 features), "
-                             "and their statistic is NaN");
+    // (A number of features known only at run time may be 0.)
+    int64_t features = norm.getFeatureSize();
+    if (features == 0 || ShapedType::isDynamic(features)) {
+      reporter.refused(norm, features == 0
+                                 ? "not deferred: its rows are empty (0 "
+                                   "features), and their statistic is NaN"
+                                 : "not deferred: its number of features is "
+                                   "known only at run time, and rows of none "
+                                   "would make their statistic NaN");
       return failure();
     }
     SmallVector<Projection> deferrable;

@@ -782,7 +782,11 @@ void mgpuMemFree(void *ptr, CUstream stream) {
     return;
   auto dptr = reinterpret_cast<CUdeviceptr>(ptr);
   auto it = S.allocs.find(dptr);
-  if (it == S.allocs.end())
+  // (A free in a captured episode is queued until the graph ran: the
+  // allocation is still registered then, and a second free is in the queue.)
+  if (it == S.allocs.end() ||
+      std::find(S.episode.frees.begin(), S.episode.frees.end(), dptr) !=
+          S.episode.frees.end())
     fatal("mgpuMemFree(%p, stream %p): not allocated by mgpuMemAlloc or "
           "already freed",
           ptr, static_cast<void *>(stream));
@@ -800,6 +804,10 @@ void mgpuMemFree(void *ptr, CUstream stream) {
 
 void mgpuMemcpy(void *dst, void *src, size_t bytes, CUstream stream) {
   Entry entry;
+  // Nothing to copy (a buffer of no rows, which mgpuMemAlloc makes null):
+  // not a host-to-host copy that would end a captured episode.
+  if (bytes == 0)
+    return;
   Memory from = Memory::Device, to = Memory::Device;
   if (capturing() || traceEnabled()) {
     from = classify(src);
@@ -892,6 +900,8 @@ void mgpuFlashNormCheckAlignment(void *buffer, uint64_t alignment,
 
 void mgpuMemset32(void *dst, uint32_t value, size_t count, CUstream stream) {
   Entry entry;
+  if (count == 0)
+    return;
   bool captured = route(stream, TagMemset32);
   FN_TRACE("memset32 %p value=0x%x count=%zu bytes=%zu stream=%p%s", dst, value,
            count, count * 4, static_cast<void *>(stream),
@@ -903,6 +913,8 @@ void mgpuMemset32(void *dst, uint32_t value, size_t count, CUstream stream) {
 
 void mgpuMemset16(void *dst, uint16_t value, size_t count, CUstream stream) {
   Entry entry;
+  if (count == 0)
+    return;
   bool captured = route(stream, TagMemset16);
   FN_TRACE("memset16 %p value=0x%x count=%zu bytes=%zu stream=%p%s", dst, value,
            count, count * 2, static_cast<void *>(stream),

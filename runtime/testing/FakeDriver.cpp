@@ -13,7 +13,7 @@
 // program's modules run after the exit handlers) return
 // CUDA_ERROR_DEINITIALIZED. Then it prints one summary line to stderr:
 //   fake-cuda: launches=L h2d=N (B bytes) d2h=N (B bytes) d2d=N (B bytes)
-//              allocs=N (B bytes)
+//              allocs=N (B bytes) h2h=N (B bytes)
 // A test loads it ahead of the system's driver with LD_LIBRARY_PATH.
 //
 //===----------------------------------------------------------------------===//
@@ -45,7 +45,7 @@ struct Driver {
   // Blocks by start address: device (and managed) memory, and pinned host
   // memory (allocated or registered).
   std::map<uintptr_t, std::pair<size_t, Space>> blocks;
-  Counter launches, h2d, d2h, d2d, allocs;
+  Counter launches, h2d, d2h, d2d, allocs, h2h;
   // Handles (streams, events, modules, ...) are distinct numbers, never
   // dereferenced.
   uintptr_t lastHandle = 0x1000;
@@ -71,10 +71,11 @@ void exitHandler() {
   shutDown = true;
   std::fprintf(stderr,
                "fake-cuda: launches=%llu h2d=%llu (%llu bytes) d2h=%llu "
-               "(%llu bytes) d2d=%llu (%llu bytes) allocs=%llu (%llu bytes)\n",
+               "(%llu bytes) d2d=%llu (%llu bytes) allocs=%llu (%llu bytes) "
+               "h2h=%llu (%llu bytes)\n",
                D.launches.count, D.h2d.count, D.h2d.bytes, D.d2h.count,
                D.d2h.bytes, D.d2d.count, D.d2d.bytes, D.allocs.count,
-               D.allocs.bytes);
+               D.allocs.bytes, D.h2h.count, D.h2h.bytes);
 }
 
 CUresult allocate(CUdeviceptr *ptr, size_t bytes, Space space) {
@@ -113,7 +114,7 @@ CUresult copy(CUdeviceptr dst, CUdeviceptr src, size_t bytes) {
     (fromDevice && toDevice ? D.d2d
      : toDevice             ? D.h2d
      : fromDevice           ? D.d2h
-                            : D.d2d)
+                            : D.h2h)
         .add(bytes);
   }
   std::memmove(reinterpret_cast<void *>(dst), reinterpret_cast<void *>(src),

@@ -96,6 +96,14 @@ func.func @gemm_lt_types(%x: memref<16x576xf16>, %w: memref<576x1536xbf16>, %y: 
 
 // -----
 
+func.func @gemm_lt_narrowing(%x: memref<16x576xf32>, %w: memref<576x1536xf32>, %y: memref<16x1536xf16>) {
+  // expected-error @below {{'flashnorm.gemm_lt' op writes f32 or its inputs' type, not 'f16' from 'f32'}}
+  %t = flashnorm.gemm_lt %x, %w, %y : memref<16x576xf32>, memref<576x1536xf32>, memref<16x1536xf16>
+  return
+}
+
+// -----
+
 func.func @gemm_lt_shapes(%x: memref<16x576xf16>, %w: memref<576x1536xf16>, %y: memref<16x1536xf32>) {
   // expected-error @below {{'flashnorm.gemm_lt' op shapes do not multiply: 'memref<16x576xf16>' x 'memref<576x1536xf16>'^T -> 'memref<16x1536xf32>'}}
   %t = flashnorm.gemm_lt %x, %w, %y transpose_b : memref<16x576xf16>, memref<576x1536xf16>, memref<16x1536xf32>

@@ -11,8 +11,12 @@
 // result never carries but a post-scale would multiply into the product's
 // zeros (NaN where the original gives 0): not deferred.
 // RUN: flashnorm-run %s -e empty_rows --pipeline=flashnorm --compare | FileCheck %s
+// So are rows whose number of features is known only at run time (it may
+// be 0, as here).
+// RUN: flashnorm-run %s -e dynamic_empty_rows --pipeline=flashnorm --compare | FileCheck %s
 // RUN: flashnorm-opt %s --flashnorm-defer-scale --remarks-filter=flashnorm --remark-format=emitRemark -o /dev/null 2>&1 | FileCheck %s --check-prefix=EMPTY
 // EMPTY: Function=empty_rows | Remark="not deferred: its rows are empty (0 features), and their statistic is NaN"
+// EMPTY: Function=dynamic_features | Remark="not deferred: its number of features is known only at run time, and rows of none would make their statistic NaN"
 // The lowered post-scale selects 0 where its scale is 0.
 // RUN: flashnorm-opt %s --flashnorm-defer-scale --flashnorm-lower-to-linalg | FileCheck %s --check-prefix=IR
 // The query's scale merged into the logits' 0.5 keeps the rule: the raw
@@ -74,5 +78,21 @@ func.func @empty_rows(%x: tensor<4x0xf32>, %w: tensor<0x4xf32>) -> tensor<4x4xf3
   %e = tensor.empty() : tensor<4x4xf32>
   %z = linalg.fill ins(%c0 : f32) outs(%e : tensor<4x4xf32>) -> tensor<4x4xf32>
   %p = linalg.matmul ins(%n, %w : tensor<4x0xf32>, tensor<0x4xf32>) outs(%z : tensor<4x4xf32>) -> tensor<4x4xf32>
+  return %p : tensor<4x4xf32>
+}
+
+func.func @dynamic_features(%x: tensor<4x?xf32>, %w: tensor<?x4xf32>) -> tensor<4x4xf32> {
+  %n = flashnorm.rms_norm %x eps(1.0e-05) : tensor<4x?xf32>
+  %c0 = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<4x4xf32>
+  %z = linalg.fill ins(%c0 : f32) outs(%e : tensor<4x4xf32>) -> tensor<4x4xf32>
+  %p = linalg.matmul ins(%n, %w : tensor<4x?xf32>, tensor<?x4xf32>) outs(%z : tensor<4x4xf32>) -> tensor<4x4xf32>
+  return %p : tensor<4x4xf32>
+}
+
+func.func @dynamic_empty_rows(%x: tensor<4x0xf32>, %w: tensor<0x4xf32>) -> tensor<4x4xf32> {
+  %xd = tensor.cast %x : tensor<4x0xf32> to tensor<4x?xf32>
+  %wd = tensor.cast %w : tensor<0x4xf32> to tensor<?x4xf32>
+  %p = call @dynamic_features(%xd, %wd) : (tensor<4x?xf32>, tensor<?x4xf32>) -> tensor<4x4xf32>
   return %p : tensor<4x4xf32>
 }

@@ -242,6 +242,11 @@ LogicalResult GemmLtOp::verify() {
   if (a.getElementType() != b.getElementType())
     return emitOpError("a and b must have one element type, not ")
            << a.getElementType() << " and " << b.getElementType();
+  // cuBLASLt sums in f32 and writes f32 or the inputs' type (f32 inputs
+  // into f16, or f16 into bf16, find no algorithm: an abort at run time).
+  if (!c.getElementType().isF32() && c.getElementType() != a.getElementType())
+    return emitOpError("writes f32 or its inputs' type, not ")
+           << c.getElementType() << " from " << a.getElementType();
   int64_t k = b.getDimSize(getTransposeB() ? 1 : 0);
   int64_t n = b.getDimSize(getTransposeB() ? 0 : 1);
   auto clash = [](int64_t x, int64_t y) {
