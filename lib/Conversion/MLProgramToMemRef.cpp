@@ -12,6 +12,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "flashnorm/Analysis/Projection.h"
 #include "flashnorm/Conversion/Passes.h"
 
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
@@ -69,16 +70,8 @@ struct MLProgramToMemRefPass
     // nested module names that module's globals, which stay as they are.
     SmallVector<Operation *> loads;
     module.walk([&](Operation *op) {
-      SymbolRefAttr name;
-      if (auto load = dyn_cast<ml_program::GlobalLoadConstOp>(op))
-        name = load.getGlobal();
-      else if (auto load = dyn_cast<ml_program::GlobalLoadOp>(op))
-        name = load.getGlobal();
-      if (!name)
-        return;
-      Operation *global = SymbolTable::lookupNearestSymbolFrom(op, name);
-      if (global &&
-          globals.lookup(name.getLeafReference()).getOperation() == global)
+      ml_program::GlobalOp global = getLoadedGlobal(op);
+      if (global && globals.lookup(global.getSymName()) == global)
         loads.push_back(op);
     });
 
