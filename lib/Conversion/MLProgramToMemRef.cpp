@@ -1,18 +1,28 @@
-//===- MLProgramToMemRef.cpp - Checkpoint globals to memref globals -------===//
+//===- MLProgramToMemRef.cpp - ml_program globals to memref globals -------===//
 //
 // Real compilers keep weights out of the IR: `ml_program.global` with
 // `#ml_program.extern` names a checkpoint tensor, and the program reads it
 // with `ml_program.global_load_const`. Upstream bufferizes globals that
 // carry a value and their `global_load`s, but neither extern globals nor
-// `global_load_const`. This pass lowers the immutable ones while the program
-// is still on tensors: a `memref.global` constant (an external declaration
-// for extern ones, whose data the runner provides by name) and a read-only
-// `to_tensor restrict` of its `memref.get_global` for each load, which
-// one-shot bufferization copies before any in-place write.
+// `global_load_const`; and its `global_store` (MLIR 22) copies a fresh,
+// uninitialized buffer into the global instead of the stored value (the
+// stored operand is taken as not read, so its out-of-place copy is left
+// empty): a stateful program's state became garbage. This pass lowers
+// every global with a static tensor type while the program is still on
+// tensors:
+// - an immutable one becomes a `memref.global` constant (an external
+//   declaration for extern ones, whose data the runner provides by name),
+//   each load a read-only `to_tensor restrict` of its `memref.get_global`,
+//   which one-shot bufferization copies before any in-place write;
+// - a mutable one becomes a writable `memref.global`; each store a
+//   `materialize_in_destination` of the value into its `get_global` (a
+//   copy one-shot bufferization makes, or the value computed in place);
+//   each load a snapshot of the global (`alloc_tensor copy`) where the
+//   module stores into it, since a later store writes the very memory a
+//   plain view would still read.
 //
 //===----------------------------------------------------------------------===//
 
-#include "flashnorm/Analysis/Projection.h"
 #include "flashnorm/Conversion/Passes.h"
 
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
@@ -29,24 +39,47 @@ using namespace mlir;
 using namespace mlir::flashnorm;
 
 namespace {
+/// The global `op` (a load or a store, of either form) names, where it is
+/// one of `globals`, those of the module itself (a nested module's globals stay
+/// as they are).
+ml_program::GlobalOp
+resolveGlobal(Operation *op,
+              const llvm::DenseSet<ml_program::GlobalOp> &globals) {
+  SymbolRefAttr name;
+  if (auto load = dyn_cast<ml_program::GlobalLoadConstOp>(op))
+    name = load.getGlobal();
+  else if (auto load = dyn_cast<ml_program::GlobalLoadOp>(op))
+    name = load.getGlobal();
+  else if (auto store = dyn_cast<ml_program::GlobalStoreOp>(op))
+    name = store.getGlobal();
+  else if (auto load = dyn_cast<ml_program::GlobalLoadGraphOp>(op))
+    name = load.getGlobal();
+  else if (auto store = dyn_cast<ml_program::GlobalStoreGraphOp>(op))
+    name = store.getGlobal();
+  if (!name)
+    return nullptr;
+  auto global =
+      SymbolTable::lookupNearestSymbolFrom<ml_program::GlobalOp>(op, name);
+  return globals.contains(global) ? global : nullptr;
+}
+
 struct MLProgramToMemRefPass
     : flashnorm::impl::MLProgramToMemRefBase<MLProgramToMemRefPass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    // Plan: the immutable globals with tensor types, and every load of
+    // Plan: the globals with tensor types, and every load and store of
     // them; refuse what cannot be lowered before touching anything.
-    llvm::StringMap<ml_program::GlobalOp> globals;
+    SmallVector<ml_program::GlobalOp> order;
+    llvm::DenseSet<ml_program::GlobalOp> globals;
     bool failedAny = false;
     for (auto global : module.getOps<ml_program::GlobalOp>()) {
       auto type = dyn_cast<RankedTensorType>(global.getType());
-      bool external = isa_and_nonnull<ml_program::ExternAttr>(
-          global.getValue().value_or(Attribute()));
-      if (global.getIsMutable()) {
-        if (external) {
-          global.emitError("a mutable extern global cannot be lowered (its "
-                           "initial value is in the checkpoint)");
-          failedAny = true;
-        }
+      Attribute value = global.getValue().value_or(Attribute());
+      bool external = isa_and_nonnull<ml_program::ExternAttr>(value);
+      if (global.getIsMutable() && external) {
+        global.emitError("a mutable extern global cannot be lowered (its "
+                         "initial value is in the checkpoint)");
+        failedAny = true;
         continue;
       }
       if (!type || !type.hasStaticShape()) {
@@ -54,62 +87,83 @@ struct MLProgramToMemRefPass
         failedAny = true;
         continue;
       }
-      if (!global.getValue() ||
-          (!external && !isa<ElementsAttr>(*global.getValue()))) {
-        global.emitError("an immutable global needs a value or "
+      // (A mutable global without a value starts uninitialized; the
+      // verifier gives an immutable one a value.)
+      if (value && !external && !isa<ElementsAttr>(value)) {
+        global.emitError("a global's value must be elements or "
                          "#ml_program.extern");
         failedAny = true;
         continue;
       }
-      globals[global.getSymName()] = global;
+      order.push_back(global);
+      globals.insert(global);
     }
+    // (Resolved now: the lowered globals will share their names.)
+    SmallVector<std::pair<Operation *, ml_program::GlobalOp>> accesses;
+    llvm::DenseSet<ml_program::GlobalOp> stored;
+    module.walk([&](Operation *op) {
+      ml_program::GlobalOp global = resolveGlobal(op, globals);
+      if (!global)
+        return;
+      // Nothing lowers the token-ordered forms.
+      if (isa<ml_program::GlobalLoadGraphOp, ml_program::GlobalStoreGraphOp>(
+              op)) {
+        op->emitError("the graph form of a global's load or store cannot be "
+                      "lowered");
+        failedAny = true;
+        return;
+      }
+      accesses.push_back({op, global});
+      if (isa<ml_program::GlobalStoreOp>(op))
+        stored.insert(global);
+    });
     if (failedAny)
       return signalPassFailure();
 
-    // The loads of those globals, by what they resolve to: a load in a
-    // nested module names that module's globals, which stay as they are.
-    SmallVector<Operation *> loads;
-    module.walk([&](Operation *op) {
-      ml_program::GlobalOp global = getLoadedGlobal(op);
-      if (global && globals.lookup(global.getSymName()) == global)
-        loads.push_back(op);
-    });
-
     OpBuilder b(module.getContext());
-    for (auto &entry : globals) {
-      ml_program::GlobalOp global = entry.second;
+    for (ml_program::GlobalOp global : order) {
       auto type = cast<RankedTensorType>(global.getType());
       auto memrefType = MemRefType::get(type.getShape(), type.getElementType());
       b.setInsertionPoint(global);
-      Attribute value = *global.getValue();
-      bool external = isa<ml_program::ExternAttr>(value);
+      Attribute value = global.getValue().value_or(Attribute());
+      bool external = isa_and_nonnull<ml_program::ExternAttr>(value);
       // An external declaration must be public: LLVM rejects a private
-      // global without an initializer.
-      memref::GlobalOp::create(
+      // global without an initializer. A public mutable one stays public
+      // (a host program may read the state by name).
+      bool isPublic = external || (global.getIsMutable() && global.isPublic());
+      auto lowered = memref::GlobalOp::create(
           b, global.getLoc(), global.getSymName(),
-          external ? StringAttr() : b.getStringAttr("private"), memrefType,
-          external ? Attribute() : value, /*constant=*/true,
+          isPublic ? StringAttr() : b.getStringAttr("private"), memrefType,
+          external ? Attribute() : value, !global.getIsMutable(),
           /*alignment=*/IntegerAttr());
+      if (!value)
+        lowered.setInitialValueAttr(b.getUnitAttr());
     }
-    for (Operation *load : loads) {
-      b.setInsertionPoint(load);
-      auto type = cast<RankedTensorType>(load->getResult(0).getType());
-      SymbolRefAttr name =
-          isa<ml_program::GlobalLoadConstOp>(load)
-              ? cast<ml_program::GlobalLoadConstOp>(load).getGlobal()
-              : cast<ml_program::GlobalLoadOp>(load).getGlobal();
+    for (auto [op, global] : accesses) {
+      b.setInsertionPoint(op);
+      auto type = cast<RankedTensorType>(global.getType());
       Value buffer = memref::GetGlobalOp::create(
-          b, load->getLoc(),
+          b, op->getLoc(),
           MemRefType::get(type.getShape(), type.getElementType()),
-          name.getLeafReference());
+          global.getSymName());
+      if (auto store = dyn_cast<ml_program::GlobalStoreOp>(op)) {
+        bufferization::MaterializeInDestinationOp::create(
+            b, op->getLoc(), Type(), store.getValue(), buffer,
+            /*restrict=*/true, /*writable=*/true);
+        op->erase();
+        continue;
+      }
       Value tensor = bufferization::ToTensorOp::create(
-          b, load->getLoc(), type, buffer, /*restrict=*/true,
+          b, op->getLoc(), type, buffer, /*restrict=*/true,
           /*writable=*/false);
-      load->getResult(0).replaceAllUsesWith(tensor);
-      load->erase();
+      if (stored.contains(global))
+        tensor = bufferization::AllocTensorOp::create(b, op->getLoc(), type,
+                                                      ValueRange{}, tensor);
+      op->getResult(0).replaceAllUsesWith(tensor);
+      op->erase();
     }
-    for (auto &entry : globals)
-      entry.second->erase();
+    for (ml_program::GlobalOp global : order)
+      global->erase();
   }
 };
 } // namespace

@@ -22,12 +22,48 @@ func.func @f() -> (tensor<2x3xf32>, tensor<2xf32>) {
 
 // -----
 
-// A mutable global with a value is left to upstream's bufferization.
-// CHECK: ml_program.global private mutable @state
-// CHECK: ml_program.global_load @state
+// A mutable global (a model's state) becomes a writable memref.global; a
+// store materializes the value into it (upstream's bufferization of
+// global_store copied an uninitialized buffer instead), and a load of a
+// global the module stores into is a copy: the store that follows must not
+// change it.
+// CHECK: memref.global "private" @state : memref<4xf32> = dense<0.000000e+00>
+// CHECK: memref.global @public_state : memref<4xf32> = uninitialized
+// CHECK: memref.global "private" @read_only : memref<4xf32> = dense<1.000000e+00>
+// CHECK-LABEL: func.func @mutable
+// CHECK: %[[S:.*]] = memref.get_global @state : memref<4xf32>
+// CHECK: %[[T:.*]] = bufferization.to_tensor %[[S]] restrict : memref<4xf32> to tensor<4xf32>
+// CHECK: %[[OLD:.*]] = bufferization.alloc_tensor() copy(%[[T]]) : tensor<4xf32>
+// CHECK: %[[NEW:.*]] = arith.addf %[[OLD]], %[[OLD]]
+// CHECK: %[[S2:.*]] = memref.get_global @state : memref<4xf32>
+// CHECK: bufferization.materialize_in_destination %[[NEW]] in restrict writable %[[S2]] : (tensor<4xf32>, memref<4xf32>) -> ()
+// CHECK: %[[P:.*]] = memref.get_global @public_state
+// CHECK: bufferization.materialize_in_destination %[[OLD]] in restrict writable %[[P]]
+// A mutable global nothing stores into is read in place.
+// CHECK: %[[R:.*]] = memref.get_global @read_only : memref<4xf32>
+// CHECK: %[[RT:.*]] = bufferization.to_tensor %[[R]] restrict
+// CHECK-NOT: alloc_tensor
+// CHECK: return %[[OLD]], %[[RT]]
+// CHECK-NOT: ml_program
 ml_program.global private mutable @state(dense<0.0> : tensor<4xf32>) : tensor<4xf32>
-func.func @mutable() -> tensor<4xf32> {
+ml_program.global public mutable @public_state : tensor<4xf32>
+ml_program.global private mutable @read_only(dense<1.0> : tensor<4xf32>) : tensor<4xf32>
+func.func @mutable() -> (tensor<4xf32>, tensor<4xf32>) {
   %s = ml_program.global_load @state : tensor<4xf32>
+  %n = arith.addf %s, %s : tensor<4xf32>
+  ml_program.global_store @state = %n : tensor<4xf32>
+  ml_program.global_store @public_state = %s : tensor<4xf32>
+  %r = ml_program.global_load @read_only : tensor<4xf32>
+  return %s, %r : tensor<4xf32>, tensor<4xf32>
+}
+
+// -----
+
+// The token-ordered forms are not lowered.
+ml_program.global private mutable @graph_state(dense<0.0> : tensor<4xf32>) : tensor<4xf32>
+func.func @graph(%t: !ml_program.token) -> tensor<4xf32> {
+  // expected-error @below {{the graph form of a global's load or store cannot be lowered}}
+  %s, %t2 = ml_program.global_load_graph @graph_state ordering(%t -> !ml_program.token) : tensor<4xf32>
   return %s : tensor<4xf32>
 }
 
@@ -35,6 +71,11 @@ func.func @mutable() -> tensor<4xf32> {
 
 // expected-error @below {{a mutable extern global cannot be lowered}}
 ml_program.global private mutable @ext(#ml_program.extern : tensor<4xf32>) : tensor<4xf32>
+
+// -----
+
+// expected-error @below {{a global's value must be elements or #ml_program.extern}}
+ml_program.global private mutable @scalar_value(1.0 : f32) : tensor<4xf32>
 
 // -----
 

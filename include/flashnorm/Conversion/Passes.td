@@ -458,7 +458,7 @@ def VerifyStreams : Pass<"flashnorm-verify-streams", "ModuleOp"> {
 }
 
 def MLProgramToMemRef : Pass<"flashnorm-ml-program-to-memref", "ModuleOp"> {
-  let summary = "Immutable ml_program globals to memref globals, on tensors";
+  let summary = "ml_program globals to memref globals, on tensors";
   let description = [{
     Weights that live outside the IR (`ml_program.global` with
     `#ml_program.extern`, or with a value) and their loads
@@ -469,8 +469,17 @@ def MLProgramToMemRef : Pass<"flashnorm-ml-program-to-memref", "ModuleOp"> {
     declaration (public, so LLVM links it): whoever runs the program
     provides its data under the global's name (flashnorm-run --params maps
     it from a safetensors checkpoint). Upstream's ml_program bufferization
-    takes neither extern globals nor `global_load_const`; mutable globals are
-    left to it.
+    takes neither extern globals nor `global_load_const`.
+
+    A mutable global (a model's state: a KV cache) becomes a writable
+    `memref.global`; `ml_program.global_store` a
+    `bufferization.materialize_in_destination` of the value into its
+    `memref.get_global`, and each `ml_program.global_load` of a global the
+    module stores into a copy of it (`bufferization.alloc_tensor copy`): a
+    later store must not change a value already loaded. Upstream's
+    bufferization of `global_store` (MLIR 22) stores an uninitialized
+    buffer instead of the value. The graph forms
+    (`global_load_graph`, `global_store_graph`) are an error.
   }];
   let dependentDialects = [
     "::mlir::memref::MemRefDialect",
