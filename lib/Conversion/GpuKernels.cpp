@@ -30,6 +30,7 @@
 
 #include "GpuKernels/KernelBuilder.h"
 
+#include "flashnorm/Analysis/HappensBefore.h"
 #include "flashnorm/Conversion/Passes.h"
 #include "flashnorm/Dialect/FlashNorm/IR/FlashNormOps.h"
 #include "flashnorm/Utils/Remarks.h"
@@ -49,20 +50,49 @@ using namespace mlir::flashnorm::kernels;
 std::string flashnorm::whyHostFunction(func::FuncOp fn) {
   if (fn.isExternal())
     return "it is a declaration";
+  // The mutable globals it names: a device function works on a copy of
+  // each, taken when first named and stored back at its end
+  // (flashnorm-gpu-streams).
+  SmallVector<Value> mutableGlobals;
+  fn.walk([&](memref::GetGlobalOp get) {
+    auto global = SymbolTable::lookupNearestSymbolFrom<memref::GlobalOp>(
+        get, get.getNameAttr());
+    if (!global || !global.getConstant())
+      mutableGlobals.push_back(get.getResult());
+  });
   std::string why;
-  fn.walk([&](Operation *op) {
-    auto call = dyn_cast<CallOpInterface>(op);
+  fn.walk([&](CallOpInterface call) {
+    auto callee = dyn_cast_if_present<SymbolRefAttr>(
+        call.getCallableForCallee().dyn_cast<SymbolRefAttr>());
+    std::string name =
+        callee ? printToString(callee) : std::string("a function");
     auto isData = [](Type t) { return isa<ShapedType>(t); };
-    if (call && (llvm::any_of(op->getOperandTypes(), isData) ||
-                 llvm::any_of(op->getResultTypes(), isData))) {
-      auto callee = dyn_cast_if_present<SymbolRefAttr>(
-          call.getCallableForCallee().dyn_cast<SymbolRefAttr>());
-      why = "it calls " +
-            (callee ? printToString(callee) : std::string("a function")) +
-            " with buffers or tensors (a driver)";
+    if (llvm::any_of(call->getOperandTypes(), isData) ||
+        llvm::any_of(call->getResultTypes(), isData)) {
+      why = "it calls " + name + " with buffers or tensors (a driver)";
       return WalkResult::interrupt();
     }
-    return WalkResult::advance();
+    // A helper that uses one of those globals would see, or write, the
+    // host's copy while the function's kernels use theirs; one without a
+    // body may use any of them.
+    Value shared;
+    LogicalResult known =
+        forEachGlobalEffectOfCall(call, [&](Value value, BufferAccess::Kind) {
+          for (Value global : mutableGlobals)
+            if (!shared && mayAliasRoots(HappensBefore::getRoot(value), global))
+              shared = global;
+        });
+    if (!shared && (succeeded(known) || mutableGlobals.empty()))
+      return WalkResult::advance();
+    if (!shared)
+      shared = mutableGlobals.front();
+    why = "it calls " + name +
+          (succeeded(known) ? ", which uses "
+                            : " (no body to read), which may use ") +
+          "the mutable global @" +
+          shared.getDefiningOp<memref::GetGlobalOp>().getName().str() +
+          " its kernels would work on a device copy of";
+    return WalkResult::interrupt();
   });
   return why;
 }

@@ -3,7 +3,9 @@
 // Turns a device function (kernels as `gpu.launch`, the CPU schedule's
 // `async.execute` tasks and `async.await` joins) into host code on streams:
 // - buffers: arguments and mutable globals are copied to `gpu.alloc`ed
-//   memory once per call, constant globals (the weights) once per process
+//   memory once per call (and back where the function writes them; one
+//   copy of each global, however many ops name it), constant globals (the
+//   weights) once per process
 //   (`flashnorm.resident`: repeated calls move no weight bytes), allocations
 //   become `gpu.alloc`, copies `gpu.memcpy`, results are copied back to host
 //   allocations;
@@ -31,6 +33,7 @@
 #include "mlir/IR/SymbolTable.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Interfaces/ViewLikeInterface.h"
+#include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/SetVector.h"
 
 namespace mlir::flashnorm {
@@ -234,9 +237,24 @@ private:
     }
     if (auto global = dyn_cast<memref::GetGlobalOp>(op)) {
       b.setInsertionPointAfter(op);
-      if (!isConstant(global))
-        return upload(b, loc, global.getResult());
-      makeResident(b, loc, global);
+      if (isConstant(global)) {
+        makeResident(b, loc, global);
+        return success();
+      }
+      // One device copy of a mutable global per call, whichever op names
+      // it: what a kernel writes through one name, the others read.
+      Operation *symbol =
+          SymbolTable::lookupNearestSymbolFrom(global, global.getNameAttr());
+      auto [it, first] = mutableGlobals.try_emplace(symbol);
+      if (!first) {
+        global.getResult().replaceAllUsesWith(it->second.second);
+        op->erase();
+        return success();
+      }
+      FailureOr<Value> device = upload(b, loc, global.getResult());
+      if (failed(device))
+        return failure();
+      it->second = {global.getResult(), *device};
       return success();
     }
     if (isa<memref::DeallocOp>(op)) {
@@ -493,6 +511,14 @@ private:
               gpu::MemcpyOp::create(b, loc, tokenType,
                                     ValueRange{tails[mainStream]}, host, device)
                   .getAsyncToken();
+    // So do the mutable globals (a model's state): the next call, and the
+    // host, read what the kernels stored.
+    for (auto &[symbol, copy] : mutableGlobals)
+      if (isWritten(copy.second))
+        tails[mainStream] = gpu::MemcpyOp::create(b, loc, tokenType,
+                                                  ValueRange{tails[mainStream]},
+                                                  copy.first, copy.second)
+                                .getAsyncToken();
     for (Value buffer : deviceBuffers)
       if (!returned.contains(buffer))
         tails[mainStream] =
@@ -504,7 +530,7 @@ private:
   }
 
   /// Whether any op of the function may write into `buffer` (the device
-  /// copy of an argument) besides the upload that fills it.
+  /// copy of an argument or a global) besides the upload that fills it.
   bool isWritten(Value buffer) {
     bool written = false;
     for (Operation &op : fn.getBody().front()) {
@@ -541,6 +567,9 @@ private:
   SmallVector<Value> deviceBuffers;
   /// Each uploaded argument and its device copy, and the uploads.
   SmallVector<std::pair<Value, Value>> arguments;
+  /// Each mutable global the function names: its host buffer and its
+  /// device copy, in the order they were first named.
+  llvm::MapVector<Operation *, std::pair<Value, Value>> mutableGlobals;
   llvm::SmallPtrSet<Operation *, 8> uploads;
   SmallVector<Operation *> executes;
 };

@@ -30,8 +30,10 @@ namespace mlir::flashnorm {
 
 /// Why the GPU pipeline leaves `fn` on the host, or "" if `fn` is a device
 /// function: a definition whose calls pass and return no buffers or
-/// tensors. Helpers such as a timer stay host calls in it, in order; a
-/// function that hands buffers to another is a driver and stays on the host.
+/// tensors, and use no mutable global it names (its kernels work on a
+/// device copy of those). Helpers such as a timer stay host calls in it, in
+/// order; a function that hands buffers to another is a driver and stays on
+/// the host.
 std::string whyHostFunction(func::FuncOp fn);
 
 /// Whether flashnorm-gpu-kernels compiles `fn` for the GPU: a device
