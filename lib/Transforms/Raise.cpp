@@ -11,6 +11,7 @@
 
 #include "RaiseTerms.h"
 
+#include "flashnorm/Analysis/Projection.h"
 #include "flashnorm/Dialect/FlashNorm/IR/FlashNormOps.h"
 #include "flashnorm/Transforms/Passes.h"
 #include "flashnorm/Utils/Cleanup.h"
@@ -19,8 +20,12 @@
 
 #include "mlir/Analysis/SliceAnalysis.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/MLProgram/IR/MLProgram.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/Tosa/IR/TosaOps.h"
+#include "mlir/Interfaces/ViewLikeInterface.h"
 
 namespace mlir::flashnorm {
 #define GEN_PASS_DEF_RAISE
@@ -33,7 +38,7 @@ using namespace mlir::flashnorm::raise;
 
 namespace {
 constexpr StringLiteral kPass = "flashnorm-raise";
-// Constants of 1/K rounded to bf16 are off by up to 2^-9 (0.2%); above 1%
+// Constants of 1/K rounded to bf16 are off by up to 2^-8 (0.4%); above 1%
 // a factor that is not 1/K could pass for it.
 constexpr double kMaxScaleTolerance = 1e-2;
 
@@ -72,10 +77,26 @@ unsigned precisionOf(Type t) {
   return f ? llvm::APFloatBase::semanticsPrecision(f.getFloatSemantics()) : 0;
 }
 
+/// Whether `op` only reads or moves values it is given (a load of a
+/// global, a reshape, a slice, a transpose, a broadcast): its narrow result
+/// type rounds nothing (a bf16 gain reshaped, then widened, is exact).
+bool onlyMovesValues(Operation *op) {
+  if (auto generic = dyn_cast<linalg::GenericOp>(op))
+    return isLayoutGeneric(generic);
+  return isa<ViewLikeOpInterface, tensor::ExpandShapeOp,
+             tensor::CollapseShapeOp, tensor::ReshapeOp, tensor::ExtractSliceOp,
+             tensor::CastOp, tensor::EmptyOp, tosa::ReshapeOp,
+             tosa::TransposeOp, tosa::SliceOp, tosa::TileOp,
+             linalg::BroadcastOp, linalg::TransposeOp, linalg::CopyOp,
+             ml_program::GlobalLoadOp, ml_program::GlobalLoadConstOp,
+             bufferization::ToTensorOp>(op);
+}
+
 /// The float type of least precision that an op computing `v` from x
 /// (and its gain) rounds to: a result type, or a scalar op's in a linalg
 /// body; null if none. A constant's rounding is already in its Term's
-/// value, and x's own type rounds nothing the norm does not read.
+/// value, x's own type rounds nothing the norm does not read, and neither
+/// do ops that only move values.
 FloatType narrowestRounding(Value v, Value x) {
   Operation *def = v.getDefiningOp();
   if (!def)
@@ -99,7 +120,8 @@ FloatType narrowestRounding(Value v, Value x) {
         narrowest = f;
   };
   for (Operation *op : slice)
-    op->walk(consider);
+    if (!onlyMovesValues(op))
+      op->walk(consider);
   return narrowest;
 }
 

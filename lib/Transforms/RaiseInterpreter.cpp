@@ -211,7 +211,8 @@ private:
             [&](auto) { return mul(operand(0), recip(operand(1))); })
         .Case<arith::NegFOp, tosa::NegateOp>(
             [&](auto) { return scale(operand(0), -1.0); })
-        .Case<arith::ExtFOp, arith::TruncFOp, tosa::CastOp>([&](auto) {
+        .Case<arith::ExtFOp, arith::TruncFOp, tosa::CastOp, arith::SIToFPOp,
+              arith::UIToFPOp>([&](auto) {
           // A rounding of values not yet normalized (the input, its
           // square, its centered form) is part of what the norm reads: not
           // an identity. Roundings after the scale are the norm's output
@@ -228,7 +229,11 @@ private:
           if (!to || (!fromFloat && !t.is(Kind::Scalar)))
             return Term::unknown();
           // A constant takes the value it has in the new type (an f64
-          // epsilon truncated to f32 in a body).
+          // epsilon truncated to f32 in a body, torch-mlir's i64 count or
+          // alpha converted in one). An integer constant's Term holds its
+          // signed value: one with its top bit set is not what uitofp reads.
+          if (t.is(Kind::Scalar) && isa<arith::UIToFPOp>(op) && t.c < 0)
+            return Term::unknown();
           if (t.is(Kind::Scalar)) {
             APFloat v(t.c);
             bool lost;
