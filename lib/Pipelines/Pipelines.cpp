@@ -74,8 +74,8 @@ static constexpr llvm::StringLiteral kBuffersToLoops =
 static constexpr llvm::StringLiteral kLoopsToLLVM =
     "async-to-async-runtime,async-runtime-ref-counting,"
     "async-runtime-ref-counting-opt,convert-async-to-llvm,"
-    "expand-strided-metadata,lower-affine,convert-scf-to-cf,"
-    "convert-math-to-llvm,"
+    "flashnorm-expand-dynamic-reshapes,expand-strided-metadata,lower-affine,"
+    "convert-scf-to-cf,convert-math-to-llvm,"
     "convert-vector-to-llvm{vector-contract-lowering=outerproduct},"
     "convert-openmp-to-llvm,convert-to-llvm,reconcile-unrealized-casts";
 
@@ -253,7 +253,8 @@ static std::string gpuTail(const GpuPipelineOptions &options) {
           "convert-nvgpu-to-nvvm,convert-gpu-to-nvvm,convert-vector-to-llvm,"
           "canonicalize,cse,reconcile-unrealized-casts),"
           // Host functions that stayed on the CPU (drivers) run loops.
-          "convert-linalg-to-loops,expand-strided-metadata,lower-affine,"
+          "convert-linalg-to-loops,flashnorm-expand-dynamic-reshapes,"
+          "expand-strided-metadata,lower-affine,"
           "convert-scf-to-cf,convert-math-to-llvm,gpu-to-llvm,convert-to-llvm,"
           "reconcile-unrealized-casts,gpu-module-to-binary{format=" +
           formatName(options.format).str() + "}";

@@ -488,6 +488,26 @@ def MLProgramToMemRef : Pass<"flashnorm-ml-program-to-memref", "ModuleOp"> {
   let options = [];
 }
 
+def ExpandDynamicReshapes : Pass<"flashnorm-expand-dynamic-reshapes"> {
+  let summary = "memref.expand_shape with several dynamic sizes in a group "
+                "as a reinterpret_cast";
+  let description = [{
+    Upstream's expand-strided-metadata (MLIR 22) crashes on a
+    `memref.expand_shape` one of whose groups has two dynamic sizes (an
+    importer's view of [B*T, N] back to [B, T, N], batch and tokens known
+    only at run time): it derives each size from the source's and cannot.
+    This pass replaces those ops by a `memref.reinterpret_cast` of the
+    source's base with the sizes of `output_shape`, the strides they imply
+    within each group (the innermost one the source dimension's stride) and
+    the source's offset. The lowering pipelines run it just before
+    expand-strided-metadata; other ops are left as they are.
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::memref::MemRefDialect"
+  ];
+}
+
 def CpuFoldTransposes : Pass<"flashnorm-cpu-fold-transposes",
                               "func::FuncOp"> {
   let summary = "Contractions read a transposed input in its stored layout";
