@@ -11,7 +11,7 @@
 // RUN:   --remark-format=emitRemark 2>&1 >/dev/null | FileCheck %s --check-prefix=REMARK
 // RUN: flashnorm-run %s -e stat_after_projection --concurrent --compare \
 // RUN:   --compare-with=%s | FileCheck %s --check-prefix=SAME
-// RUN: flashnorm-run %s -e two_projections --concurrent | FileCheck %s --check-prefix=RAN
+// RUN: flashnorm-run %s -e two_projections --concurrent --compare | FileCheck %s --check-prefix=RAN
 // The cost rule (the pipeline's default concurrent-min-bytes, 16 MiB): these
 // statistics are far too small for a task of their own.
 // RUN: flashnorm-opt %s --flashnorm-cpu-to-buffers --remarks-filter=flashnorm \
@@ -39,6 +39,7 @@
 // SAME: MATCH
 // RAN: output #0 4x16xf32
 // RAN: output #1 4x16xf32
+// RAN: MATCH
 
 func.func @stat_after_projection(%x: tensor<4x8xf32>, %w: tensor<8x16xf32>) -> tensor<4x16xf32> {
   %c0 = arith.constant 0.0 : f32

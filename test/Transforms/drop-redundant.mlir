@@ -62,6 +62,9 @@ func.func @inner_gain_not_uniform(%x: tensor<4x2xf32>) -> tensor<4x2xf32> {
 
 // Refused: a zero scale between the norms.
 // CHECK-LABEL: func.func @zero_scale
+// CHECK: %[[A:.*]] = flashnorm.rms_norm %arg0
+// CHECK: %[[M:.*]] = arith.mulf %[[A]]
+// CHECK: flashnorm.rms_norm %[[M]]
 // REMARK: Function=zero_scale | Remark="not merged: the scale between the norms is 0"
 func.func @zero_scale(%x: tensor<4x2xf32>) -> tensor<4x2xf32> {
   %c = arith.constant dense<0.0> : tensor<4x2xf32>
@@ -146,11 +149,20 @@ func.func @qk_norm_eps(%x: tensor<4x8xf32>, %wq: tensor<8x8xf32>) -> tensor<2x4x
 // -----
 
 // Not cancelled: a collapse that merges rows, and a bias in the accumulator.
+// Both second norms have eps 0 (exact): only these refusals keep the first
+// norm, so both projections must still read it.
 // CHECK-LABEL: func.func @not_cancellable
-// CHECK: linalg.matmul ins(%{{.*}}, %{{.*}} :
+// CHECK: %[[N:.*]] = flashnorm.rms_norm %arg0
+// CHECK: linalg.matmul ins(%[[N]], %{{.*}} :
+// CHECK: flashnorm.rms_norm %{{.*}} eps(0.000000e+00) : tensor<32xf32>
+// CHECK: linalg.matmul ins(%[[N]], %{{.*}} : {{.*}} outs(%arg2 :
+// REMARK: Function=not_cancellable | Remark="not cancelled: the projection between the norms does not keep rows or has a bias"
+// REMARK: Function=not_cancellable | Remark="0 rewritten (0 approximate), 1 refused"
 // APPROX-IR-LABEL: func.func @not_cancellable
-// APPROX-IR: linalg.matmul ins(%0, %{{.*}} :
-// APPROX-IR: linalg.matmul ins(%0, %{{.*}} :
+// APPROX-IR: %[[AN:.*]] = flashnorm.rms_norm %arg0
+// APPROX-IR: linalg.matmul ins(%[[AN]], %{{.*}} :
+// APPROX-IR: linalg.matmul ins(%[[AN]], %{{.*}} :
+// APPROX-IR-LABEL: func.func @runtime_f64_gain
 // APPROX-NOT: Function=not_cancellable | Remark="approximate
 func.func @not_cancellable(%x: tensor<4x8xf32>, %wq: tensor<8x8xf32>, %b: tensor<4x8xf32>)
     -> (tensor<32xf32>, tensor<4x8xf32>) {
