@@ -30,7 +30,7 @@ EPS = 1e-5
 # variant -> (has the norm, flashnorm-gpu-pipeline options). Every build
 # takes and returns device buffers (host-buffers=false).
 # The generated-kernel variants say gemm=codegen: the pipeline's default,
-# gemm=auto, is streams at decode and cublaslt at prefill.
+# gemm=auto, is fused at decode and cublaslt at prefill.
 VARIANTS = {
     # What a user gets: the pipeline's own defaults (defer-mode=auto:
     # fused at 1 token, and at 16 on tensor cores; gemm=auto: cuBLASLt at

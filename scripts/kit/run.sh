@@ -126,7 +126,7 @@ stress graphs MATCH streams FLASHNORM_CUDA_GRAPHS=1 FLASHNORM_CUDA_TRACE=1 \
   FLASHNORM_CUDA_TRACE_FILE="$results/stress/graphs.trace"
 # The mutant without the join: its race shows only when the statistic is
 # slower than the projection, which an H200 rarely makes it (1000 steps
-# matched there). The guarantee is static (flashnorm-verify-streams rejects
+# matched there). The guarantee is static (flashnorm-verify-async rejects
 # the mutant); this says whether the race showed, and fails nothing.
 log=$results/stress/mutant
 timeout 60 "$kit/stress/mutant" > "$log.out" 2> "$log.err"
