@@ -8,6 +8,7 @@
 #include "mlir/IR/Matchers.h"
 #include "mlir/IR/SymbolTable.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
+#include "llvm/ADT/TypeSwitch.h"
 
 using namespace mlir;
 using namespace mlir::flashnorm;
@@ -203,16 +204,24 @@ bool flashnorm::isLayoutGeneric(linalg::GenericOp g) {
          body.getTerminator()->getOperand(0) == body.getArgument(0);
 }
 
+ml_program::GlobalOp flashnorm::getAccessedGlobal(Operation *op) {
+  SymbolRefAttr name =
+      TypeSwitch<Operation *, SymbolRefAttr>(op)
+          .Case<ml_program::GlobalLoadConstOp, ml_program::GlobalLoadOp,
+                ml_program::GlobalStoreOp, ml_program::GlobalLoadGraphOp,
+                ml_program::GlobalStoreGraphOp>(
+              [](auto access) { return access.getGlobal(); })
+          .Default([](Operation *) { return SymbolRefAttr(); });
+  return name ? SymbolTable::lookupNearestSymbolFrom<ml_program::GlobalOp>(op,
+                                                                           name)
+              : nullptr;
+}
+
 ml_program::GlobalOp flashnorm::getLoadedGlobal(Operation *op) {
-  SymbolRefAttr name;
-  if (auto load = dyn_cast_or_null<ml_program::GlobalLoadConstOp>(op))
-    name = load.getGlobal();
-  else if (auto load = dyn_cast_or_null<ml_program::GlobalLoadOp>(op))
-    name = load.getGlobal();
-  if (!name)
+  if (!isa_and_nonnull<ml_program::GlobalLoadConstOp, ml_program::GlobalLoadOp>(
+          op))
     return nullptr;
-  auto global =
-      SymbolTable::lookupNearestSymbolFrom<ml_program::GlobalOp>(op, name);
+  ml_program::GlobalOp global = getAccessedGlobal(op);
   return global && !global.getIsMutable() ? global : nullptr;
 }
 

@@ -62,8 +62,7 @@ std::string flashnorm::whyHostFunction(func::FuncOp fn) {
   });
   std::string why;
   fn.walk([&](CallOpInterface call) {
-    auto callee = dyn_cast_if_present<SymbolRefAttr>(
-        call.getCallableForCallee().dyn_cast<SymbolRefAttr>());
+    auto callee = call.getCallableForCallee().dyn_cast<SymbolRefAttr>();
     std::string name =
         callee ? printToString(callee) : std::string("a function");
     auto isData = [](Type t) { return isa<ShapedType>(t); };

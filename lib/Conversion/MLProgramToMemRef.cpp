@@ -15,14 +15,14 @@
 //   each load a read-only `to_tensor restrict` of its `memref.get_global`,
 //   which one-shot bufferization copies before any in-place write;
 // - a mutable one becomes a writable `memref.global`; each store a
-//   `materialize_in_destination` of the value into its `get_global` (a
-//   copy one-shot bufferization makes, or the value computed in place);
-//   each load a snapshot of the global (`alloc_tensor copy`) where the
-//   module stores into it, since a later store writes the very memory a
-//   plain view would still read.
+//   `memref.copy` of the value's buffer (`to_buffer read_only`) into its
+//   `get_global`, where the store stands; each load a snapshot of the
+//   global (`alloc_tensor copy`) where the module stores into it, since a
+//   later store writes the very memory a plain view would still read.
 //
 //===----------------------------------------------------------------------===//
 
+#include "flashnorm/Analysis/Projection.h"
 #include "flashnorm/Conversion/Passes.h"
 
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
@@ -39,30 +39,6 @@ using namespace mlir;
 using namespace mlir::flashnorm;
 
 namespace {
-/// The global `op` (a load or a store, of either form) names, where it is
-/// one of `globals`, those of the module itself (a nested module's globals stay
-/// as they are).
-ml_program::GlobalOp
-resolveGlobal(Operation *op,
-              const llvm::DenseSet<ml_program::GlobalOp> &globals) {
-  SymbolRefAttr name;
-  if (auto load = dyn_cast<ml_program::GlobalLoadConstOp>(op))
-    name = load.getGlobal();
-  else if (auto load = dyn_cast<ml_program::GlobalLoadOp>(op))
-    name = load.getGlobal();
-  else if (auto store = dyn_cast<ml_program::GlobalStoreOp>(op))
-    name = store.getGlobal();
-  else if (auto load = dyn_cast<ml_program::GlobalLoadGraphOp>(op))
-    name = load.getGlobal();
-  else if (auto store = dyn_cast<ml_program::GlobalStoreGraphOp>(op))
-    name = store.getGlobal();
-  if (!name)
-    return nullptr;
-  auto global =
-      SymbolTable::lookupNearestSymbolFrom<ml_program::GlobalOp>(op, name);
-  return globals.contains(global) ? global : nullptr;
-}
-
 struct MLProgramToMemRefPass
     : flashnorm::impl::MLProgramToMemRefBase<MLProgramToMemRefPass> {
   void runOnOperation() override {
@@ -102,8 +78,9 @@ struct MLProgramToMemRefPass
     SmallVector<std::pair<Operation *, ml_program::GlobalOp>> accesses;
     llvm::DenseSet<ml_program::GlobalOp> stored;
     module.walk([&](Operation *op) {
-      ml_program::GlobalOp global = resolveGlobal(op, globals);
-      if (!global)
+      // (A nested module's globals stay as they are.)
+      ml_program::GlobalOp global = getAccessedGlobal(op);
+      if (!global || !globals.contains(global))
         return;
       // Nothing lowers the token-ordered forms.
       if (isa<ml_program::GlobalLoadGraphOp, ml_program::GlobalStoreGraphOp>(
@@ -147,9 +124,14 @@ struct MLProgramToMemRefPass
           MemRefType::get(type.getShape(), type.getElementType()),
           global.getSymName());
       if (auto store = dyn_cast<ml_program::GlobalStoreOp>(op)) {
-        bufferization::MaterializeInDestinationOp::create(
-            b, op->getLoc(), Type(), store.getValue(), buffer,
-            /*restrict=*/true, /*writable=*/true);
+        // A copy where the store stands, from the value's buffer: a
+        // materialize_in_destination would let empty-tensor elimination
+        // compute the value into the global where it is computed, before
+        // the loads between the two.
+        Value value = bufferization::ToBufferOp::create(
+            b, op->getLoc(), buffer.getType(), store.getValue(),
+            /*readOnly=*/true);
+        memref::CopyOp::create(b, op->getLoc(), value, buffer);
         op->erase();
         continue;
       }

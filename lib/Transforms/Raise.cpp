@@ -78,18 +78,22 @@ unsigned precisionOf(Type t) {
 }
 
 /// Whether `op` only reads or moves values it is given (a load of a
-/// global, a reshape, a slice, a transpose, a broadcast): its narrow result
-/// type rounds nothing (a bf16 gain reshaped, then widened, is exact).
+/// global, a reshape, a slice, a transpose, a broadcast, a copy into its
+/// own element type): its narrow result type rounds nothing (a bf16 gain
+/// reshaped, then widened, is exact).
 bool onlyMovesValues(Operation *op) {
   if (auto generic = dyn_cast<linalg::GenericOp>(op))
     return isLayoutGeneric(generic);
+  // (linalg.copy also converts: f32 into bf16 rounds.)
+  if (auto copy = dyn_cast<linalg::CopyOp>(op))
+    return getElementTypeOrSelf(copy.getInputs()[0]) ==
+           getElementTypeOrSelf(copy.getOutputs()[0]);
   return isa<ViewLikeOpInterface, tensor::ExpandShapeOp,
              tensor::CollapseShapeOp, tensor::ReshapeOp, tensor::ExtractSliceOp,
              tensor::CastOp, tensor::EmptyOp, tosa::ReshapeOp,
              tosa::TransposeOp, tosa::SliceOp, tosa::TileOp,
-             linalg::BroadcastOp, linalg::TransposeOp, linalg::CopyOp,
-             ml_program::GlobalLoadOp, ml_program::GlobalLoadConstOp,
-             bufferization::ToTensorOp>(op);
+             linalg::BroadcastOp, linalg::TransposeOp, ml_program::GlobalLoadOp,
+             ml_program::GlobalLoadConstOp, bufferization::ToTensorOp>(op);
 }
 
 /// The float type of least precision that an op computing `v` from x

@@ -44,6 +44,26 @@ bool isNarrowingCast(Operation *op) {
                                                to.getFloatSemantics());
 }
 
+/// The value `op` (an integer-to-float conversion) gives its operand where
+/// that is an integer constant (a splat included), in `to`; none otherwise.
+std::optional<APFloat> convertedInteger(Operation *op, FloatType to) {
+  Attribute attr;
+  if (!matchPattern(op->getOperand(0), m_Constant(&attr)))
+    return std::nullopt;
+  std::optional<APInt> bits;
+  if (auto i = dyn_cast<IntegerAttr>(attr))
+    bits = i.getValue();
+  else if (auto splat = dyn_cast<SplatElementsAttr>(attr);
+           splat && splat.getElementType().isInteger())
+    bits = splat.getSplatValue<APInt>();
+  if (!bits)
+    return std::nullopt;
+  APFloat v(to.getFloatSemantics());
+  v.convertFromAPInt(*bits, /*IsSigned=*/!isa<arith::UIToFPOp>(op),
+                     APFloat::rmNearestTiesToEven);
+  return v;
+}
+
 /// `map` with each literal 0 result at position j replaced by d_j where
 /// parallel loop j runs over one element: both read index 0 there, so it is
 /// the same access. torch-mlir writes batch-1 maps that way (`(0, d1, d2)`,
@@ -230,10 +250,18 @@ private:
             return Term::unknown();
           // A constant takes the value it has in the new type (an f64
           // epsilon truncated to f32 in a body, torch-mlir's i64 count or
-          // alpha converted in one). An integer constant's Term holds its
-          // signed value: one with its top bit set is not what uitofp reads.
-          if (t.is(Kind::Scalar) && isa<arith::UIToFPOp>(op) && t.c < 0)
-            return Term::unknown();
+          // alpha converted in one). An integer constant converts from its
+          // bits, as the op reads them (uitofp unsigned, any width).
+          if (!fromFloat) {
+            if (std::optional<APFloat> v = convertedInteger(op, to))
+              return Term::scalar(v->convertToDouble());
+            // (A constant reached through a body's block argument: its
+            // Term holds the signed value of at most 64 bits.)
+            unsigned width =
+                getElementTypeOrSelf(op->getOperand(0)).getIntOrFloatBitWidth();
+            if (width > 64 || (isa<arith::UIToFPOp>(op) && t.c < 0))
+              return Term::unknown();
+          }
           if (t.is(Kind::Scalar)) {
             APFloat v(t.c);
             bool lost;

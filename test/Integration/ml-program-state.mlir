@@ -13,6 +13,17 @@
 // CHECK: [2,  4,  6,  8]
 // CHECK: [2,  4,  6,  8]
 // CHECK: [3,  6,  9,  12]
+// @reload loads the state again after the new value is computed, and a
+// helper reads it there too: both see the old state (the value was computed
+// straight into the global, before them); a load after the store sees the
+// new one. Calls 4 and 5 print the helper's, the reload's and the later
+// load's values.
+// CHECK: [3,  6,  9,  12]
+// CHECK: [3,  6,  9,  12]
+// CHECK: [4,  8,  12,  16]
+// CHECK: [4,  8,  12,  16]
+// CHECK: [4,  8,  12,  16]
+// CHECK: [5,  10,  15,  20]
 // CHECK-NOT: [
 
 ml_program.global private mutable @sum(dense<0.0> : tensor<4xf32>) : tensor<4xf32>
@@ -24,6 +35,34 @@ func.func @step(%x: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>) {
                     outs(%e : tensor<4xf32>) -> tensor<4xf32>
   ml_program.global_store @sum = %new : tensor<4xf32>
   return %old, %new : tensor<4xf32>, tensor<4xf32>
+}
+
+func.func @peek() {
+  %s = ml_program.global_load @sum : tensor<4xf32>
+  %u = tensor.cast %s : tensor<4xf32> to tensor<*xf32>
+  func.call @printMemrefF32(%u) : (tensor<*xf32>) -> ()
+  return
+}
+
+func.func @reload(%x: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>) {
+  %old = ml_program.global_load @sum : tensor<4xf32>
+  %e = tensor.empty() : tensor<4xf32>
+  %new = linalg.add ins(%old, %x : tensor<4xf32>, tensor<4xf32>)
+                    outs(%e : tensor<4xf32>) -> tensor<4xf32>
+  func.call @peek() : () -> ()
+  %again = ml_program.global_load @sum : tensor<4xf32>
+  ml_program.global_store @sum = %new : tensor<4xf32>
+  %after = ml_program.global_load @sum : tensor<4xf32>
+  return %again, %after : tensor<4xf32>, tensor<4xf32>
+}
+
+func.func @show_reload(%x: tensor<4xf32>) {
+  %again, %after = func.call @reload(%x) : (tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>)
+  %u = tensor.cast %again : tensor<4xf32> to tensor<*xf32>
+  func.call @printMemrefF32(%u) : (tensor<*xf32>) -> ()
+  %v = tensor.cast %after : tensor<4xf32> to tensor<*xf32>
+  func.call @printMemrefF32(%v) : (tensor<*xf32>) -> ()
+  return
 }
 
 func.func @main() {
@@ -38,6 +77,8 @@ func.func @main() {
     %v = tensor.cast %new : tensor<4xf32> to tensor<*xf32>
     func.call @printMemrefF32(%v) : (tensor<*xf32>) -> ()
   }
+  func.call @show_reload(%x) : (tensor<4xf32>) -> ()
+  func.call @show_reload(%x) : (tensor<4xf32>) -> ()
   return
 }
 func.func private @printMemrefF32(tensor<*xf32>)

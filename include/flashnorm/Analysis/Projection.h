@@ -140,6 +140,10 @@ struct WeightSource {
 /// replaces the chain does not.
 bool onlyRelayouts(ArrayRef<Operation *> chain);
 
+/// The global an `ml_program` load or store (of any form) names, as it
+/// resolves from `op`, or null.
+ml_program::GlobalOp getAccessedGlobal(Operation *op);
+
 /// The immutable global `op` loads (`ml_program.global_load_const`, or
 /// `global_load` of an immutable global), or null.
 ml_program::GlobalOp getLoadedGlobal(Operation *op);

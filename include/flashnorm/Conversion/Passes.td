@@ -472,11 +472,14 @@ def MLProgramToMemRef : Pass<"flashnorm-ml-program-to-memref", "ModuleOp"> {
     takes neither extern globals nor `global_load_const`.
 
     A mutable global (a model's state: a KV cache) becomes a writable
-    `memref.global`; `ml_program.global_store` a
-    `bufferization.materialize_in_destination` of the value into its
-    `memref.get_global`, and each `ml_program.global_load` of a global the
-    module stores into a copy of it (`bufferization.alloc_tensor copy`): a
-    later store must not change a value already loaded. Upstream's
+    `memref.global`; `ml_program.global_store` a `memref.copy` of the
+    value's buffer (`bufferization.to_buffer read_only`) into its
+    `memref.get_global`, where the store stands (not computed into the
+    global earlier, as empty-tensor elimination would do with a
+    `materialize_in_destination`), and each `ml_program.global_load` of a
+    global the module stores into a copy of it
+    (`bufferization.alloc_tensor copy`): a later store must not change a
+    value already loaded. Upstream's
     bufferization of `global_store` (MLIR 22) stores an uninitialized
     buffer instead of the value. The graph forms
     (`global_load_graph`, `global_store_graph`) are an error.
