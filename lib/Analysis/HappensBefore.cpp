@@ -76,10 +76,7 @@ bool flashnorm::isKnownRoot(Value root) {
          namedGlobal(root);
 }
 
-/// A host global the program may write (not `constant`): a caller may pass
-/// it as an argument. (A kernel module's global is device memory no host
-/// function is given.)
-static bool isWritableGlobal(Value root) {
+bool flashnorm::isWritableGlobal(Value root) {
   auto get = root.getDefiningOp<memref::GetGlobalOp>();
   if (!get || get->getParentOfType<gpu::GPUModuleOp>())
     return false;

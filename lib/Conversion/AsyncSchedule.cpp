@@ -17,7 +17,6 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/Builders.h"
-#include "mlir/IR/SymbolTable.h"
 #include "mlir/Interfaces/ViewLikeInterface.h"
 #include "llvm/ADT/MapVector.h"
 
@@ -194,16 +193,13 @@ struct AsyncSchedulePass
     return exec.getToken();
   }
 
-  /// Whether code the program does not show (an external function called
-  /// at `at`) may write the buffer `root`: anything but a constant global
+  /// Whether code the program does not show (an external function) may
+  /// write the buffer `root`: anything but a constant global
   /// or a buffer the function allocated itself (taken to be kept by no
   /// earlier call).
-  static bool mayBeWrittenElsewhere(Value root, Operation *at) {
-    if (auto get = root.getDefiningOp<memref::GetGlobalOp>()) {
-      auto global = SymbolTable::lookupNearestSymbolFrom<memref::GlobalOp>(
-          at, get.getNameAttr());
-      return !global || !global.getConstant();
-    }
+  static bool mayBeWrittenElsewhere(Value root) {
+    if (root.getDefiningOp<memref::GetGlobalOp>())
+      return isWritableGlobal(root);
     return !root.getDefiningOp<memref::AllocOp>() &&
            !root.getDefiningOp<memref::AllocaOp>();
   }
@@ -238,7 +234,7 @@ struct AsyncSchedulePass
       if (auto call = dyn_cast<CallOpInterface>(op);
           call && failed(forEachGlobalEffectOfCall(call, check)) &&
           llvm::any_of(uses, [&](const std::pair<Value, bool> &use) {
-            return mayBeWrittenElsewhere(use.first, op);
+            return mayBeWrittenElsewhere(use.first);
           }))
         return true;
       if (conflict)

@@ -55,9 +55,7 @@ std::string flashnorm::whyHostFunction(func::FuncOp fn) {
   // (flashnorm-gpu-streams).
   SmallVector<Value> mutableGlobals;
   fn.walk([&](memref::GetGlobalOp get) {
-    auto global = SymbolTable::lookupNearestSymbolFrom<memref::GlobalOp>(
-        get, get.getNameAttr());
-    if (!global || !global.getConstant())
+    if (isWritableGlobal(get.getResult()))
       mutableGlobals.push_back(get.getResult());
   });
   std::string why;

@@ -33,7 +33,6 @@
 #include "mlir/IR/SymbolTable.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Interfaces/ViewLikeInterface.h"
-#include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/SetVector.h"
 
 namespace mlir::flashnorm {
@@ -68,7 +67,7 @@ public:
           FailureOr<Value> device = upload(b, fn.getLoc(), arg);
           if (failed(device))
             return failure();
-          arguments.push_back({arg, *device});
+          uploaded.push_back({arg, *device});
         }
     for (Operation *op : ops)
       if (failed(visit(op, mainStream)))
@@ -245,16 +244,16 @@ private:
       // it: what a kernel writes through one name, the others read.
       Operation *symbol =
           SymbolTable::lookupNearestSymbolFrom(global, global.getNameAttr());
-      auto [it, first] = mutableGlobals.try_emplace(symbol);
-      if (!first) {
-        global.getResult().replaceAllUsesWith(it->second.second);
+      if (Value device = globalCopies.lookup(symbol)) {
+        global.getResult().replaceAllUsesWith(device);
         op->erase();
         return success();
       }
       FailureOr<Value> device = upload(b, loc, global.getResult());
       if (failed(device))
         return failure();
-      it->second = {global.getResult(), *device};
+      globalCopies[symbol] = *device;
+      uploaded.push_back({global.getResult(), *device});
       return success();
     }
     if (isa<memref::DeallocOp>(op)) {
@@ -503,22 +502,14 @@ private:
     }
     // The caller's buffers hold what the function wrote into them, as on
     // the CPU (an importer's in-place KV-cache update writes into an
-    // argument).
-    if (hostBuffers)
-      for (auto [host, device] : arguments)
-        if (isWritten(device))
-          tails[mainStream] =
-              gpu::MemcpyOp::create(b, loc, tokenType,
-                                    ValueRange{tails[mainStream]}, host, device)
-                  .getAsyncToken();
-    // So do the mutable globals (a model's state): the next call, and the
-    // host, read what the kernels stored.
-    for (auto &[symbol, copy] : mutableGlobals)
-      if (isWritten(copy.second))
-        tails[mainStream] = gpu::MemcpyOp::create(b, loc, tokenType,
-                                                  ValueRange{tails[mainStream]},
-                                                  copy.first, copy.second)
-                                .getAsyncToken();
+    // argument), and so do the mutable globals (a model's state: the next
+    // call, and the host, read what the kernels stored).
+    for (auto [host, device] : uploaded)
+      if (isWritten(device))
+        tails[mainStream] =
+            gpu::MemcpyOp::create(b, loc, tokenType,
+                                  ValueRange{tails[mainStream]}, host, device)
+                .getAsyncToken();
     for (Value buffer : deviceBuffers)
       if (!returned.contains(buffer))
         tails[mainStream] =
@@ -565,11 +556,11 @@ private:
   /// stream's token at the task.
   SmallVector<std::pair<async::ExecuteOp, Value>> pendingForks;
   SmallVector<Value> deviceBuffers;
-  /// Each uploaded argument and its device copy, and the uploads.
-  SmallVector<std::pair<Value, Value>> arguments;
-  /// Each mutable global the function names: its host buffer and its
-  /// device copy, in the order they were first named.
-  llvm::MapVector<Operation *, std::pair<Value, Value>> mutableGlobals;
+  /// Each host buffer copied to the device (an argument with host buffers,
+  /// a mutable global) and its device copy, and the uploads.
+  SmallVector<std::pair<Value, Value>> uploaded;
+  /// The device copy of each mutable global the function names.
+  DenseMap<Operation *, Value> globalCopies;
   llvm::SmallPtrSet<Operation *, 8> uploads;
   SmallVector<Operation *> executes;
 };

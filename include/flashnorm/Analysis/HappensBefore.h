@@ -55,6 +55,12 @@ forEachGlobalEffectOfCall(CallOpInterface call,
 /// value, an assertion). Such an op stays on the host in a device function.
 bool reachesNoBuffer(Operation *op);
 
+/// Whether `root` is a host global the program may write (a `get_global`
+/// of one that is not `constant`): a caller may pass it as an argument, a
+/// callee may use it. (A kernel module's global is device memory no host
+/// function is given.)
+bool isWritableGlobal(Value root);
+
 /// Whether `root` (from HappensBefore::getRoot) is memory we can name: a
 /// block argument, an allocation or a global. Anything else (a select of two
 /// buffers, a call's result) may be any buffer.
