@@ -236,14 +236,13 @@ public:
         .getResult(0);
   }
 
-  /// Rounds a per-row statistic to f32 (the type rms_inv/layer_inv return).
-  Value toF32(Value rows) {
-    if (statType == b.getF32Type())
+  /// Rounds a per-row statistic to the type rms_inv/layer_inv return.
+  Value roundTo(Value rows, Type elt) {
+    if (statType == elt)
       return rows;
-    return mapRows(rows, b.getF32Type(),
-                   [&](OpBuilder &nb, Location l, Value v) {
-                     return castFloat(nb, l, v, nb.getF32Type());
-                   });
+    return mapRows(rows, elt, [&](OpBuilder &nb, Location l, Value v) {
+      return castFloat(nb, l, v, elt);
+    });
   }
 
 private:
@@ -277,10 +276,14 @@ private:
   int64_t lanes;
 };
 
-/// f32 for the statistics, f64 for f64 inputs or when asked for.
-Type statTypeFor(OpBuilder &b, Value x, bool statsF64) {
-  Type elt = cast<RankedTensorType>(x.getType()).getElementType();
-  return statsF64 || elt.isF64() ? Type(b.getF64Type()) : Type(b.getF32Type());
+/// f32 for the statistics, f64 for f64 inputs or when asked for; a
+/// post-scale multiplies in f64 when its scale is f64.
+template <typename OpTy>
+Type statTypeFor(OpBuilder &b, OpTy op, bool statsF64) {
+  bool wide = statsF64 || getElementTypeOrSelf(op.getInput()).isF64();
+  if constexpr (std::is_same_v<OpTy, PostScaleOp>)
+    wide |= getElementTypeOrSelf(op.getScale()).isF64();
+  return wide ? Type(b.getF64Type()) : Type(b.getF32Type());
 }
 
 /// Mean and 1/std per row, two-pass.
@@ -301,7 +304,7 @@ template <typename OpTy> struct FlashNormLowering : OpRewritePattern<OpTy> {
   LogicalResult matchAndRewrite(OpTy op,
                                 PatternRewriter &rewriter) const override {
     Value x = op.getInput();
-    RowOps rows(rewriter, op.getLoc(), x, statTypeFor(rewriter, x, statsF64),
+    RowOps rows(rewriter, op.getLoc(), x, statTypeFor(rewriter, op, statsF64),
                 lanes);
     Operation *before = op->getPrevNode();
     Value lowered = lower(op, rows);
@@ -333,7 +336,8 @@ Value FlashNormLowering<RMSNormOp>::lower(RMSNormOp op, RowOps &rows) const {
 template <>
 Value FlashNormLowering<RMSInvOp>::lower(RMSInvOp op, RowOps &rows) const {
   double eps = op.getEpsilon().convertToDouble();
-  return rows.toF32(rows.invSqrtOfMean(rows.reduce(Value(), true), eps));
+  return rows.roundTo(rows.invSqrtOfMean(rows.reduce(Value(), true), eps),
+                      getElementTypeOrSelf(op.getType()));
 }
 
 template <>
@@ -346,7 +350,9 @@ Value FlashNormLowering<LayerNormOp>::lower(LayerNormOp op,
 
 template <>
 Value FlashNormLowering<LayerInvOp>::lower(LayerInvOp op, RowOps &rows) const {
-  return rows.toF32(layerStats(rows, op.getEpsilon().convertToDouble()).second);
+  return rows.roundTo(
+      layerStats(rows, op.getEpsilon().convertToDouble()).second,
+      getElementTypeOrSelf(op.getType()));
 }
 
 template <>

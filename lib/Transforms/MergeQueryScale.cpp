@@ -63,6 +63,8 @@ FailureOr<QueryMergePlan> flashnorm::planQueryMerge(PostScaleOp post,
   if (!logitsMap.isProjectedPermutation() ||
       !getElementTypeOrSelf(logits.getType()).isF32())
     return fail("the logits are not f32 read element by element");
+  if (!getElementTypeOrSelf(post.getScale()).isF32())
+    return fail("the query's 1/RMS is f64, wider than the f32 logits");
   SmallVector<AffineExpr> rows;
   for (int64_t r : plan.path.logitRows)
     rows.push_back(logitsMap.getResult(r));

@@ -27,6 +27,20 @@ Term scale(Term t, double s) {
   return t;
 }
 
+/// t * stat^pow: false where t already holds another statistic.
+static bool multiplyRow(Term &t, const Stat &stat, double pow) {
+  if (!t.hasRow) {
+    t.hasRow = true;
+    t.stat = stat;
+    t.pow = pow;
+    return true;
+  }
+  if (!t.stat.sameSum(stat))
+    return false;
+  t.pow += pow;
+  return true;
+}
+
 Term mul(const Term &a, const Term &b) {
   if (a.is(Kind::Unknown) || b.is(Kind::Unknown))
     return Term::unknown();
@@ -36,6 +50,8 @@ Term mul(const Term &a, const Term &b) {
     return scale(a, b.c);
   if (b.is(Kind::Elem) && !a.is(Kind::Elem))
     return mul(b, a);
+  if (a.is(Kind::Feature) && b.is(Kind::Row))
+    return mul(b, a);
   if (a.is(Kind::Row) && b.is(Kind::Row)) {
     if (!a.stat.sameSum(b.stat))
       return Term::unknown();
@@ -43,6 +59,15 @@ Term mul(const Term &a, const Term &b) {
     t.pow += b.pow;
     t.c *= b.c;
     return t;
+  }
+  // A row's scale times a gain, before x (x * (rsqrt(ms + eps) * g)): a
+  // factor of x's shape without x in it (an Elem of power 0).
+  if (a.is(Kind::Row) && b.is(Kind::Feature)) {
+    Term t;
+    t.kind = Kind::Elem;
+    t.c = a.c;
+    multiplyRow(t, a.stat, a.pow);
+    return mul(t, b);
   }
   if (!a.is(Kind::Elem) || a.bias)
     return Term::unknown();
@@ -53,21 +78,20 @@ Term mul(const Term &a, const Term &b) {
     t.gains.push_back({b.feature, b.featAdd});
     return t;
   case Kind::Row:
-    if (!t.hasRow) {
-      t.hasRow = true;
-      t.stat = b.stat;
-      t.pow = b.pow;
-    } else if (t.stat.sameSum(b.stat)) {
-      t.pow += b.pow;
-    } else {
-      return Term::unknown();
-    }
-    return t;
+    return multiplyRow(t, b.stat, b.pow) ? t : Term::unknown();
   case Kind::Elem:
-    if (!a.isPureElem() || !b.isPureElem() || a.centered != b.centered ||
-        a.power + b.power > 2)
+    if (b.bias)
+      return Term::unknown();
+    // x times x (a square), or anything times a factor without x.
+    if (a.power && b.power &&
+        (!a.isPureElem() || !b.isPureElem() || a.centered != b.centered ||
+         a.power + b.power > 2))
       return Term::unknown();
     t.power += b.power;
+    t.centered = a.power ? a.centered : b.centered;
+    if (b.hasRow && !multiplyRow(t, b.stat, b.pow))
+      return Term::unknown();
+    t.gains.append(b.gains.begin(), b.gains.end());
     return t;
   default:
     return Term::unknown();

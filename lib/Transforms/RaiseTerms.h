@@ -50,7 +50,8 @@ struct Term {
   /// Row, and the row factor of an Elem: stat^pow.
   Stat stat;
   double pow = 0.0;
-  /// Elem: c * Y^power * [stat^pow] * prod(gains) + bias.
+  /// Elem: c * Y^power * [stat^pow] * prod(gains) + bias; power 0 is a
+  /// factor of x's shape without x (a row's scale times a gain).
   int power = 0;
   bool centered = false, hasRow = false;
   SmallVector<std::pair<Value, double>, 1> gains;

@@ -65,7 +65,7 @@ func.func @inv_rows(%x: tensor<4x8xf32>) -> tensor<5xf32> {
 // -----
 
 func.func @inv_type(%x: tensor<4x8xf32>) -> tensor<4xf16> {
-  // expected-error @+1 {{must be ranked tensor of 32-bit float values}}
+  // expected-error @+1 {{must be ranked tensor of 32-bit float or 64-bit float values}}
   %s = flashnorm.rms_inv %x eps(1.0e-06) : tensor<4x8xf32> -> tensor<4xf16>
   return %s : tensor<4xf16>
 }
@@ -257,4 +257,21 @@ func.func @f8_gain(%x: tensor<4x8xbf16>, %g: tensor<8xf8E4M3FN>) -> tensor<4x8xb
   // expected-error @below {{operand #1 must be 1D tensor of 16-bit float or bfloat16 type or 32-bit float or 64-bit float values}}
   %y = flashnorm.rms_norm %x gain(%g : tensor<8xf8E4M3FN>) eps(1.0e-05) : tensor<4x8xbf16>
   return %y : tensor<4x8xbf16>
+}
+
+// -----
+
+// A statistic is f32, or f64 for an f64 input: not rounded to f32 there.
+func.func @f64_statistic_in_f32(%x: tensor<4x8xf64>) -> tensor<4xf32> {
+  // expected-error @below {{'flashnorm.rms_inv' op result must be of 'f64' for an input of 'f64', got 'f32'}}
+  %s = flashnorm.rms_inv %x eps(1.0e-06) : tensor<4x8xf64> -> tensor<4xf32>
+  return %s : tensor<4xf32>
+}
+
+// -----
+
+func.func @f32_statistic_in_f64(%x: tensor<4x8xbf16>) -> tensor<4xf64> {
+  // expected-error @below {{'flashnorm.layer_inv' op result must be of 'f32' for an input of 'bf16', got 'f64'}}
+  %s = flashnorm.layer_inv %x eps(1.0e-06) : tensor<4x8xbf16> -> tensor<4xf64>
+  return %s : tensor<4xf64>
 }

@@ -46,6 +46,17 @@ static LogicalResult verifyEpsilon(Operation *op, double eps, Type input) {
   return success();
 }
 
+/// A statistic is f32, or f64 for an f64 input (getStatisticType).
+static LogicalResult verifyStatisticType(Operation *op, RankedTensorType input,
+                                         RankedTensorType result) {
+  Type expected = getStatisticType(input.getElementType());
+  if (result.getElementType() != expected)
+    return op->emitOpError()
+           << "result must be of " << expected << " for an input of "
+           << input.getElementType() << ", got " << result.getElementType();
+  return success();
+}
+
 static LogicalResult verifyHasRows(Operation *op, RankedTensorType t) {
   if (t.getRank() < 1)
     return op->emitOpError()
@@ -163,14 +174,17 @@ void LayerInvOp::build(OpBuilder &b, OperationState &state, Value input,
                        double epsilon) {
   auto type = cast<RankedTensorType>(input.getType());
   build(b, state,
-        RankedTensorType::get(type.getShape().drop_back(), b.getF32Type()),
+        RankedTensorType::get(type.getShape().drop_back(),
+                              getStatisticType(type.getElementType())),
         input, b.getF64FloatAttr(epsilon));
 }
 
 LogicalResult LayerInvOp::verify() {
   if (failed(verifyHasRows(*this, getInput().getType())) ||
       failed(verifyEpsilon(*this, getEpsilon().convertToDouble(),
-                           getInput().getType())))
+                           getInput().getType())) ||
+      failed(verifyStatisticType(*this, getInput().getType(),
+                                 getResult().getType())))
     return failure();
   return verifyRowShape(*this, getInput().getType(), getResult().getType(),
                         "input", "result", /*exact=*/true);
@@ -183,8 +197,8 @@ LogicalResult LayerInvOp::verify() {
 void RMSInvOp::build(OpBuilder &b, OperationState &state, Value input,
                      double epsilon) {
   auto type = cast<RankedTensorType>(input.getType());
-  auto resultType =
-      RankedTensorType::get(type.getShape().drop_back(), b.getF32Type());
+  auto resultType = RankedTensorType::get(
+      type.getShape().drop_back(), getStatisticType(type.getElementType()));
   build(b, state, resultType, input, b.getF64FloatAttr(epsilon));
 }
 
@@ -192,7 +206,8 @@ LogicalResult RMSInvOp::verify() {
   RankedTensorType type = getInput().getType();
   if (failed(verifyHasRows(*this, type)) ||
       failed(verifyEpsilon(*this, getEpsilon().convertToDouble(),
-                           getInput().getType())))
+                           getInput().getType())) ||
+      failed(verifyStatisticType(*this, type, getResult().getType())))
     return failure();
   return verifyRowShape(*this, type, getResult().getType(), "input", "result",
                         /*exact=*/true);

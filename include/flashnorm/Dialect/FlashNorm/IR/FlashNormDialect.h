@@ -57,6 +57,13 @@ inline bool isNormEpsilon(double eps, Type inputElt) {
           eps <= std::numeric_limits<float>::max());
 }
 
+/// The element type of a norm's statistic (rms_inv, layer_inv): f32, or f64
+/// for an f64 input, whose 1/RMS rounded to f32 would lose its precision and
+/// leave f32's range (a row of 1e-50 has 1/RMS 1e50).
+inline Type getStatisticType(Type inputElt) {
+  return inputElt.isF64() ? inputElt : Float32Type::get(inputElt.getContext());
+}
+
 inline std::optional<AsyncRole> getAsyncRole(Operation *op) {
   if (auto role = op->getAttrOfType<AsyncRoleAttr>(kAsyncRoleAttr))
     return role.getValue();

@@ -11,7 +11,8 @@ include "mlir/Dialect/GPU/IR/GPUBase.td"
 def FlashNorm_NormTensor : RankedTensorOf<[F16, BF16, F32, F64]>;
 def FlashNorm_Gain : 1DTensorOf<[F16, BF16, F32, F64]>;
 def FlashNorm_FloatTensor : RankedTensorOf<[AnyFloat]>;
-def FlashNorm_Scale : RankedTensorOf<[F32]>;
+// A per-row statistic: f32, or f64 for f64 inputs (getStatisticType).
+def FlashNorm_Scale : RankedTensorOf<[F32, F64]>;
 
 def FlashNorm_RMSNormOp : FlashNorm_Op<"rms_norm",
     [Pure, AllTypesMatch<["input", "result"]>]> {
@@ -59,12 +60,14 @@ def FlashNorm_RMSNormOp : FlashNorm_Op<"rms_norm",
 }
 
 def FlashNorm_RMSInvOp : FlashNorm_Op<"rms_inv", [Pure]> {
-  let summary = "Per-row 1/RMS of a tensor, in f32";
+  let summary = "Per-row 1/RMS of a tensor, in f32 (f64 for f64 inputs)";
   let description = [{
     `result[r] = 1 / sqrt(mean_k(input[r, k]^2) + epsilon)`, one value per row
     (all indices of `input` but the last). The statistics are accumulated in
-    f32 or wider; the result is f32. This is the half of a deferred RMS norm
-    that runs concurrently with the projection of the raw input.
+    f32 or wider; the result is f32, or f64 for an f64 input (rounded to f32,
+    its 1/RMS would lose f64's precision and range). This is the half of a
+    deferred RMS norm that runs concurrently with the projection of the raw
+    input.
 
     ```mlir
     %s = flashnorm.rms_inv %x eps(1.0e-06) : tensor<8x4096xf16> -> tensor<8xf32>
@@ -85,7 +88,7 @@ def FlashNorm_PostScaleOp : FlashNorm_Op<"post_scale", [Pure]> {
   let summary = "Multiplies each row of a tensor by that row's scale";
   let description = [{
     `result[r, n] = round(input[r, n] * scale[r])`: the product is formed in
-    f32 (f64 for f64 inputs) and rounded once to the result element type, so
+    f32 (f64 for an f64 input or scale) and rounded once to the result element type, so
     an unnormalized f32 accumulator can be scaled before it is narrowed.
     A row whose scale is 0 is 0, whatever its input: a statistic is 0 only
     where the row's mean square overflowed f32, where the normalize-first
@@ -149,10 +152,12 @@ def FlashNorm_LayerNormOp : FlashNorm_Op<"layer_norm",
 }
 
 def FlashNorm_LayerInvOp : FlashNorm_Op<"layer_inv", [Pure]> {
-  let summary = "Per-row 1/standard deviation of a tensor, in f32";
+  let summary =
+      "Per-row 1/standard deviation of a tensor, in f32 (f64 for f64 inputs)";
   let description = [{
     `result[r] = 1 / sqrt(var_k(input[r, k]) + epsilon)` with the variance
-    computed in two passes (mean first) in f32 or wider. The statistic a
+    computed in two passes (mean first) in f32 or wider; the result is f32,
+    or f64 for an f64 input, as rms_inv's. The statistic a
     deferred layer norm applies after a projection whose weights were
     mean-centered.
 
