@@ -25,11 +25,13 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <sys/wait.h>
 #include <thread>
@@ -386,16 +388,35 @@ void usage(const char *argv0) {
               argv0);
 }
 
+/// A repetition count: a whole number from 1 to 1000000, or none.
+std::optional<unsigned> parseReps(const char *text) {
+  char *end = nullptr;
+  errno = 0;
+  long value = std::strtol(text, &end, 10);
+  if (end == text || *end || errno || value < 1 || value > 1000000)
+    return std::nullopt;
+  return unsigned(value);
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
   Options opts;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
-    if (a == "--reps" && i + 1 < argc) {
-      opts.reps = std::max(1, std::atoi(argv[++i]));
-    } else if (a.rfind("--reps=", 0) == 0) {
-      opts.reps = std::max(1, std::atoi(a.c_str() + 7));
+    const char *reps = a == "--reps" ? (i + 1 < argc ? argv[++i] : "")
+                       : a.rfind("--reps=", 0) == 0 ? a.c_str() + 7
+                                                    : nullptr;
+    if (reps) {
+      std::optional<unsigned> value = parseReps(reps);
+      if (!value) {
+        std::fprintf(stderr,
+                     "--reps takes a whole number from 1 to 1000000, "
+                     "not '%s'\n",
+                     reps);
+        return 2;
+      }
+      opts.reps = *value;
     } else if (a == "--quick") {
       opts.quick = true;
     } else if (a == "--threads=off") {
@@ -408,7 +429,7 @@ int main(int argc, char **argv) {
     } else {
       std::fprintf(stderr, "unknown option '%s'\n", a.c_str());
       usage(argv[0]);
-      return 0;
+      return 2;
     }
   }
 

@@ -138,6 +138,7 @@ static LogicalResult buildCpuToBuffers(OpPassManager &pm,
                                        raw_ostream &errors) {
   if (failed(checkCpuOptions(options, errors)))
     return failure();
+  pm.addPass(createCheckLoweringInput({LoweringTarget::Cpu}));
   if (failed(parsePassPipeline(kTosaToLinalg, pm, errors)))
     return failure();
   if (options.concurrent)
@@ -181,8 +182,12 @@ static LogicalResult buildCpuToBuffers(OpPassManager &pm,
 static LogicalResult buildCpuBuffersToLLVM(OpPassManager &pm,
                                            const CpuPipelineOptions &options,
                                            raw_ostream &errors) {
-  if (failed(checkCpuOptions(options, errors)) ||
-      failed(buildCpuCodegen(pm, options, errors)))
+  if (failed(checkCpuOptions(options, errors)))
+    return failure();
+  // (Again after the first half, where it finds nothing: this half is also
+  // a pipeline of its own.)
+  pm.addPass(createCheckLoweringInput({LoweringTarget::Cpu}));
+  if (failed(buildCpuCodegen(pm, options, errors)))
     return failure();
   // The panels of a packed projection (scf.parallel after the codegen) on
   // OpenMP threads, one block of panels each.
@@ -412,6 +417,7 @@ static LogicalResult buildGpuToKernels(OpPassManager &pm,
                                        raw_ostream &errors) {
   if (failed(checkGpuOptions(options, errors)))
     return failure();
+  pm.addPass(createCheckLoweringInput({LoweringTarget::Gpu}));
   DeferMode mode = options.deferMode;
   // The marks say which statistic, projection and post-scale belong
   // together: streams schedules them, fused merges them, and every mode

@@ -843,6 +843,17 @@ struct FoldGainsPass : flashnorm::impl::FoldGainsBase<FoldGainsPass> {
           << requantizeTolerance.getValue();
       return signalPassFailure();
     }
+    // Before anything folds: the plan must not land on the program.
+    if (!foldPlan.empty()) {
+      auto file = module.getLoc()->findInstanceOf<FileLineColLoc>();
+      std::string why = whyNotPlanDestination(
+          foldPlan, file ? file.getFilename().strref() : StringRef());
+      if (!why.empty()) {
+        emitError(module.getLoc())
+            << kPass << ": fold-plan '" << foldPlan << "': " << why;
+        return signalPassFailure();
+      }
+    }
     SmallVector<func::FuncOp> functions(module.getOps<func::FuncOp>());
     CheckpointFolds checkpoint;
     llvm::SetVector<Operation *> replacedGlobals;

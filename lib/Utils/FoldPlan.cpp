@@ -4,8 +4,10 @@
 #include "flashnorm/Utils/Safetensors.h"
 
 #include "llvm/ADT/StringSet.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
+#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <cmath>
@@ -246,4 +248,21 @@ Expected<FoldPlan> FoldPlan::fromJSON(StringRef text) {
       plan.loads.push_back(name->str());
     }
   return plan;
+}
+
+std::string mlir::flashnorm::whyNotPlanDestination(StringRef path,
+                                                   StringRef inputFile) {
+  bool same = false;
+  if (!inputFile.empty() && !sys::fs::equivalent(path, inputFile, same) && same)
+    return "it is the input file, which it would overwrite";
+  sys::fs::file_status status;
+  if (sys::fs::status(path, status) || status.getSize() == 0 ||
+      status.type() != sys::fs::file_type::regular_file)
+    return ""; // Absent, empty (mktemp's) or not a file: the writer says.
+  // A plan names its format first; the head of the file is enough.
+  ErrorOr<std::unique_ptr<MemoryBuffer>> head =
+      MemoryBuffer::getFileSlice(path, 256, 0);
+  if (head && (*head)->getBuffer().contains(kFormat))
+    return "";
+  return "it exists and is not a fold plan, which it would overwrite";
 }

@@ -38,6 +38,8 @@
 // RUN: not flashnorm-run %s -e block --compare --rtol=-1 2>&1 | FileCheck %s --check-prefix=TOL
 // RUN: not flashnorm-run %s -e block --params=%t.missing.safetensors 2>&1 | FileCheck %s --check-prefix=NOFILE
 // RUN: not flashnorm-run %s -e block --shared-libs=%t.missing.so 2>&1 | FileCheck %s --check-prefix=NOFILE
+// A library that exists but does not load (the JIT ran without it).
+// RUN: not flashnorm-run %s -e block --shared-libs=%s 2>&1 | FileCheck %s --check-prefix=NOLIB
 // RUN: not flashnorm-run %S/Inputs/huge-argument.mlir -e f 2>&1 | FileCheck %s --check-prefix=HUGE
 // An infinity matches only itself (the tolerance around it is infinite):
 // RUN: flashnorm-run %S/Inputs/infinity-reference.mlir -e f --compare --compare-with=%S/Inputs/infinity-reference.mlir | FileCheck %s --check-prefix=INFSAME
@@ -76,6 +78,7 @@
 // RANGE: error: --input-range must be a positive finite number, not -5
 // TOL: error: --rtol and --atol must be 0 or more
 // NOFILE: error: '{{.*}}missing{{.*}}' does not exist
+// NOLIB: error: cannot load --shared-libs '{{.*}}flashnorm-run.mlir': {{.*}}invalid ELF header
 // HUGE: error: @f argument #0 has type tensor<4000000000000xf32>: its bytes exceed this machine's memory
 // INF: MISMATCH
 // INFSAME: {{^}}MATCH

@@ -13,6 +13,15 @@
 // RUN: %python -c "import json,sys; d=json.load(open(sys.argv[1])); [print(t['name'], t['vector']) for t in sorted(d['tensors'], key=lambda t: t['name'])]" %t.off.json | FileCheck %s --check-prefix=PLAN-OFF
 // A plan that cannot be written is an error.
 // RUN: not flashnorm-opt %s --flashnorm-fold-gains=fold-plan=%t.missing/plan.json 2>&1 | FileCheck %s --check-prefix=NOFILE
+// The plan never lands on the program it folds, nor on a file that is not
+// a plan (a checkpoint named by mistake): both stay as they were. (An
+// existing plan is overwritten: the runs above write %t.json twice.)
+// RUN: cp %s %t.input.mlir
+// RUN: not flashnorm-opt %t.input.mlir --flashnorm-fold-gains=fold-plan=%t.input.mlir 2>&1 | FileCheck %s --check-prefix=ONINPUT
+// RUN: diff %s %t.input.mlir
+// RUN: echo "safetensors bytes" > %t.safetensors
+// RUN: not flashnorm-opt %s --flashnorm-fold-gains=fold-plan=%t.safetensors 2>&1 | FileCheck %s --check-prefix=NOTPLAN
+// RUN: FileCheck %s --check-prefix=KEPT < %t.safetensors
 
 // CHECK-DAG: ml_program.global private @q.weight.flashnorm(#{{.*}}) : tensor<8x16xf32>
 // CHECK-DAG: ml_program.global private @k.weight(#{{.*}}) : tensor<16x8xbf16>
@@ -47,6 +56,9 @@
 // WARN: warning: flashnorm-fold-gains: 1 norm(s) of @rms not folded because their gains or projection weights are extern globals (in a checkpoint); --flashnorm=fold-plan=plan.json records the folds, flashnorm-fold-checkpoint applies them to the checkpoint
 // WARN: warning: flashnorm-fold-gains: 1 norm(s) of @ln not folded
 // NOFILE: error: flashnorm-fold-gains: cannot write the fold plan '{{.*}}plan.json': No such file or directory
+// ONINPUT: error: flashnorm-fold-gains: fold-plan '{{.*}}input.mlir': it is the input file, which it would overwrite
+// NOTPLAN: error: flashnorm-fold-gains: fold-plan '{{.*}}.safetensors': it exists and is not a fold plan, which it would overwrite
+// KEPT: safetensors bytes
 
 ml_program.global private @"q.weight"(#ml_program.extern : tensor<8x16xf32>) : tensor<8x16xf32>
 ml_program.global private @"k.weight"(#ml_program.extern : tensor<16x8xbf16>) : tensor<16x8xbf16>

@@ -32,7 +32,9 @@
 #include "flashnorm/Utils/WeightFolder.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/MLProgram/IR/MLProgram.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/ExecutionEngine/ExecutionEngine.h"
 #include "mlir/ExecutionEngine/OptUtils.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -47,6 +49,7 @@
 #include "mlir/Transforms/Passes.h"
 #include "llvm/ADT/bit.h"
 #include "llvm/Support/CommandLine.h"
+#include "llvm/Support/DynamicLibrary.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/MathExtras.h"
@@ -427,6 +430,13 @@ LogicalResult checkOptions() {
     for (const std::string &file : *files)
       if (!llvm::sys::fs::exists(file))
         return fail("'" + file + "' does not exist");
+  // The JIT would say it cannot load one and run without it.
+  for (const std::string &lib : sharedLibs) {
+    std::string why;
+    if (!llvm::sys::DynamicLibrary::getPermanentLibrary(lib.c_str(), &why)
+             .isValid())
+      return fail("cannot load --shared-libs '" + lib + "': " + why);
+  }
   return success();
 }
 
@@ -519,6 +529,21 @@ loadCheckpoints(ArrayRef<std::string> paths) {
   return tensors;
 }
 
+/// A global of `module` the user's pipeline lowered without a value (an
+/// extern ml_program global as a memref or LLVM declaration), or "".
+std::string findLoweredExtern(ModuleOp module) {
+  std::string name;
+  module.walk([&](Operation *op) {
+    if (auto g = dyn_cast<memref::GlobalOp>(op); g && g.isExternal())
+      name = g.getSymName().str();
+    else if (auto g = dyn_cast<LLVM::GlobalOp>(op);
+             g && !g.getValueOrNull() && g.getInitializerRegion().empty())
+      name = g.getSymName().str();
+    return name.empty() ? WalkResult::advance() : WalkResult::interrupt();
+  });
+  return name;
+}
+
 /// Where each extern ml_program global that `module` loads is found in the
 /// checkpoints `paths`: its name to the address of its bytes. Checks dtype
 /// and shape; every such global must be there (one nothing loads need not).
@@ -608,6 +633,16 @@ FailureOr<ExecutionEngine *> compile(ModuleOp module, OpPassManager *passes,
   dce.addPass(createSymbolDCEPass());
   if (failed(dce.run(module)))
     return failure();
+  // Bound by name below, as ml_program globals: past the lowering, the JIT
+  // would report a symbol it cannot find.
+  if (std::string lowered = findLoweredExtern(module);
+      !lowered.empty() && !params.empty()) {
+    llvm::errs() << "error: --pipeline lowered the extern global @" << lowered
+                 << " before flashnorm-run could bind it to the checkpoint: "
+                    "give --pipeline the rewrite only (flashnorm-run lowers "
+                    "the result itself)\n";
+    return failure();
+  }
   FailureOr<std::map<std::string, const char *>> externs =
       bindExternGlobals(module, params, what);
   if (failed(externs))

@@ -26,6 +26,10 @@ enum class DeferMode { Auto, Streams, Fused, Serial };
 /// What the kernels compile to (gpu-module-to-binary's format).
 enum class BinaryFormat { Isa, Bin, Fatbin };
 
+/// What a lowering pipeline's input check (flashnorm-check-lowering-input)
+/// lowers to.
+enum class LoweringTarget { Cpu, Gpu };
+
 /// The fewest rows (tokens) `gemm=auto` gives to cuBLASLt.
 constexpr int64_t kGemmLtMinRows = 17;
 

@@ -491,6 +491,32 @@ def MLProgramToMemRef : Pass<"flashnorm-ml-program-to-memref", "ModuleOp"> {
   let options = [];
 }
 
+def CheckLoweringInput : Pass<"flashnorm-check-lowering-input", "ModuleOp"> {
+  let summary = "Reject input a lowering pipeline would leave half lowered";
+  let description = [{
+    The first pass of the CPU and GPU lowering pipelines. Their passes run
+    on the functions of the module they are given: a nested `builtin.module`
+    would come out with its tensors and linalg ops beside LLVM ops from the
+    module-wide conversions (exit 0, nothing downstream can use it), so it
+    is an error. So is GPU code given to a CPU lowering (any op of the gpu
+    dialect: a GPU stage's output, or a kernel), and resident weights
+    (`flashnorm.resident`, flashnorm-gpu-to-streams' output, which
+    flashnorm-gpu-streams-to-llvm lowers further) given to either. A
+    module that passes is left as it is.
+  }];
+  let options = [
+    Option<"lowering", "lowering", "::mlir::flashnorm::LoweringTarget",
+           /*default=*/"::mlir::flashnorm::LoweringTarget::Cpu",
+           "What the pipeline lowers to (cpu: no GPU op at all; gpu: no "
+           "resident weights yet)",
+           [{::llvm::cl::values(
+             clEnumValN(::mlir::flashnorm::LoweringTarget::Cpu, "cpu",
+                        "a CPU lowering"),
+             clEnumValN(::mlir::flashnorm::LoweringTarget::Gpu, "gpu",
+                        "the GPU pipeline or its first stages"))}]>,
+  ];
+}
+
 def ExpandDynamicReshapes : Pass<"flashnorm-expand-dynamic-reshapes"> {
   let summary = "memref.expand_shape with several dynamic sizes in a group "
                 "as a reinterpret_cast";

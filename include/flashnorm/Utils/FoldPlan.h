@@ -76,6 +76,12 @@ struct FoldPlan {
   static llvm::Expected<FoldPlan> fromJSON(llvm::StringRef text);
 };
 
+/// Why a fold plan may not be written to `path`, or "": not over the
+/// program's input file (`inputFile`, when known), nor over an existing
+/// file that is not a plan (a checkpoint named by mistake).
+std::string whyNotPlanDestination(llvm::StringRef path,
+                                  llvm::StringRef inputFile);
+
 } // namespace mlir::flashnorm
 
 #endif
