@@ -518,7 +518,9 @@ struct CpuCodegenPass : flashnorm::impl::CpuCodegenBase<CpuCodegenPass> {
           tileAndVectorize(rewriter, other, *otherPlan);
     }
     // Mixed precision (bf16 or f16 weights, f32 accumulator): the operands
-    // are widened explicitly, which the contract lowering needs.
+    // are widened explicitly, which the contract lowering needs. Operands
+    // wider than the accumulator (f64 into f32) are narrowed first, as the
+    // named op's body casts them.
     getOperation()->walk([&](vector::ContractionOp contract) {
       Type acc = getElementTypeOrSelf(contract.getAccType());
       if (!isa<FloatType>(acc))
@@ -530,9 +532,19 @@ struct CpuCodegenPass : flashnorm::impl::CpuCodegenBase<CpuCodegenPass> {
         if (type.getElementType() == acc ||
             !isa<FloatType>(type.getElementType()))
           continue;
-        Value wide = arith::ExtFOp::create(rewriter, contract.getLoc(),
-                                           type.clone(acc), operand->get());
-        rewriter.modifyOpInPlace(contract, [&] { operand->set(wide); });
+        Location loc = contract.getLoc();
+        Value cast = operand->get();
+        unsigned from = type.getElementTypeBitWidth(),
+                 to = acc.getIntOrFloatBitWidth();
+        // (bf16 into f16, of one width, goes through f32.)
+        if (from == to)
+          cast = arith::ExtFOp::create(rewriter, loc,
+                                       type.clone(rewriter.getF32Type()), cast);
+        cast = from < to ? Value(arith::ExtFOp::create(rewriter, loc,
+                                                       type.clone(acc), cast))
+                         : Value(arith::TruncFOp::create(
+                               rewriter, loc, type.clone(acc), cast));
+        rewriter.modifyOpInPlace(contract, [&] { operand->set(cast); });
       }
     });
     // Transfers on the tiles' subviews index the buffers themselves, and

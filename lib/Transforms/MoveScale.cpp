@@ -259,33 +259,45 @@ FailureOr<MovePlan> planMove(const Projection &down, std::string &why) {
     return why = "its input also feeds other ops, which would see it "
                  "unscaled",
            failure();
-  if (!isWideEnough(down.op->getResult(0).getType()))
-    return why = "its result is f16, where an unnormalized product could "
-                 "overflow",
-           failure();
   // Unscaled, the chain's values are the raw products: every type they
-  // pass through (results, a generic's body, what a stripped post-scale
-  // rounds to) must hold them.
-  auto computesWide = [](Operation *op) {
-    WalkResult narrow = op->walk([](Operation *inner) {
+  // pass through (the projection's result, a generic's body, what a
+  // stripped post-scale rounds to) must hold them. f32's range (bf16's
+  // too) holds what an f32 statistic brings back into range; an f64
+  // statistic's rows (1e-50, 1e100) only f64 holds.
+  bool f64Scales = llvm::any_of(chain.postScales, [](Operation *ps) {
+    return getElementTypeOrSelf(cast<PostScaleOp>(ps).getScale()).isF64();
+  });
+  auto holdsRaw = [f64Scales](Type t) {
+    return f64Scales ? getElementTypeOrSelf(t).isF64() : isWideEnough(t);
+  };
+  StringRef narrow =
+      f64Scales ? "a type narrower than its f64 statistic" : StringRef("f16");
+  if (!holdsRaw(down.op->getResult(0).getType()))
+    return why = ("its result is " + narrow +
+                  ", where an unnormalized product could overflow")
+                     .str(),
+           failure();
+  auto computesWide = [&](Operation *op) {
+    WalkResult tooNarrow = op->walk([&](Operation *inner) {
       for (Region &region : inner->getRegions())
         for (Value arg : region.getArguments())
-          if (isa<FloatType>(arg.getType()) && !isWideEnough(arg.getType()))
+          if (isa<FloatType>(arg.getType()) && !holdsRaw(arg.getType()))
             return WalkResult::interrupt();
       for (Value result : inner->getResults())
         if (isa<FloatType>(getElementTypeOrSelf(result)) &&
-            !isWideEnough(result.getType()))
+            !holdsRaw(result.getType()))
           return WalkResult::interrupt();
       return WalkResult::advance();
     });
-    return !narrow.wasInterrupted();
+    return !tooNarrow.wasInterrupted();
   };
   if (!llvm::all_of(chain.ops, computesWide) ||
-      !llvm::all_of(chain.postScales, [](Operation *ps) {
-        return isWideEnough(ps->getResult(0).getType());
+      !llvm::all_of(chain.postScales, [&](Operation *ps) {
+        return holdsRaw(ps->getResult(0).getType());
       }))
-    return why = "the element-wise ops before it compute in f16, where "
-                 "unnormalized values could overflow",
+    return why = ("the element-wise ops before it compute in " + narrow +
+                  ", where unnormalized values could overflow")
+                     .str(),
            failure();
   // A post-scale the chain also reads other than as a leaf would stay
   // scaled there: it cannot be stripped.

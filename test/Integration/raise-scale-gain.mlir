@@ -29,6 +29,12 @@
 // REMARK-DAG: Function=tosa_form | Remark="deferred 1/RMS past 1 projection(s)
 // REMARK-DAG: Function=one_plus | Remark="deferred 1/RMS past 1 projection(s)
 // REMARK-DAG: Function=two_gains | Remark="not raised: its gain is not g or 1 + g"
+// A bias added to the scale before x: x * (1/RMS * g + b) is no norm (a
+// raise would drop b).
+// RUN: flashnorm-run %s -e biased_factor --pipeline=flashnorm --compare --rtol 1e-5 | FileCheck %s --check-prefix=CMP
+// CHECK-LABEL: func.func @biased_factor
+// CHECK-NOT: flashnorm.rms_norm
+// CHECK: return
 
 #id = affine_map<(d0, d1) -> (d0, d1)>
 #row = affine_map<(d0, d1) -> (d0)>
@@ -145,6 +151,32 @@ func.func @two_gains(%x: tensor<4x8xf32>, %g1: tensor<8xf32>, %g2: tensor<8xf32>
     %p = arith.mulf %a, %q : f32
     %t = arith.mulf %p, %gb : f32
     linalg.yield %t : f32
+  } -> tensor<4x8xf32>
+  return %n : tensor<4x8xf32>
+}
+
+func.func @biased_factor(%x: tensor<4x8xf32>, %g: tensor<8xf32>, %b: tensor<8xf32>) -> tensor<4x8xf32> {
+  %zero = arith.constant 0.0 : f32
+  %er = tensor.empty() : tensor<4xf32>
+  %acc = linalg.fill ins(%zero : f32) outs(%er : tensor<4xf32>) -> tensor<4xf32>
+  %sum = linalg.generic {indexing_maps = [#id, #row], iterator_types = ["parallel", "reduction"]} ins(%x : tensor<4x8xf32>) outs(%acc : tensor<4xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %p = arith.mulf %a, %a : f32
+    %s = arith.addf %o, %p : f32
+    linalg.yield %s : f32
+  } -> tensor<4xf32>
+  %e = tensor.empty() : tensor<4x8xf32>
+  %n = linalg.generic {indexing_maps = [#id, #row, #feat, #feat, #id], iterator_types = ["parallel", "parallel"]} ins(%x, %sum, %g, %b : tensor<4x8xf32>, tensor<4xf32>, tensor<8xf32>, tensor<8xf32>) outs(%e : tensor<4x8xf32>) {
+  ^bb0(%a: f32, %s: f32, %gg: f32, %bb: f32, %o: f32):
+    %k = arith.constant 0.125 : f32
+    %m = arith.mulf %s, %k : f32
+    %eps = arith.constant 1.0e-06 : f32
+    %v = arith.addf %m, %eps : f32
+    %r = math.rsqrt %v : f32
+    %q = arith.mulf %r, %gg : f32
+    %qb = arith.addf %q, %bb : f32
+    %p = arith.mulf %a, %qb : f32
+    linalg.yield %p : f32
   } -> tensor<4x8xf32>
   return %n : tensor<4x8xf32>
 }

@@ -15,6 +15,10 @@
 
 ml_program.global private @w(#ml_program.extern : tensor<4x4xf32>) : tensor<4x4xf32>
 
+// Another module's state, declared and not read: no extern global of the
+// checkpoint, and nothing --pipeline lowered.
+memref.global @ext_state : memref<4xf32>
+
 func.func @plain(%x: tensor<2x4xf32>) -> tensor<2x4xf32> {
   return %x : tensor<2x4xf32>
 }

@@ -47,6 +47,7 @@
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Target/LLVMIR/Dialect/All.h"
 #include "mlir/Transforms/Passes.h"
+#include "llvm/ADT/StringSet.h"
 #include "llvm/ADT/bit.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/DynamicLibrary.h"
@@ -529,16 +530,30 @@ loadCheckpoints(ArrayRef<std::string> paths) {
   return tensors;
 }
 
-/// A global of `module` the user's pipeline lowered without a value (an
-/// extern ml_program global as a memref or LLVM declaration), or "".
-std::string findLoweredExtern(ModuleOp module) {
+/// The extern ml_program globals of `module`, by name.
+llvm::StringSet<> externGlobalNames(ModuleOp module) {
+  llvm::StringSet<> names;
+  for (auto global : module.getOps<ml_program::GlobalOp>())
+    if (isa_and_nonnull<ml_program::ExternAttr>(
+            global.getValue().value_or(Attribute())))
+      names.insert(global.getSymName());
+  return names;
+}
+
+/// One of `externs` that `module` holds as a memref or LLVM global without
+/// a value (lowered by the user's pipeline), or "".
+std::string findLoweredExtern(ModuleOp module,
+                              const llvm::StringSet<> &externs) {
   std::string name;
   module.walk([&](Operation *op) {
-    if (auto g = dyn_cast<memref::GlobalOp>(op); g && g.isExternal())
-      name = g.getSymName().str();
-    else if (auto g = dyn_cast<LLVM::GlobalOp>(op);
-             g && !g.getValueOrNull() && g.getInitializerRegion().empty())
-      name = g.getSymName().str();
+    auto memref = dyn_cast<memref::GlobalOp>(op);
+    auto llvm = dyn_cast<LLVM::GlobalOp>(op);
+    if ((memref && memref.isExternal() &&
+         externs.contains(memref.getSymName())) ||
+        (llvm && !llvm.getValueOrNull() &&
+         llvm.getInitializerRegion().empty() &&
+         externs.contains(llvm.getSymName())))
+      name = SymbolTable::getSymbolName(op).str();
     return name.empty() ? WalkResult::advance() : WalkResult::interrupt();
   });
   return name;
@@ -621,6 +636,7 @@ FailureOr<ExecutionEngine *> compile(ModuleOp module, OpPassManager *passes,
   keepOnly(module, functions);
   std::string errors;
   llvm::raw_string_ostream errorStream(errors);
+  llvm::StringSet<> externs = externGlobalNames(module);
   if (passes) {
     PassManager userPm(module.getContext());
     static_cast<OpPassManager &>(userPm) = *passes;
@@ -635,17 +651,17 @@ FailureOr<ExecutionEngine *> compile(ModuleOp module, OpPassManager *passes,
     return failure();
   // Bound by name below, as ml_program globals: past the lowering, the JIT
   // would report a symbol it cannot find.
-  if (std::string lowered = findLoweredExtern(module);
-      !lowered.empty() && !params.empty()) {
+  if (std::string lowered = findLoweredExtern(module, externs);
+      !lowered.empty() && passes) {
     llvm::errs() << "error: --pipeline lowered the extern global @" << lowered
                  << " before flashnorm-run could bind it to the checkpoint: "
                     "give --pipeline the rewrite only (flashnorm-run lowers "
                     "the result itself)\n";
     return failure();
   }
-  FailureOr<std::map<std::string, const char *>> externs =
+  FailureOr<std::map<std::string, const char *>> bound =
       bindExternGlobals(module, params, what);
-  if (failed(externs))
+  if (failed(bound))
     return failure();
   PassManager pm(module.getContext());
   flashnorm::CpuPipelineOptions cpu;
@@ -682,7 +698,7 @@ FailureOr<ExecutionEngine *> compile(ModuleOp module, OpPassManager *passes,
   }
   (*engine)->registerSymbols([&](llvm::orc::MangleAndInterner interner) {
     llvm::orc::SymbolMap symbols;
-    for (const auto &[name, data] : *externs)
+    for (const auto &[name, data] : *bound)
       symbols[interner(name)] = {llvm::orc::ExecutorAddr::fromPtr(data),
                                  llvm::JITSymbolFlags::Exported};
     return symbols;

@@ -88,8 +88,9 @@ def FlashNorm_PostScaleOp : FlashNorm_Op<"post_scale", [Pure]> {
   let summary = "Multiplies each row of a tensor by that row's scale";
   let description = [{
     `result[r, n] = round(input[r, n] * scale[r])`: the product is formed in
-    f32 (f64 for an f64 input or scale) and rounded once to the result element type, so
-    an unnormalized f32 accumulator can be scaled before it is narrowed.
+    f32 (f64 for an f64 input or scale) and rounded once to the result
+    element type, so an unnormalized f32 accumulator can be scaled before it
+    is narrowed.
     A row whose scale is 0 is 0, whatever its input: a statistic is 0 only
     where the row's mean square overflowed f32, where the normalize-first
     original is 0 too, while the raw product may have overflowed to inf
