@@ -7,6 +7,8 @@
 #include "mlir/Dialect/Tosa/IR/TosaOps.h"
 #include "mlir/IR/Matchers.h"
 
+#include <cmath>
+
 using namespace mlir;
 using namespace mlir::flashnorm;
 
@@ -30,6 +32,15 @@ Degree flashnorm::product(const Degree &a, const Degree &b) {
   return d;
 }
 
+Degree flashnorm::power(const Degree &a, int64_t p) {
+  if (a.kind != Degree::Multiple)
+    return a; // 0^p = 0 for p >= 1; no multiple stays none.
+  Degree d = a;
+  for (auto &entry : d.of)
+    entry.second *= p;
+  return d;
+}
+
 Degree flashnorm::unify(const Degree &a, const Degree &b) {
   if (a.kind == Degree::Zero)
     return b;
@@ -42,6 +53,25 @@ bool flashnorm::isZeroConstant(Value v) {
   return matchPattern(v, m_AnyZeroFloat());
 }
 
+std::optional<int64_t> flashnorm::getMovableExponent(Value v) {
+  Attribute value;
+  if (!matchPattern(v, m_Constant(&value)))
+    return std::nullopt;
+  if (auto splat = dyn_cast<SplatElementsAttr>(value))
+    value = splat.getSplatValue<Attribute>();
+  std::optional<int64_t> p;
+  if (auto i = dyn_cast<IntegerAttr>(value)) {
+    p = i.getValue().getSExtValue();
+  } else if (auto f = dyn_cast<FloatAttr>(value)) {
+    double d = f.getValueAsDouble();
+    if (d == std::trunc(d) && std::abs(d) <= kMaxMovableExponent)
+      p = static_cast<int64_t>(d);
+  }
+  if (!p || *p < 1 || *p > kMaxMovableExponent)
+    return std::nullopt;
+  return p;
+}
+
 bool flashnorm::isWideEnough(Type t) {
   Type elt = getElementTypeOrSelf(t);
   return elt.isF32() || elt.isF64() || elt.isBF16();
@@ -52,6 +82,12 @@ Degree flashnorm::degreeOfElementwise(Operation *op,
   auto arg = [&](unsigned i) { return operand(op->getOperand(i)); };
   if (isa<arith::MulFOp, tosa::MulOp>(op))
     return product(arg(0), arg(1));
+  // x^p, p a small constant integer (squared ReLU as torch writes
+  // relu(x) ** 2: math.fpowi by 2, or math.powf / tosa.pow of 2.0):
+  // (s x)^p = s^p x^p, s >= 0 or not.
+  if (isa<math::PowFOp, math::FPowIOp, tosa::PowOp>(op))
+    if (std::optional<int64_t> p = getMovableExponent(op->getOperand(1)))
+      return power(arg(0), *p);
   if (isa<arith::DivFOp>(op))
     return arg(1).isUnscaled() ? arg(0) : Degree::none();
   if (isa<arith::NegFOp, tosa::NegateOp, arith::ExtFOp, arith::TruncFOp,

@@ -13,13 +13,15 @@
 // every value of the element-wise chain between the post-scales and the
 // projection gets its degree in each stripped scale (x * y adds degrees,
 // x + y, max, select need equal ones, a literal 0 is a multiple of
-// anything, exp, tanh or + 1 of a scaled value is no multiple at all). The
+// anything, x^p of a small constant integer p multiplies them by p, exp,
+// tanh or + 1 of a scaled value is no multiple at all). The
 // post-scales are tried one at a time, each kept if the projection's input
 // stays a multiple of every kept one: SwiGLU and GeGLU keep the gate's scale
 // (silu and gelu are not homogeneous) and move the up path's; ReLU and ReGLU
 // move both, as s^2, since the statistics are >= 0 and
-// relu(s x) = s relu(x) for s >= 0. A scale is moved as new post-scales of
-// the projection's result, one per degree.
+// relu(s x) = s relu(x) for s >= 0; squared ReLU (x * x, or x^2 as
+// fpowi, powf or tosa.pow) moves its scale as s^2. A scale is moved as new
+// post-scales of the projection's result, one per degree.
 //
 //===----------------------------------------------------------------------===//
 
@@ -75,7 +77,7 @@ bool isChainOp(Operation *op, ArrayRef<int64_t> shape) {
   // the result's rows, and its scale would not match them after the move.
   if (isa<tosa::MulOp, tosa::AddOp, tosa::SubOp, tosa::NegateOp, tosa::ClampOp,
           tosa::CastOp, tosa::SigmoidOp, tosa::TanhOp, tosa::ExpOp, tosa::AbsOp,
-          tosa::MaximumOp, tosa::MinimumOp>(op))
+          tosa::MaximumOp, tosa::MinimumOp, tosa::PowOp>(op))
     return ShapedType::isStaticShape(shape);
   return isa<arith::MulFOp, arith::AddFOp, arith::SubFOp, arith::NegFOp,
              arith::MaximumFOp, arith::MinimumFOp, arith::ExtFOp,

@@ -344,3 +344,88 @@ func.func @tosa_dynamic_rows(%x: tensor<1x?x8xf32>, %g: tensor<1x?x16xf32>, %wu:
   %d = tosa.matmul %m, %wd, %zp, %zp : (tensor<1x?x16xf32>, tensor<1x16x8xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<1x?x8xf32>
   return %d : tensor<1x?x8xf32>
 }
+
+// -----
+
+// x^p of a constant integer p <= 4 multiplies the scale's degree by p (a
+// squared ReLU written relu(x) ** 2 moves as s^2); a fractional, larger or
+// unknown exponent is no multiple of it.
+// CHECK-LABEL: func.func @powers
+// CHECK: %[[S:.*]] = flashnorm.rms_inv
+// CHECK: %[[SQ:.*]] = linalg.matmul ins(%{{.*}}, %arg2
+// CHECK: %[[P1:.*]] = flashnorm.post_scale %[[SQ]], %[[S]]
+// CHECK: flashnorm.post_scale %[[P1]], %[[S]]
+// CHECK: %[[CUBE:.*]] = linalg.matmul ins(%{{.*}}, %arg2
+// CHECK: %[[C1:.*]] = flashnorm.post_scale %[[CUBE]], %[[S]]
+// CHECK: %[[C2:.*]] = flashnorm.post_scale %[[C1]], %[[S]]
+// CHECK: flashnorm.post_scale %[[C2]], %[[S]]
+// CHECK-COUNT-3: flashnorm.post_scale %{{.*}}, %[[S]] : tensor<4x32xf32>
+// CHECK-NOT: flashnorm.post_scale
+// CHECK: return
+// REMARK-DAG: Function=powers | Remark="moved 1 post-scale(s) past 'linalg.matmul', applied after it as 2 post-scale(s)
+// REMARK-DAG: Function=powers | Remark="moved 1 post-scale(s) past 'linalg.matmul', applied after it as 3 post-scale(s)
+// REMARK-DAG: Function=powers | Remark="post-scale not moved past it: its input is no multiple of the post-scale(s) it reads: 'linalg.generic' at
+// REMARK-DAG: Function=powers | Remark="post-scale not moved past it: its input is no multiple of the post-scale(s) it reads: 'linalg.generic' at
+// REMARK-DAG: Function=powers | Remark="post-scale not moved past it: its input is no multiple of the post-scale(s) it reads: 'linalg.generic' at
+#id = affine_map<(i, j) -> (i, j)>
+func.func @powers(%x: tensor<4x8xf32>, %wu: tensor<8x32xf32>, %wd: tensor<32x8xf32>,
+                  %k: f32)
+    -> (tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>) {
+  %s = flashnorm.rms_inv %x eps(1.0e-05) : tensor<4x8xf32> -> tensor<4xf32>
+  %c0 = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<4x32xf32>
+  %z = linalg.fill ins(%c0 : f32) outs(%e : tensor<4x32xf32>) -> tensor<4x32xf32>
+  %e8 = tensor.empty() : tensor<4x8xf32>
+  %z8 = linalg.fill ins(%c0 : f32) outs(%e8 : tensor<4x8xf32>) -> tensor<4x8xf32>
+  %two = arith.constant 2 : i32
+  %three = arith.constant 3.0 : f32
+  %half = arith.constant 2.5 : f32
+  %five = arith.constant 5.0 : f32
+  %u1 = linalg.matmul ins(%x, %wu : tensor<4x8xf32>, tensor<8x32xf32>) outs(%z : tensor<4x32xf32>) -> tensor<4x32xf32>
+  %p1 = flashnorm.post_scale %u1, %s : tensor<4x32xf32>, tensor<4xf32> -> tensor<4x32xf32>
+  %q1 = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%p1 : tensor<4x32xf32>) outs(%e : tensor<4x32xf32>) {
+  ^bb0(%in: f32, %o: f32):
+    %r = arith.maximumf %in, %c0 : f32
+    %v = math.fpowi %r, %two : f32, i32
+    linalg.yield %v : f32
+  } -> tensor<4x32xf32>
+  %d1 = linalg.matmul ins(%q1, %wd : tensor<4x32xf32>, tensor<32x8xf32>) outs(%z8 : tensor<4x8xf32>) -> tensor<4x8xf32>
+  %u2 = linalg.matmul ins(%x, %wu : tensor<4x8xf32>, tensor<8x32xf32>) outs(%z : tensor<4x32xf32>) -> tensor<4x32xf32>
+  %p2 = flashnorm.post_scale %u2, %s : tensor<4x32xf32>, tensor<4xf32> -> tensor<4x32xf32>
+  %q2 = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%p2 : tensor<4x32xf32>) outs(%e : tensor<4x32xf32>) {
+  ^bb0(%in: f32, %o: f32):
+    %v = math.powf %in, %three : f32
+    linalg.yield %v : f32
+  } -> tensor<4x32xf32>
+  %d2 = linalg.matmul ins(%q2, %wd : tensor<4x32xf32>, tensor<32x8xf32>) outs(%z8 : tensor<4x8xf32>) -> tensor<4x8xf32>
+  %u3 = linalg.matmul ins(%x, %wu : tensor<4x8xf32>, tensor<8x32xf32>) outs(%z : tensor<4x32xf32>) -> tensor<4x32xf32>
+  %p3 = flashnorm.post_scale %u3, %s : tensor<4x32xf32>, tensor<4xf32> -> tensor<4x32xf32>
+  %q3 = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%p3 : tensor<4x32xf32>) outs(%e : tensor<4x32xf32>) {
+  ^bb0(%in: f32, %o: f32):
+    %v = math.powf %in, %half : f32
+    linalg.yield %v : f32
+  } -> tensor<4x32xf32>
+  %d3 = linalg.matmul ins(%q3, %wd : tensor<4x32xf32>, tensor<32x8xf32>) outs(%z8 : tensor<4x8xf32>) -> tensor<4x8xf32>
+  %u4 = linalg.matmul ins(%x, %wu : tensor<4x8xf32>, tensor<8x32xf32>) outs(%z : tensor<4x32xf32>) -> tensor<4x32xf32>
+  %p4 = flashnorm.post_scale %u4, %s : tensor<4x32xf32>, tensor<4xf32> -> tensor<4x32xf32>
+  %q4 = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%p4 : tensor<4x32xf32>) outs(%e : tensor<4x32xf32>) {
+  ^bb0(%in: f32, %o: f32):
+    %v = math.powf %in, %five : f32
+    linalg.yield %v : f32
+  } -> tensor<4x32xf32>
+  %d4 = linalg.matmul ins(%q4, %wd : tensor<4x32xf32>, tensor<32x8xf32>) outs(%z8 : tensor<4x8xf32>) -> tensor<4x8xf32>
+  %u5 = linalg.matmul ins(%x, %wu : tensor<4x8xf32>, tensor<8x32xf32>) outs(%z : tensor<4x32xf32>) -> tensor<4x32xf32>
+  %p5 = flashnorm.post_scale %u5, %s : tensor<4x32xf32>, tensor<4xf32> -> tensor<4x32xf32>
+  %q5 = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%p5 : tensor<4x32xf32>) outs(%e : tensor<4x32xf32>) {
+  ^bb0(%in: f32, %o: f32):
+    %v = math.powf %in, %k : f32
+    linalg.yield %v : f32
+  } -> tensor<4x32xf32>
+  %d5 = linalg.matmul ins(%q5, %wd : tensor<4x32xf32>, tensor<32x8xf32>) outs(%z8 : tensor<4x8xf32>) -> tensor<4x8xf32>
+  return %d1, %d2, %d3, %d4, %d5 : tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>
+}

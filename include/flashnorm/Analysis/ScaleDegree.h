@@ -6,9 +6,10 @@
 // the logits' scale, the attention constant into the query weight) derive
 // that degree symbolically, op by op, with one algebra: x * y adds degrees;
 // x + y, max, select and comparisons need equal ones; a literal 0 is a
-// multiple of anything; exp, tanh, sigmoid or + 1 of a scaled value is no
-// multiple at all. Scales are >= 0 (statistics, 1/sqrt(d)), so max, min,
-// comparisons and ReLU commute with them.
+// multiple of anything; x^p, p a small constant integer, multiplies them by
+// p; exp, tanh, sigmoid or + 1 of a scaled value is no multiple at all.
+// Scales are >= 0 (statistics, 1/sqrt(d)), so max, min, comparisons and
+// ReLU commute with them.
 //
 //===----------------------------------------------------------------------===//
 #ifndef FLASHNORM_ANALYSIS_SCALEDEGREE_H
@@ -44,11 +45,23 @@ struct Degree {
 
 /// x * y.
 Degree product(const Degree &a, const Degree &b);
+/// x^p: each degree times p.
+Degree power(const Degree &a, int64_t p);
 /// x + y, max(x, y), select(c, x, y), x < y: one degree for both.
 Degree unify(const Degree &a, const Degree &b);
 
 /// Whether `v` is a zero float constant (scalar or splat).
 bool isZeroConstant(Value v);
+
+/// The largest power a scale moves through: each degree of a moved scale
+/// is one more post-scale of the projection's result, and the raw value's
+/// p-th power must not overflow where the normalized one did not.
+constexpr int64_t kMaxMovableExponent = 4;
+
+/// The exponent `v` is, if it is a constant integer (an integer, or a
+/// float with an integer value; scalar or splat) in [1,
+/// kMaxMovableExponent].
+std::optional<int64_t> getMovableExponent(Value v);
 
 /// Element types whose unscaled values cannot overflow where the scaled
 /// ones did not (f16's range is too small for a raw activation).
