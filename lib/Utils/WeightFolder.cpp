@@ -206,6 +206,13 @@ isFiniteBits(typename Codec<Kind>::Storage s) {
            0x7ff0000000000000ull;
 }
 
+/// The smallest normal magnitude of the storage type: below it a rounded
+/// product keeps only an absolute precision (f16's 2^-24 steps).
+template <FloatKind Kind>
+constexpr double kMinNormal = Kind == FloatKind::F16   ? 0x1p-14
+                              : Kind == FloatKind::F64 ? 0x1p-1022
+                                                       : 0x1p-126;
+
 /// The folder's one element-type dispatch: calls `fn` with a
 /// std::integral_constant holding the FloatKind.
 template <typename Fn> static void dispatchKind(FloatKind kind, Fn &&fn) {
@@ -224,10 +231,10 @@ template <typename Fn> static void dispatchKind(FloatKind kind, Fn &&fn) {
 /// out[j] = round(in[j] * s[j]) for j < n, with `in` a single element when
 /// `splat` and `s` a single factor unless `perElement`. The fast pass is
 /// branch-free so it vectorizes; a run with any value outside the fast
-/// encoder's range (overflows included) is redone exactly, which counts
-/// the overflows: returns how many finite inputs gave a non-finite result.
+/// encoder's range (overflows and f16/bf16 subnormals included) is redone
+/// exactly, which counts what the rounding lost there.
 template <FloatKind Kind, bool splat, bool perElement>
-LLVM_ATTRIBUTE_ALWAYS_INLINE static int64_t
+LLVM_ATTRIBUTE_ALWAYS_INLINE static FoldLosses
 scaleRun(const typename Codec<Kind>::Storage *in,
          typename Codec<Kind>::Storage *out, int64_t n, const double *s) {
   Codec<Kind> codec;
@@ -237,14 +244,16 @@ scaleRun(const typename Codec<Kind>::Storage *in,
   for (int64_t j = 0; j < n; ++j)
     out[j] = Codec<Kind>::storeFast(FLASHNORM_VALUE(j), slow);
   if (!slow)
-    return 0;
-  int64_t overflows = 0;
+    return {};
+  FoldLosses losses;
   for (int64_t j = 0; j < n; ++j) {
-    out[j] = Codec<Kind>::store(FLASHNORM_VALUE(j));
-    overflows +=
+    double v = FLASHNORM_VALUE(j);
+    out[j] = Codec<Kind>::store(v);
+    losses.overflows +=
         isFiniteBits<Kind>(in[splat ? 0 : j]) && !isFiniteBits<Kind>(out[j]);
+    losses.underflows += v != 0 && std::abs(v) < kMinNormal<Kind>;
   }
-  return overflows;
+  return losses;
 #undef FLASHNORM_VALUE
 }
 
@@ -258,7 +267,7 @@ scaleRun(const typename Codec<Kind>::Storage *in,
 /// outside f32's normal range, or one that rounds to bf16's infinity, sends
 /// the run to the exact path.
 template <bool splat, bool perElement>
-LLVM_ATTRIBUTE_ALWAYS_INLINE static int64_t
+LLVM_ATTRIBUTE_ALWAYS_INLINE static FoldLosses
 scaleRunBF16(const uint16_t *__restrict in, uint16_t *__restrict out, int64_t n,
              const double *s, const float *s32) {
   uint32_t slow = 0;
@@ -280,7 +289,9 @@ scaleRunBF16(const uint16_t *__restrict in, uint16_t *__restrict out, int64_t n,
     slow |= (r & 0x7fffu) == 0x7f80u;
     out[j] = static_cast<uint16_t>(r);
   }
-  return slow ? scaleRun<FloatKind::BF16, splat, perElement>(in, out, n, s) : 0;
+  if (!slow)
+    return {};
+  return scaleRun<FloatKind::BF16, splat, perElement>(in, out, n, s);
 }
 
 /// Rows [begin, end) of the weight viewed as [outer, K, inner]. With
@@ -289,44 +300,45 @@ scaleRunBF16(const uint16_t *__restrict in, uint16_t *__restrict out, int64_t n,
 /// when not null, is `scale` in f32, exactly; `fma` says the target has
 /// FMA instructions (the bf16 lanes in f32 need one per element).
 template <FloatKind Kind, bool splat, bool fma>
-LLVM_ATTRIBUTE_ALWAYS_INLINE static int64_t
+LLVM_ATTRIBUTE_ALWAYS_INLINE static FoldLosses
 scaleRows(const char *inBytes, char *outBytes, ArrayRef<double> scale,
           const float *scale32, int64_t inner, int64_t begin, int64_t end) {
   using S = typename Codec<Kind>::Storage;
   const S *in = reinterpret_cast<const S *>(inBytes);
   S *out = reinterpret_cast<S *>(outBytes);
-  int64_t numK = scale.size(), overflows = 0;
+  int64_t numK = scale.size();
+  FoldLosses losses;
   if constexpr (fma && Kind == FloatKind::BF16) {
     if (scale32) {
       if (inner == 1) {
         for (int64_t o = begin; o < end; ++o)
-          overflows += scaleRunBF16<splat, true>(in + (splat ? 0 : o * numK),
-                                                 out + o * numK, numK,
-                                                 scale.data(), scale32);
-        return overflows;
+          losses += scaleRunBF16<splat, true>(in + (splat ? 0 : o * numK),
+                                              out + o * numK, numK,
+                                              scale.data(), scale32);
+        return losses;
       }
       for (int64_t row = begin; row < end; ++row)
-        overflows += scaleRunBF16<splat, false>(
+        losses += scaleRunBF16<splat, false>(
             in + (splat ? 0 : row * inner), out + row * inner, inner,
             &scale[row % numK], &scale32[row % numK]);
-      return overflows;
+      return losses;
     }
   }
   if (inner == 1) {
     for (int64_t o = begin; o < end; ++o)
-      overflows += scaleRun<Kind, splat, true>(
-          in + (splat ? 0 : o * numK), out + o * numK, numK, scale.data());
-    return overflows;
+      losses += scaleRun<Kind, splat, true>(in + (splat ? 0 : o * numK),
+                                            out + o * numK, numK, scale.data());
+    return losses;
   }
   for (int64_t row = begin; row < end; ++row)
-    overflows += scaleRun<Kind, splat, false>(in + (splat ? 0 : row * inner),
-                                              out + row * inner, inner,
-                                              &scale[row % numK]);
-  return overflows;
+    losses += scaleRun<Kind, splat, false>(in + (splat ? 0 : row * inner),
+                                           out + row * inner, inner,
+                                           &scale[row % numK]);
+  return losses;
 }
 
 template <FloatKind Kind, bool fma>
-LLVM_ATTRIBUTE_ALWAYS_INLINE static int64_t
+LLVM_ATTRIBUTE_ALWAYS_INLINE static FoldLosses
 scaleRowsOf(bool splat, const char *in, char *out, ArrayRef<double> scale,
             const float *scale32, int64_t inner, int64_t begin, int64_t end) {
   if (splat)
@@ -342,10 +354,10 @@ scaleRowsOf(bool splat, const char *in, char *out, ArrayRef<double> scale,
 // above is always-inline so that each copy is compiled for its own target;
 // a macro because a target attribute cannot depend on a template parameter.
 #define FLASHNORM_ROW_KERNEL(NAME, ATTRS, FMA)                                 \
-  ATTRS static int64_t NAME(FloatKind kind, bool splat, const char *in,        \
-                            char *out, ArrayRef<double> scale,                 \
-                            const float *scale32, int64_t inner,               \
-                            int64_t begin, int64_t end) {                      \
+  ATTRS static FoldLosses NAME(FloatKind kind, bool splat, const char *in,     \
+                               char *out, ArrayRef<double> scale,              \
+                               const float *scale32, int64_t inner,            \
+                               int64_t begin, int64_t end) {                   \
     switch (kind) {                                                            \
     case FloatKind::F16:                                                       \
       return scaleRowsOf<FloatKind::F16, FMA>(splat, in, out, scale, scale32,  \
@@ -360,7 +372,7 @@ scaleRowsOf(bool splat, const char *in, char *out, ArrayRef<double> scale,
       return scaleRowsOf<FloatKind::F64, FMA>(splat, in, out, scale, scale32,  \
                                               inner, begin, end);              \
     }                                                                          \
-    return 0;                                                                  \
+    return {};                                                                 \
   }
 
 FLASHNORM_ROW_KERNEL(scaleRowsBaseline, , false)
@@ -393,15 +405,15 @@ static RowKernel getRowKernel() { return scaleRowsBaseline; }
 #endif
 #undef FLASHNORM_ROW_KERNEL
 
-int64_t flashnorm::scaleRawAlongAxis(FloatKind kind, const char *in,
-                                     bool inSplat, char *out, int64_t outer,
-                                     ArrayRef<double> scale, int64_t inner,
-                                     MLIRContext *ctx) {
+FoldLosses flashnorm::scaleRawAlongAxis(FloatKind kind, const char *in,
+                                        bool inSplat, char *out, int64_t outer,
+                                        ArrayRef<double> scale, int64_t inner,
+                                        MLIRContext *ctx) {
   int64_t numK = scale.size();
   int64_t rows = inner == 1 ? outer : outer * numK;
   int64_t rowLength = inner == 1 ? numK : inner;
   if (rows == 0 || rowLength == 0)
-    return 0; // Nothing to write (and no chunk size to divide by).
+    return {}; // Nothing to write (and no chunk size to divide by).
   RowKernel rowKernel = getRowKernel();
   // The factors in f32, if f32 holds them exactly (the bf16 fast path).
   SmallVector<float> scale32;
@@ -418,12 +430,14 @@ int64_t flashnorm::scaleRawAlongAxis(FloatKind kind, const char *in,
   int64_t numChunks = (rows + rowsPerChunk - 1) / rowsPerChunk;
   if (!ctx || numChunks <= 1)
     return kernel(0, rows);
-  std::atomic<int64_t> overflows{0};
+  std::atomic<int64_t> overflows{0}, underflows{0};
   parallelFor(ctx, 0, numChunks, [&](size_t c) {
     int64_t b = static_cast<int64_t>(c) * rowsPerChunk;
-    overflows += kernel(b, std::min(rows, b + rowsPerChunk));
+    FoldLosses chunk = kernel(b, std::min(rows, b + rowsPerChunk));
+    overflows += chunk.overflows;
+    underflows += chunk.underflows;
   });
-  return overflows;
+  return {overflows.load(), underflows.load()};
 }
 
 //===----------------------------------------------------------------------===//
@@ -565,6 +579,37 @@ int64_t flashnorm::countOverflowsRaw(FloatKind kind, const char *in,
   return count;
 }
 
+int64_t flashnorm::countUnderflowedOutputs(FloatKind kind, const char *in,
+                                           bool inSplat, const char *out,
+                                           int64_t outer,
+                                           ArrayRef<double> scale,
+                                           int64_t inner) {
+  int64_t numK = scale.size(), lossy = 0;
+  dispatchKind(kind, [&](auto k) {
+    using C = Codec<k.value>;
+    constexpr double m = kMinNormal<k.value>;
+    C codec;
+    const auto *folded = reinterpret_cast<const typename C::Storage *>(out);
+    std::vector<double> magnitude(inner);
+    std::vector<int64_t> underflowed(inner);
+    for (int64_t o = 0; o < outer; ++o) {
+      std::fill(magnitude.begin(), magnitude.end(), 0.0);
+      std::fill(underflowed.begin(), underflowed.end(), 0);
+      for (int64_t j = 0; j < numK; ++j)
+        for (int64_t i = 0; i < inner; ++i) {
+          double v =
+              loadAt<k.value>(in, inSplat, numK, inner, o, j, i) * scale[j];
+          underflowed[i] += v != 0 && std::abs(v) < m;
+          magnitude[i] +=
+              std::abs(codec.load(folded[(o * numK + j) * inner + i]));
+        }
+      for (int64_t i = 0; i < inner; ++i)
+        lossy += static_cast<double>(underflowed[i]) * m > magnitude[i];
+    }
+  });
+  return lossy;
+}
+
 namespace {
 /// A weight's raw bytes seen as [outer, K, inner] around the axis K.
 struct AxisView {
@@ -612,23 +657,38 @@ static FailureOr<ElementsAttr> foldAlongAxis(ElementsAttr weight, int64_t axis,
   MLIRContext *ctx = type.getContext();
   // A fold that overflows the type is refused (the kernel counts them; the
   // centered fold is counted after).
+  // So is one whose products fall below the type's normal range where
+  // that costs more than its one rounding (countUnderflowedOutputs: an f16
+  // gain of 1e-4 times weights of 1e-4 rounds every product to 0).
   auto fill = [&](char *out) -> LogicalResult {
-    int64_t overflows = 0;
+    FoldLosses losses;
     if (!center) {
-      overflows = scaleRawAlongAxis(view->kind, view->data.data(), view->splat,
-                                    out, outer, scale, inner, ctx);
+      losses = scaleRawAlongAxis(view->kind, view->data.data(), view->splat,
+                                 out, outer, scale, inner, ctx);
     } else {
       scaleAndCenter(view->kind, view->data.data(), view->splat, out, outer,
                      scale, inner);
-      overflows = countOverflowsRaw(view->kind, view->data.data(), view->splat,
-                                    out, type.getNumElements());
+      losses.overflows =
+          countOverflowsRaw(view->kind, view->data.data(), view->splat, out,
+                            type.getNumElements());
     }
-    if (!overflows)
-      return success();
     std::string typeName;
     llvm::raw_string_ostream(typeName) << type.getElementType();
-    return fail(whyNot, Twine(overflows) + " folded element(s) overflow " +
-                            typeName + " (the original stays finite)");
+    if (losses.overflows)
+      return fail(whyNot, Twine(losses.overflows) +
+                              " folded element(s) overflow " + typeName +
+                              " (the original stays finite)");
+    if (!losses.underflows)
+      return success();
+    int64_t lossy = countUnderflowedOutputs(
+        view->kind, view->data.data(), view->splat, out, outer, scale, inner);
+    if (!lossy)
+      return success();
+    return fail(whyNot, Twine(lossy) + " output(s) of the folded weight fall " +
+                            "mostly below " + typeName + "'s normal range (" +
+                            Twine(losses.underflows) +
+                            " product(s) underflow), where rounding them "
+                            "loses more than the original's one rounding");
   };
 
   if (auto resource = dyn_cast<DenseResourceElementsAttr>(weight)) {

@@ -311,7 +311,8 @@ void foldTensor(int outFD, const Job &job, const Source &src,
       overflows = countOverflowsRaw(kind, p, false, buffer.data(), elements);
     } else {
       overflows = scaleRawAlongAxis(kind, p, false, buffer.data(), b.oc,
-                                    vec.slice(b.k0, b.kc), v.inner, nullptr);
+                                    vec.slice(b.k0, b.kc), v.inner, nullptr)
+                      .overflows;
     }
     if (overflows)
       die(llvm::formatv("folding '{0}' into '{1}': {2} element(s) overflow "

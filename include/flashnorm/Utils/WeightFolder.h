@@ -32,14 +32,26 @@ double decodeBFloat(uint16_t bits);
 uint16_t encodeHalf(double value);
 uint16_t encodeBFloat(double value);
 
+/// What a fold's one rounding lost: elements that overflowed the type
+/// (finite in the input, not in the output), and nonzero products below its
+/// normal range (rounded to a subnormal or to zero; counted for f16 and
+/// bf16, whose fast encoder hands them to the exact one).
+struct FoldLosses {
+  int64_t overflows = 0, underflows = 0;
+  FoldLosses &operator+=(const FoldLosses &o) {
+    overflows += o.overflows;
+    underflows += o.underflows;
+    return *this;
+  }
+};
+
 /// The raw-buffer kernel: `out[o, k, i] = round(in[o, k, i] * scale[k])` for
 /// a tensor viewed as [outer, scale.size(), inner]. With `inSplat`, `in`
 /// holds one element that stands for all. Runs on the context's thread pool
-/// when `ctx` is given and threading is enabled. Returns how many elements
-/// overflowed (finite in `in`, not in `out`).
-int64_t scaleRawAlongAxis(FloatKind kind, const char *in, bool inSplat,
-                          char *out, int64_t outer, ArrayRef<double> scale,
-                          int64_t inner, MLIRContext *ctx);
+/// when `ctx` is given and threading is enabled.
+FoldLosses scaleRawAlongAxis(FloatKind kind, const char *in, bool inSplat,
+                             char *out, int64_t outer, ArrayRef<double> scale,
+                             int64_t inner, MLIRContext *ctx);
 
 /// The rest of the raw-buffer folder, on the same [outer, K, inner] view
 /// (K = vec.size() or scale.size()), f64 throughout, one rounding. Callers
@@ -60,6 +72,17 @@ void scaleAndShiftRaw(FloatKind kind, const char *in, bool inSplat, char *out,
 /// that overflowed the type).
 int64_t countOverflowsRaw(FloatKind kind, const char *in, bool inSplat,
                           const char *out, int64_t n);
+/// How many outputs (o, i) of a fold `out` of `in` (as scaleRawAlongAxis
+/// wrote it) lost more to underflow than one rounding at the type's
+/// precision could: a product below the normal range m is kept to within
+/// m 2^-(p+1) absolutely, a normal one to within 2^-(p+1) of itself, so a
+/// column whose underflowed products outnumber sum_k |out[o, k, i]| / m
+/// errs more in its dot product (inputs of equal size) than the rounding of
+/// its normal ones allows. Only worth calling when FoldLosses::underflows
+/// is not zero.
+int64_t countUnderflowedOutputs(FloatKind kind, const char *in, bool inSplat,
+                                const char *out, int64_t outer,
+                                ArrayRef<double> scale, int64_t inner);
 /// Bytes per element; f64 values of `n` elements, and back (rounded once).
 size_t getByteWidth(FloatKind kind);
 void decodeRaw(FloatKind kind, const char *in, int64_t n, double *out);
