@@ -17,6 +17,7 @@
 
 #include "MergeQueryScale.h"
 
+#include "flashnorm/Analysis/Projection.h"
 #include "flashnorm/Analysis/ScaleDegree.h"
 #include "flashnorm/Utils/Remarks.h"
 
@@ -25,6 +26,23 @@
 
 using namespace mlir;
 using namespace mlir::flashnorm;
+
+/// Whether the contraction `query` reaches multiplies it by a stored
+/// weight (a constant or a global, through layout ops): the next
+/// projection of an MLP, not an attention's logits, whose keys are
+/// computed. Such a post-scale is not a query's, and earns no remark.
+static bool isStoredWeightProduct(OpOperand &query) {
+  Operation *owner = query.getOwner();
+  unsigned input = query.getOperandNumber();
+  int64_t axis = 1; // tosa.matmul's [batch, K, N]
+  if (auto linalgOp = dyn_cast<linalg::LinalgOp>(owner)) {
+    FailureOr<ContractionRoles> roles = classifyContraction(linalgOp, input);
+    if (failed(roles))
+      return false;
+    axis = roles->weightAxis;
+  }
+  return succeeded(traceWeightToConstant(owner->getOperand(1 - input), axis));
+}
 
 FailureOr<QueryMergePlan> flashnorm::planQueryMerge(PostScaleOp post,
                                                     std::string &why) {
@@ -40,7 +58,7 @@ FailureOr<QueryMergePlan> flashnorm::planQueryMerge(PostScaleOp post,
   std::string pathWhy;
   FailureOr<QueryPath> path =
       traceQueryToLogits(post.getResult(), type.getRank() - 1, &pathWhy);
-  if (failed(path))
+  if (failed(path) || isStoredWeightProduct(*path->query))
     return failure(); // Not a query's, or not all the way: no remark.
   QueryMergePlan plan{post, std::move(*path), {}, {}, {}, {}};
   for (Operation *op : plan.path.ops)

@@ -152,3 +152,35 @@ func.func @refused(%x: tensor<3x8xf32>, %w: tensor<8x8xf32>, %b: tensor<8xf32>, 
   } -> tensor<3x3xf32>
   return %s1, %l2, %s3 : tensor<3x3xf32>, tensor<3x3xf32>, tensor<3x3xf32>
 }
+
+// -----
+
+// An MLP's up projection reaches a contraction with a stored weight (the
+// down projection, wider than the up one: the scale stays, at the cost
+// rule), not an attention's keys: not a query, and no query remark (there
+// was one, "its logits are not multiplied by a constant").
+// CHECK-LABEL: func.func @mlp_constant_down
+// CHECK: flashnorm.post_scale
+// REMARK-NOT: Function=mlp_constant_down | Remark="query post-scale
+// REMARK: Function=mlp_constant_down | Remark="0 rewritten (0 approximate), 1 refused"
+#id = affine_map<(i, j) -> (i, j)>
+func.func @mlp_constant_down(%x: tensor<4x8xf32>, %wu: tensor<8x16xf32>) -> tensor<4x64xf32> {
+  %s = flashnorm.rms_inv %x eps(1.0e-05) : tensor<4x8xf32> -> tensor<4xf32>
+  %c0 = arith.constant 0.0 : f32
+  %c2 = arith.constant 2.0 : f32
+  %e = tensor.empty() : tensor<4x16xf32>
+  %z = linalg.fill ins(%c0 : f32) outs(%e : tensor<4x16xf32>) -> tensor<4x16xf32>
+  %u = linalg.matmul ins(%x, %wu : tensor<4x8xf32>, tensor<8x16xf32>) outs(%z : tensor<4x16xf32>) -> tensor<4x16xf32>
+  %us = flashnorm.post_scale %u, %s : tensor<4x16xf32>, tensor<4xf32> -> tensor<4x16xf32>
+  %h = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%us : tensor<4x16xf32>) outs(%e : tensor<4x16xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = arith.mulf %a, %c2 : f32
+    linalg.yield %r : f32
+  } -> tensor<4x16xf32>
+  %wd = arith.constant dense<0.5> : tensor<16x64xf32>
+  %e64 = tensor.empty() : tensor<4x64xf32>
+  %z64 = linalg.fill ins(%c0 : f32) outs(%e64 : tensor<4x64xf32>) -> tensor<4x64xf32>
+  %d = linalg.matmul ins(%h, %wd : tensor<4x16xf32>, tensor<16x64xf32>) outs(%z64 : tensor<4x64xf32>) -> tensor<4x64xf32>
+  return %d : tensor<4x64xf32>
+}
