@@ -88,6 +88,58 @@ FailureOr<Value> buildScaledGain(PatternRewriter &rewriter, RMSNormOp norm,
   return gain;
 }
 
+/// Replaces `norm` by the same norm on its input widened to f64, rounded
+/// once back: in f64 the mean square of every finite f32 (f16, bf16) row
+/// is a normal number, where in f32 a row of magnitude below ~1e-19
+/// squares to a subnormal or 0 (an inaccurate 1/RMS, or 0 / 0 with eps =
+/// 0) and one above ~1e19 overflows. Returns the new norm (`norm` itself
+/// for an f64 one).
+Operation *widenStatistic(PatternRewriter &rewriter, RMSNormOp norm) {
+  auto type = cast<RankedTensorType>(norm.getInput().getType());
+  if (type.getElementType().isF64())
+    return norm;
+  Location loc = norm.getLoc();
+  rewriter.setInsertionPoint(norm);
+  Value wide = arith::ExtFOp::create(
+      rewriter, loc, type.clone(rewriter.getF64Type()), norm.getInput());
+  auto wideNorm = RMSNormOp::create(rewriter, loc, wide, norm.getGain(),
+                                    norm.getEpsilon().convertToDouble(),
+                                    norm.getGainConvention());
+  rewriter.replaceOpWithNewOp<arith::TruncFOp>(norm, type,
+                                               wideNorm.getResult());
+  return wideNorm;
+}
+
+/// Why merging would change what the original computes where it overflows,
+/// or "": the original forms c times a row of RMS at most 1 (elements up to
+/// sqrt(K)) in the input type, and its sum of squares (up to c^2 K) in the
+/// statistic's type; where those can overflow, its rows come out 0 or NaN
+/// and the merged norm's would not. A |c| <= 1 forms nothing larger than
+/// the first norm did.
+std::string whyScaleOverflows(RMSNormOp outer, double c) {
+  if (std::abs(c) <= 1.0)
+    return "";
+  auto type = cast<RankedTensorType>(outer.getInput().getType());
+  int64_t k = type.getShape().back();
+  if (ShapedType::isDynamic(k))
+    return "a scale of magnitude above 1 on rows of a size known only at run "
+           "time may overflow the original";
+  auto largest = [](Type t) {
+    return llvm::APFloat::getLargest(cast<FloatType>(t).getFloatSemantics())
+        .convertToDouble();
+  };
+  Type elt = type.getElementType(), stat = getStatisticType(elt);
+  if (c * c * static_cast<double>(k) >= largest(stat))
+    return "the original's sum of squares (up to c^2 K = " +
+           formatNumber(c * c * static_cast<double>(k)) + ") overflows " +
+           printToString(stat) + ", where its rows come out 0";
+  if (std::abs(c) * std::sqrt(static_cast<double>(k)) >= largest(elt))
+    return "the original's scaled row (up to |c| sqrt(K) = " +
+           formatNumber(std::abs(c) * std::sqrt(static_cast<double>(k))) +
+           ") overflows " + printToString(elt);
+  return "";
+}
+
 /// §3(a): rms_norm(c * rms_norm(x, e1), g, e2) == rms_norm(x, g', e').
 struct MergeConsecutiveNorms : OpRewritePattern<RMSNormOp> {
   MergeConsecutiveNorms(MLIRContext *ctx, PassReporter &reporter)
@@ -126,6 +178,10 @@ struct MergeConsecutiveNorms : OpRewritePattern<RMSNormOp> {
                                   formatNumber(c));
       return failure();
     }
+    if (std::string why = whyScaleOverflows(outer, c); !why.empty()) {
+      reporter.refused(outer, "not merged: " + why);
+      return failure();
+    }
     double e1 = inner.getEpsilon().convertToDouble();
     double e2 = outer.getEpsilon().convertToDouble();
     double denom = c * c + e2;
@@ -149,11 +205,18 @@ struct MergeConsecutiveNorms : OpRewritePattern<RMSNormOp> {
                               "normalized dimension");
       return failure();
     }
-    auto merged = rewriter.replaceOpWithNewOp<RMSNormOp>(
+    Operation *merged = rewriter.replaceOpWithNewOp<RMSNormOp>(
         outer, inner.getInput(), *gain, eps);
+    // With e1 = 0 the merged eps is 0, and the merged norm reads the raw
+    // row: one whose mean square is an f32 subnormal (|x| ~1e-22) gets an
+    // inaccurate 1/RMS, which the original's second norm corrected. Its
+    // statistic runs in f64, as the cancellation's does.
+    if (eps == 0.0)
+      merged = widenStatistic(rewriter, cast<RMSNormOp>(merged));
     reporter.applied(merged, "merged two consecutive norms (exact): scale " +
                                  formatNumber(c) + ", eps " +
-                                 formatNumber(eps));
+                                 formatNumber(eps) +
+                                 (eps == 0.0 ? " (the statistic in f64)" : ""));
     return success();
   }
 
@@ -268,27 +331,6 @@ struct CancelBeforeScaleInvariantNorm : OpRewritePattern<RMSNormOp> {
       return success();
     }
     return failure();
-  }
-
-  /// Without the first norm, the second one reads the raw scale: an f32 row
-  /// of magnitude below ~1e-19 squares to 0 there (0 / 0 with eps = 0)
-  /// where the original, normalized first, is finite, and one above ~1e19
-  /// overflows. In f64 the mean square of every finite f32 row is a normal
-  /// number, so the norm runs there and rounds once back to f32. Returns
-  /// the new norm.
-  static Operation *widenStatistic(PatternRewriter &rewriter, RMSNormOp norm) {
-    auto type = cast<RankedTensorType>(norm.getInput().getType());
-    if (!type.getElementType().isF32())
-      return norm;
-    Location loc = norm.getLoc();
-    rewriter.setInsertionPoint(norm);
-    Value wide = arith::ExtFOp::create(
-        rewriter, loc, type.clone(rewriter.getF64Type()), norm.getInput());
-    auto wideNorm = RMSNormOp::create(rewriter, loc, wide, norm.getGain(), 0.0,
-                                      norm.getGainConvention());
-    rewriter.replaceOpWithNewOp<arith::TruncFOp>(norm, type,
-                                                 wideNorm.getResult());
-    return wideNorm;
   }
 
   PassReporter &reporter;

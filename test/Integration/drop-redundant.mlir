@@ -11,9 +11,15 @@
 // RUN: flashnorm-opt %S/Inputs/drop-redundant-naive.mlir %lower-to-llvm | %run > %t.naive
 // RUN: not %compare %t.ref %t.naive --rtol 1e-4 --atol 1e-7 | FileCheck %s --check-prefix=NAIVE
 // RUN: flashnorm-opt %s --flashnorm-drop-redundant | FileCheck %s
+// A merge with e1 = 0 on rows of 1e-22, whose mean square is an f32
+// subnormal: the merged statistic in f64 (in f32 it was 7.7% off).
+// RUN: flashnorm-run %s -e e1_zero --pipeline=flashnorm-drop-redundant --compare --input-range 1e-22 --rtol 1e-5 --atol 0 | FileCheck %s --check-prefix=CMP
 // CMP: MATCH
 // NAIVE: MISMATCH
 // CHECK-LABEL: func.func @block
+// CHECK-COUNT-1: flashnorm.rms_norm
+// CHECK-NOT: flashnorm.rms_norm
+// CHECK-LABEL: func.func @e1_zero
 // CHECK-COUNT-1: flashnorm.rms_norm
 // CHECK-NOT: flashnorm.rms_norm
 
@@ -62,3 +68,9 @@ func.func @input(%scale: f32, %offset: f32) -> tensor<4x16xf32> {
   return %x : tensor<4x16xf32>
 }
 func.func private @printMemrefF32(tensor<*xf32>)
+
+func.func @e1_zero(%x: tensor<4x16xf32>) -> tensor<4x16xf32> {
+  %a = flashnorm.rms_norm %x eps(0.0) : tensor<4x16xf32>
+  %b = flashnorm.rms_norm %a eps(1.0e-05) : tensor<4x16xf32>
+  return %b : tensor<4x16xf32>
+}
