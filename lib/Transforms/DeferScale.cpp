@@ -225,6 +225,13 @@ template <typename NormOp> struct DeferScalePattern : OpRewritePattern<NormOp> {
       else
         rewriter.replaceOp(p.op, scaled);
     }
+    // What reads only the norm's shape (the `tensor.dim` an importer takes
+    // of it for a last-token slice) reads the input's, the same.
+    for (OpOperand &use :
+         llvm::make_early_inc_range(norm.getResult().getUses()))
+      if (isa<tensor::DimOp>(use.getOwner()))
+        rewriter.modifyOpInPlace(use.getOwner(),
+                                 [&] { use.set(norm.getInput()); });
     reporter.silence(norm);
     if (norm.getResult().use_empty())
       rewriter.eraseOp(norm);

@@ -201,11 +201,14 @@ bool isLayoutGeneric(linalg::GenericOp g);
 
 /// True for a reshape (`tensor.expand_shape`, `tensor.collapse_shape`,
 /// `tosa.reshape`) that only regroups rows and keeps the last (feature)
-/// dimension as it is: a per-feature gain commutes with it.
+/// dimension as it is, or a `tensor.extract_slice` of whole rows (a
+/// last-token slice before the LM head): a per-feature gain commutes with
+/// it, and a per-row statistic of its result is that of its rows.
 bool isRowRegrouping(Operation *op);
 
-/// The uses of `v`, looking through row-regrouping reshapes (the reshapes
-/// themselves are not listed).
+/// The uses of `v`, looking through row-regrouping reshapes and row slices
+/// (which are not listed themselves); `tensor.dim`s, which read only the
+/// shape, are not listed either.
 SmallVector<OpOperand *> getUsesThroughRowRegrouping(Value v);
 
 /// A short description of where `v` comes from, for remarks.
