@@ -579,34 +579,36 @@ int64_t flashnorm::countOverflowsRaw(FloatKind kind, const char *in,
   return count;
 }
 
-int64_t flashnorm::countUnderflowedOutputs(FloatKind kind, const char *in,
-                                           bool inSplat, const char *out,
-                                           int64_t outer,
-                                           ArrayRef<double> scale,
-                                           int64_t inner) {
-  int64_t numK = scale.size(), lossy = 0;
+void flashnorm::tallyUnderflowRaw(FloatKind kind, const char *in, bool inSplat,
+                                  const char *out, int64_t outer,
+                                  ArrayRef<double> scale, int64_t inner,
+                                  double *magnitude, int64_t *underflowed) {
+  int64_t numK = scale.size();
   dispatchKind(kind, [&](auto k) {
     using C = Codec<k.value>;
-    constexpr double m = kMinNormal<k.value>;
     C codec;
     const auto *folded = reinterpret_cast<const typename C::Storage *>(out);
-    std::vector<double> magnitude(inner);
-    std::vector<int64_t> underflowed(inner);
-    for (int64_t o = 0; o < outer; ++o) {
-      std::fill(magnitude.begin(), magnitude.end(), 0.0);
-      std::fill(underflowed.begin(), underflowed.end(), 0);
+    for (int64_t o = 0; o < outer; ++o)
       for (int64_t j = 0; j < numK; ++j)
         for (int64_t i = 0; i < inner; ++i) {
           double v =
               loadAt<k.value>(in, inSplat, numK, inner, o, j, i) * scale[j];
-          underflowed[i] += v != 0 && std::abs(v) < m;
-          magnitude[i] +=
+          underflowed[o * inner + i] +=
+              v != 0 && std::abs(v) < kMinNormal<k.value>;
+          magnitude[o * inner + i] +=
               std::abs(codec.load(folded[(o * numK + j) * inner + i]));
         }
-      for (int64_t i = 0; i < inner; ++i)
-        lossy += static_cast<double>(underflowed[i]) * m > magnitude[i];
-    }
   });
+}
+
+int64_t flashnorm::countUnderflowedOutputs(FloatKind kind,
+                                           ArrayRef<double> magnitude,
+                                           ArrayRef<int64_t> underflowed) {
+  double m = 0;
+  dispatchKind(kind, [&](auto k) { m = kMinNormal<k.value>; });
+  int64_t lossy = 0;
+  for (auto [sum, count] : llvm::zip(magnitude, underflowed))
+    lossy += static_cast<double>(count) * m > sum;
   return lossy;
 }
 
@@ -680,8 +682,11 @@ static FailureOr<ElementsAttr> foldAlongAxis(ElementsAttr weight, int64_t axis,
                               " (the original stays finite)");
     if (!losses.underflows)
       return success();
-    int64_t lossy = countUnderflowedOutputs(
-        view->kind, view->data.data(), view->splat, out, outer, scale, inner);
+    std::vector<double> magnitude(outer * inner, 0.0);
+    std::vector<int64_t> underflowed(outer * inner, 0);
+    tallyUnderflowRaw(view->kind, view->data.data(), view->splat, out, outer,
+                      scale, inner, magnitude.data(), underflowed.data());
+    int64_t lossy = countUnderflowedOutputs(view->kind, magnitude, underflowed);
     if (!lossy)
       return success();
     return fail(whyNot, Twine(lossy) + " output(s) of the folded weight fall " +

@@ -299,6 +299,7 @@ void foldTensor(int outFD, const Job &job, const Source &src,
     for (double &m : shift)
       m /= static_cast<double>(v.numK);
   }
+  int64_t underflows = 0;
   forEachBlock(v, budget, [&](const Block &b) {
     const char *p = read(b);
     uint64_t elements = count(b), bytes = elements * width;
@@ -310,9 +311,11 @@ void foldTensor(int outFD, const Job &job, const Source &src,
                        shift.data() + b.o0 * v.inner);
       overflows = countOverflowsRaw(kind, p, false, buffer.data(), elements);
     } else {
-      overflows = scaleRawAlongAxis(kind, p, false, buffer.data(), b.oc,
-                                    vec.slice(b.k0, b.kc), v.inner, nullptr)
-                      .overflows;
+      FoldLosses losses =
+          scaleRawAlongAxis(kind, p, false, buffer.data(), b.oc,
+                            vec.slice(b.k0, b.kc), v.inner, nullptr);
+      overflows = losses.overflows;
+      underflows += losses.underflows;
     }
     if (overflows)
       die(llvm::formatv("folding '{0}' into '{1}': {2} element(s) overflow "
@@ -321,6 +324,28 @@ void foldTensor(int outFD, const Job &job, const Source &src,
                         t.source, t.name, overflows, t.dtype));
     writeAt(outFD, buffer.data(), bytes, job.offset + start(b) * width);
   });
+  if (!underflows)
+    return;
+  // Some products fell below the type's normal range: whether that cost
+  // more than the fold's one rounding is a question about whole outputs,
+  // which span blocks; a second pass folds them again and tallies (rare:
+  // f16 weights times tiny gains).
+  std::vector<double> magnitude(v.outer * v.inner, 0.0);
+  std::vector<int64_t> underflowed(v.outer * v.inner, 0);
+  forEachBlock(v, budget, [&](const Block &b) {
+    const char *p = read(b);
+    buffer.resize(count(b) * width);
+    scaleRawAlongAxis(kind, p, false, buffer.data(), b.oc,
+                      vec.slice(b.k0, b.kc), v.inner, nullptr);
+    tallyUnderflowRaw(
+        kind, p, false, buffer.data(), b.oc, vec.slice(b.k0, b.kc), v.inner,
+        magnitude.data() + b.o0 * v.inner, underflowed.data() + b.o0 * v.inner);
+  });
+  if (int64_t lossy = countUnderflowedOutputs(kind, magnitude, underflowed))
+    die(llvm::formatv("folding '{0}' into '{1}': {2} output(s) fall mostly "
+                      "below {3}'s normal range ({4} product(s) underflow); "
+                      "the IR would have refused this fold",
+                      t.source, t.name, lossy, t.dtype, underflows));
 }
 
 /// The plan's vector of `t` as K doubles: literal values, or

@@ -72,17 +72,22 @@ void scaleAndShiftRaw(FloatKind kind, const char *in, bool inSplat, char *out,
 /// that overflowed the type).
 int64_t countOverflowsRaw(FloatKind kind, const char *in, bool inSplat,
                           const char *out, int64_t n);
-/// How many outputs (o, i) of a fold `out` of `in` (as scaleRawAlongAxis
-/// wrote it) lost more to underflow than one rounding at the type's
-/// precision could: a product below the normal range m is kept to within
-/// m 2^-(p+1) absolutely, a normal one to within 2^-(p+1) of itself, so a
-/// column whose underflowed products outnumber sum_k |out[o, k, i]| / m
-/// errs more in its dot product (inputs of equal size) than the rounding of
-/// its normal ones allows. Only worth calling when FoldLosses::underflows
-/// is not zero.
-int64_t countUnderflowedOutputs(FloatKind kind, const char *in, bool inSplat,
-                                const char *out, int64_t outer,
-                                ArrayRef<double> scale, int64_t inner);
+/// Where a fold underflowed (FoldLosses::underflows not zero), per output
+/// (o, i) of `out`, the fold of `in` as scaleRawAlongAxis wrote it: adds
+/// sum_k |out[o, k, i]| to magnitude[o * inner + i] and the count of its
+/// nonzero products below the type's normal range to underflowed[...].
+/// Streaming callers call it block by block, as sumAlongAxisRaw.
+void tallyUnderflowRaw(FloatKind kind, const char *in, bool inSplat,
+                       const char *out, int64_t outer, ArrayRef<double> scale,
+                       int64_t inner, double *magnitude, int64_t *underflowed);
+/// How many of those outputs lost more to underflow than one rounding at
+/// the type's precision could: a product below the normal range m is kept
+/// to within m 2^-(p+1) absolutely, a normal one to within 2^-(p+1) of
+/// itself, so an output whose underflowed products outnumber its
+/// magnitude / m errs more in its dot product (inputs of equal size) than
+/// the rounding of its normal ones allows. The fold is refused then.
+int64_t countUnderflowedOutputs(FloatKind kind, ArrayRef<double> magnitude,
+                                ArrayRef<int64_t> underflowed);
 /// Bytes per element; f64 values of `n` elements, and back (rounded once).
 size_t getByteWidth(FloatKind kind);
 void decodeRaw(FloatKind kind, const char *in, int64_t n, double *out);

@@ -2,6 +2,7 @@
 catch, plus a good one to break plans against, into the directory argv[1]:
 
   good.safetensors      w [2, 3] F32, g [3] F32 (and metadata)
+  half.safetensors      w [2, 3] F16, tiny
   dup.safetensors       g again (a shard set with a duplicate)
   short.safetensors     5 bytes: no header length
   huge-header           the length says 2^40
@@ -41,6 +42,10 @@ write("good.safetensors", {"__metadata__": {"format": "pt"},
                            "w": entry("F32", [2, 3], 0, 24),
                            "g": entry("F32", [3], 24, 36)}, w + g)
 write("dup.safetensors", {"g": entry("F32", [3], 0, 12)}, g)
+# f16 weights of about 2e-4: times a gain of 1e-4, every product is below
+# f16's normal range (6.1e-5) and rounds to 0.
+write("half.safetensors", {"w": entry("F16", [2, 3], 0, 12)},
+      struct.pack("<6e", 2e-4, -2e-4, 1.5e-4, 2e-4, 1e-4, -2e-4))
 with open(os.path.join(out, "short.safetensors"), "wb") as f:
     f.write(b"\x05\x00\x00\x00\x00")
 with open(os.path.join(out, "huge-header.safetensors"), "wb") as f:
@@ -106,6 +111,11 @@ plan("bad-shape.json", [scale(shape=[6])])
 plan("center-bf16.json", [scale(source_dtype="BF16", dtype="BF16",
                                 center=True)])
 plan("overflow.json", [scale(vector={"values": [1e38, 1e38, 1e38]})])
+half = dict(source_dtype="F16", dtype="F16")
+plan("underflow.json", [scale(vector={"values": [1e-4, 1e-4, 1e-4]}, **half)])
+# One product per output down there (2e-4 * 1e-2) beside normal ones.
+plan("few-underflow.json",
+     [scale(vector={"values": [1e-2, 1e4, 1e4]}, **half)])
 plan("metadata-name.json", [scale(name="__metadata__")])
 plan("center-string.json", [scale(center="true")])
 bias = {"name": "w.bias", "op": "contract", "source": "w",
