@@ -82,9 +82,9 @@ Degree flashnorm::degreeOfElementwise(Operation *op,
   auto arg = [&](unsigned i) { return operand(op->getOperand(i)); };
   if (isa<arith::MulFOp, tosa::MulOp>(op))
     return product(arg(0), arg(1));
-  // x^p, p a small constant integer (squared ReLU as torch writes
-  // relu(x) ** 2: math.fpowi by 2, or math.powf / tosa.pow of 2.0):
-  // (s x)^p = s^p x^p, s >= 0 or not.
+  // x^p, p a constant integer up to kMaxMovableExponent (squared ReLU as
+  // torch writes relu(x) ** 2: math.fpowi by 2, or math.powf / tosa.pow of
+  // 2.0): (s x)^p = s^p x^p, s >= 0 or not.
   if (isa<math::PowFOp, math::FPowIOp, tosa::PowOp>(op))
     if (std::optional<int64_t> p = getMovableExponent(op->getOperand(1)))
       return power(arg(0), *p);

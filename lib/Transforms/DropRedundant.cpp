@@ -88,34 +88,14 @@ FailureOr<Value> buildScaledGain(PatternRewriter &rewriter, RMSNormOp norm,
   return gain;
 }
 
-/// Replaces `norm` by the same norm on its input widened to f64, rounded
-/// once back: in f64 the mean square of every finite f32 (f16, bf16) row
-/// is a normal number, where in f32 a row of magnitude below ~1e-19
-/// squares to a subnormal or 0 (an inaccurate 1/RMS, or 0 / 0 with eps =
-/// 0) and one above ~1e19 overflows. Returns the new norm (`norm` itself
-/// for an f64 one).
-Operation *widenStatistic(PatternRewriter &rewriter, RMSNormOp norm) {
-  auto type = cast<RankedTensorType>(norm.getInput().getType());
-  if (type.getElementType().isF64())
-    return norm;
-  Location loc = norm.getLoc();
-  rewriter.setInsertionPoint(norm);
-  Value wide = arith::ExtFOp::create(
-      rewriter, loc, type.clone(rewriter.getF64Type()), norm.getInput());
-  auto wideNorm = RMSNormOp::create(rewriter, loc, wide, norm.getGain(),
-                                    norm.getEpsilon().convertToDouble(),
-                                    norm.getGainConvention());
-  rewriter.replaceOpWithNewOp<arith::TruncFOp>(norm, type,
-                                               wideNorm.getResult());
-  return wideNorm;
-}
-
 /// Why merging would change what the original computes where it overflows,
 /// or "": the original forms c times a row of RMS at most 1 (elements up to
 /// sqrt(K)) in the input type, and its sum of squares (up to c^2 K) in the
 /// statistic's type; where those can overflow, its rows come out 0 or NaN
 /// and the merged norm's would not. A |c| <= 1 forms nothing larger than
-/// the first norm did.
+/// the first norm did. The bounds leave 1% for the roundings on the way
+/// (the first norm's output, the product, the sum: f16's sqrt(35) rounds
+/// up by 3e-4).
 std::string whyScaleOverflows(RMSNormOp outer, double c) {
   if (std::abs(c) <= 1.0)
     return "";
@@ -124,19 +104,22 @@ std::string whyScaleOverflows(RMSNormOp outer, double c) {
   if (ShapedType::isDynamic(k))
     return "a scale of magnitude above 1 on rows of a size known only at run "
            "time may overflow the original";
+  constexpr double kMargin = 1.01;
   auto largest = [](Type t) {
     return llvm::APFloat::getLargest(cast<FloatType>(t).getFloatSemantics())
-        .convertToDouble();
+               .convertToDouble() /
+           kMargin;
   };
   Type elt = type.getElementType(), stat = getStatisticType(elt);
-  if (c * c * static_cast<double>(k) >= largest(stat))
+  double sumOfSquares = c * c * static_cast<double>(k);
+  if (sumOfSquares >= largest(stat))
     return "the original's sum of squares (up to c^2 K = " +
-           formatNumber(c * c * static_cast<double>(k)) + ") overflows " +
-           printToString(stat) + ", where its rows come out 0";
-  if (std::abs(c) * std::sqrt(static_cast<double>(k)) >= largest(elt))
+           formatNumber(sumOfSquares) + ") overflows " + printToString(stat) +
+           ", where its rows come out 0";
+  double element = std::abs(c) * std::sqrt(static_cast<double>(k));
+  if (element >= largest(elt))
     return "the original's scaled row (up to |c| sqrt(K) = " +
-           formatNumber(std::abs(c) * std::sqrt(static_cast<double>(k))) +
-           ") overflows " + printToString(elt);
+           formatNumber(element) + ") overflows " + printToString(elt);
   return "";
 }
 
@@ -190,8 +173,19 @@ struct MergeConsecutiveNorms : OpRewritePattern<RMSNormOp> {
     // below f32's normal range would vanish there, and a zero row the
     // original maps to 0 would give 0/0. With e2 = 0 the merged eps is 0,
     // and the mean square of a row of 1e-22, which the first norm scaled
-    // up before the second took it, underflows.
-    if (e1 > 0 && !(eps >= std::numeric_limits<float>::min())) {
+    // up before the second took it, underflows. With e1 = 0 it is 0 too:
+    // the merged norm reads the raw row, whose mean square is an f32
+    // subnormal at 1e-22 (a 1/RMS 7.7% off, which the original's second
+    // norm corrected); computing it in f64 instead would hide the norm
+    // from fold-gains and defer-scale behind the casts.
+    if (e1 == 0.0) {
+      reporter.refused(outer, "not merged: the norm before it has eps 0, so "
+                              "the merged one would too, and its f32 "
+                              "statistic of rows below ~1e-19 is inaccurate "
+                              "where the original's is corrected");
+      return failure();
+    }
+    if (!(eps >= std::numeric_limits<float>::min())) {
       reporter.refused(outer, "not merged: the merged epsilon " +
                                   formatNumber(eps) +
                                   " is below f32's normal range");
@@ -205,18 +199,11 @@ struct MergeConsecutiveNorms : OpRewritePattern<RMSNormOp> {
                               "normalized dimension");
       return failure();
     }
-    Operation *merged = rewriter.replaceOpWithNewOp<RMSNormOp>(
+    auto merged = rewriter.replaceOpWithNewOp<RMSNormOp>(
         outer, inner.getInput(), *gain, eps);
-    // With e1 = 0 the merged eps is 0, and the merged norm reads the raw
-    // row: one whose mean square is an f32 subnormal (|x| ~1e-22) gets an
-    // inaccurate 1/RMS, which the original's second norm corrected. Its
-    // statistic runs in f64, as the cancellation's does.
-    if (eps == 0.0)
-      merged = widenStatistic(rewriter, cast<RMSNormOp>(merged));
     reporter.applied(merged, "merged two consecutive norms (exact): scale " +
                                  formatNumber(c) + ", eps " +
-                                 formatNumber(eps) +
-                                 (eps == 0.0 ? " (the statistic in f64)" : ""));
+                                 formatNumber(eps));
     return success();
   }
 
@@ -331,6 +318,27 @@ struct CancelBeforeScaleInvariantNorm : OpRewritePattern<RMSNormOp> {
       return success();
     }
     return failure();
+  }
+
+  /// Without the first norm, the second one reads the raw scale: an f32 row
+  /// of magnitude below ~1e-19 squares to 0 there (0 / 0 with eps = 0)
+  /// where the original, normalized first, is finite, and one above ~1e19
+  /// overflows. In f64 the mean square of every finite f32 row is a normal
+  /// number, so the norm runs there and rounds once back to f32. Returns
+  /// the new norm.
+  static Operation *widenStatistic(PatternRewriter &rewriter, RMSNormOp norm) {
+    auto type = cast<RankedTensorType>(norm.getInput().getType());
+    if (!type.getElementType().isF32())
+      return norm;
+    Location loc = norm.getLoc();
+    rewriter.setInsertionPoint(norm);
+    Value wide = arith::ExtFOp::create(
+        rewriter, loc, type.clone(rewriter.getF64Type()), norm.getInput());
+    auto wideNorm = RMSNormOp::create(rewriter, loc, wide, norm.getGain(), 0.0,
+                                      norm.getGainConvention());
+    rewriter.replaceOpWithNewOp<arith::TruncFOp>(norm, type,
+                                                 wideNorm.getResult());
+    return wideNorm;
   }
 
   PassReporter &reporter;

@@ -30,7 +30,8 @@ using namespace mlir::flashnorm;
 /// Whether the contraction `query` reaches multiplies it by a stored
 /// weight (a constant or a global, through layout ops): the next
 /// projection of an MLP, not an attention's logits, whose keys are
-/// computed. Such a post-scale is not a query's, and earns no remark.
+/// computed. The merge is as exact there, but a refusal is not worth a
+/// remark about queries and logits.
 static bool isStoredWeightProduct(OpOperand &query) {
   Operation *owner = query.getOwner();
   unsigned input = query.getOperandNumber();
@@ -46,8 +47,11 @@ static bool isStoredWeightProduct(OpOperand &query) {
 
 FailureOr<QueryMergePlan> flashnorm::planQueryMerge(PostScaleOp post,
                                                     std::string &why) {
+  // A path to a contraction with a stored weight is refused without a
+  // remark (isStoredWeightProduct).
+  bool quiet = false;
   auto fail = [&](const Twine &msg) {
-    why = msg.str();
+    why = quiet ? "" : msg.str();
     return failure();
   };
   why.clear();
@@ -58,8 +62,9 @@ FailureOr<QueryMergePlan> flashnorm::planQueryMerge(PostScaleOp post,
   std::string pathWhy;
   FailureOr<QueryPath> path =
       traceQueryToLogits(post.getResult(), type.getRank() - 1, &pathWhy);
-  if (failed(path) || isStoredWeightProduct(*path->query))
+  if (failed(path))
     return failure(); // Not a query's, or not all the way: no remark.
+  quiet = isStoredWeightProduct(*path->query);
   QueryMergePlan plan{post, std::move(*path), {}, {}, {}, {}};
   for (Operation *op : plan.path.ops)
     if (!isWideEnough(op->getResult(0).getType()) ||

@@ -13,8 +13,8 @@
 // every value of the element-wise chain between the post-scales and the
 // projection gets its degree in each stripped scale (x * y adds degrees,
 // x + y, max, select need equal ones, a literal 0 is a multiple of
-// anything, x^p of a small constant integer p multiplies them by p, exp,
-// tanh or + 1 of a scaled value is no multiple at all). The
+// anything, x^2 of a constant exponent doubles them, exp, tanh or + 1 of
+// a scaled value is no multiple at all). The
 // post-scales are tried one at a time, each kept if the projection's input
 // stays a multiple of every kept one: SwiGLU and GeGLU keep the gate's scale
 // (silu and gelu are not homogeneous) and move the up path's; ReLU and ReGLU

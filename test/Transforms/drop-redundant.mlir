@@ -212,16 +212,12 @@ func.func @narrow_between(%x: tensor<4x8xf16>, %wq: tensor<8x8xf16>) -> tensor<4
 
 // -----
 
-// With e1 = 0 the merged eps is 0 and the merged norm reads the raw row:
-// its statistic runs in f64 (a row of 1e-22, mean square an f32
-// subnormal, had a 1/RMS 7.7% off, which the original's second norm
-// corrected).
+// With e1 = 0 the merged eps would be 0 and the merged norm would read the
+// raw row: a row of 1e-22, whose mean square is an f32 subnormal, had a
+// 1/RMS 7.7% off, which the original's second norm corrected. Not merged.
 // CHECK-LABEL: func.func @e1_zero
-// CHECK: %[[W:.*]] = arith.extf %{{.*}} : tensor<4x8xf32> to tensor<4x8xf64>
-// CHECK: %[[N:.*]] = flashnorm.rms_norm %[[W]] gain(%{{.*}} : tensor<8xf32>) eps(0.000000e+00) : tensor<4x8xf64>
-// CHECK: arith.truncf %[[N]] : tensor<4x8xf64> to tensor<4x8xf32>
-// CHECK-NOT: flashnorm.rms_norm
-// REMARK: Function=e1_zero | Remark="merged two consecutive norms (exact): scale 1, eps 0 (the statistic in f64)"
+// CHECK-COUNT-2: flashnorm.rms_norm
+// REMARK: Function=e1_zero | Remark="not merged: the norm before it has eps 0, so the merged one would too, and its f32 statistic of rows below ~1e-19 is inaccurate where the original's is corrected"
 func.func @e1_zero(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
   %a = flashnorm.rms_norm %x eps(0.0) : tensor<4x8xf32>
   %b = flashnorm.rms_norm %a eps(1.0e-05) : tensor<4x8xf32>
@@ -233,20 +229,26 @@ func.func @e1_zero(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
 // A scale between the norms whose products the original cannot hold: its
 // rows come out 0 (or NaN), the merged norm's would not. 1e20 on 8
 // features: a sum of squares up to 8e40, past f32; 4e4 on f16: elements
-// up to 4e4 sqrt(8), past 65504.
+// up to 4e4 sqrt(8), past 65504; 11072 on 35 f16 features: 65502.8,
+// but f16's sqrt(35) rounds up, and the original's product to inf.
 // CHECK-LABEL: func.func @scale_overflows
-// CHECK-COUNT-4: flashnorm.rms_norm
+// CHECK-COUNT-6: flashnorm.rms_norm
 // REMARK-DAG: Function=scale_overflows | Remark="not merged: the original's sum of squares (up to c^2 K = 8e+40) overflows f32, where its rows come out 0"
 // REMARK-DAG: Function=scale_overflows | Remark="not merged: the original's scaled row (up to |c| sqrt(K) = 113137) overflows f16"
-func.func @scale_overflows(%x: tensor<4x8xf32>, %h: tensor<4x8xf16>)
-    -> (tensor<4x8xf32>, tensor<4x8xf16>) {
-  %a = flashnorm.rms_norm %x eps(0.0) : tensor<4x8xf32>
+// REMARK-DAG: Function=scale_overflows | Remark="not merged: the original's scaled row (up to |c| sqrt(K) = 65502.8) overflows f16"
+func.func @scale_overflows(%x: tensor<4x8xf32>, %h: tensor<4x8xf16>, %h35: tensor<1x35xf16>)
+    -> (tensor<4x8xf32>, tensor<4x8xf16>, tensor<1x35xf16>) {
+  %a = flashnorm.rms_norm %x eps(1.0e-05) : tensor<4x8xf32>
   %c = arith.constant dense<1.0e20> : tensor<4x8xf32>
   %m = arith.mulf %a, %c : tensor<4x8xf32>
-  %b = flashnorm.rms_norm %m eps(0.0) : tensor<4x8xf32>
+  %b = flashnorm.rms_norm %m eps(1.0e-05) : tensor<4x8xf32>
+  %a35 = flashnorm.rms_norm %h35 eps(1.0e-05) : tensor<1x35xf16>
+  %c35 = arith.constant dense<11072.0> : tensor<1x35xf16>
+  %m35 = arith.mulf %a35, %c35 : tensor<1x35xf16>
+  %b35 = flashnorm.rms_norm %m35 eps(1.0e-05) : tensor<1x35xf16>
   %ah = flashnorm.rms_norm %h eps(1.0e-05) : tensor<4x8xf16>
   %ch = arith.constant dense<4.0e4> : tensor<4x8xf16>
   %mh = arith.mulf %ah, %ch : tensor<4x8xf16>
   %bh = flashnorm.rms_norm %mh eps(1.0e-05) : tensor<4x8xf16>
-  return %b, %bh : tensor<4x8xf32>, tensor<4x8xf16>
+  return %b, %bh, %b35 : tensor<4x8xf32>, tensor<4x8xf16>, tensor<1x35xf16>
 }

@@ -184,3 +184,33 @@ func.func @mlp_constant_down(%x: tensor<4x8xf32>, %wu: tensor<8x16xf32>) -> tens
   %d = linalg.matmul ins(%h, %wd : tensor<4x16xf32>, tensor<16x64xf32>) outs(%z64 : tensor<4x64xf32>) -> tensor<4x64xf32>
   return %d : tensor<4x64xf32>
 }
+
+// -----
+
+// The same merge is exact whatever the contraction's other operand is: a
+// constant one (stored keys, or an MLP's next weight) still takes it; only
+// its refusals are not remarked.
+// CHECK-LABEL: func.func @constant_keys
+// CHECK-NOT: flashnorm.post_scale
+// CHECK: return
+// REMARK: Function=constant_keys | Remark="merged the query's post-scale into the logits' scale
+#id2 = affine_map<(i, j) -> (i, j)>
+func.func @constant_keys(%x: tensor<3x8xf32>, %wq: tensor<8x8xf32>) -> tensor<3x16xf32> {
+  %s = flashnorm.rms_inv %x eps(1.0e-05) : tensor<3x8xf32> -> tensor<3xf32>
+  %c0 = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<3x8xf32>
+  %z = linalg.fill ins(%c0 : f32) outs(%e : tensor<3x8xf32>) -> tensor<3x8xf32>
+  %qraw = linalg.matmul ins(%x, %wq : tensor<3x8xf32>, tensor<8x8xf32>) outs(%z : tensor<3x8xf32>) -> tensor<3x8xf32>
+  %q = flashnorm.post_scale %qraw, %s : tensor<3x8xf32>, tensor<3xf32> -> tensor<3x8xf32>
+  %kt = arith.constant dense<0.25> : tensor<8x16xf32>
+  %el = tensor.empty() : tensor<3x16xf32>
+  %zl = linalg.fill ins(%c0 : f32) outs(%el : tensor<3x16xf32>) -> tensor<3x16xf32>
+  %l = linalg.matmul ins(%q, %kt : tensor<3x8xf32>, tensor<8x16xf32>) outs(%zl : tensor<3x16xf32>) -> tensor<3x16xf32>
+  %c = arith.constant 0.125 : f32
+  %r = linalg.generic {indexing_maps = [#id2, #id2], iterator_types = ["parallel", "parallel"]} ins(%l : tensor<3x16xf32>) outs(%el : tensor<3x16xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %m = arith.mulf %a, %c : f32
+    linalg.yield %m : f32
+  } -> tensor<3x16xf32>
+  return %r : tensor<3x16xf32>
+}

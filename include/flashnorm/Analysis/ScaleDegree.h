@@ -6,8 +6,8 @@
 // the logits' scale, the attention constant into the query weight) derive
 // that degree symbolically, op by op, with one algebra: x * y adds degrees;
 // x + y, max, select and comparisons need equal ones; a literal 0 is a
-// multiple of anything; x^p, p a small constant integer, multiplies them by
-// p; exp, tanh, sigmoid or + 1 of a scaled value is no multiple at all.
+// multiple of anything; x^2 (a constant exponent 2) doubles them; exp, tanh,
+// sigmoid or + 1 of a scaled value is no multiple at all.
 // Scales are >= 0 (statistics, 1/sqrt(d)), so max, min, comparisons and
 // ReLU commute with them.
 //
@@ -53,10 +53,13 @@ Degree unify(const Degree &a, const Degree &b);
 /// Whether `v` is a zero float constant (scalar or splat).
 bool isZeroConstant(Value v);
 
-/// The largest power a scale moves through: each degree of a moved scale
-/// is one more post-scale of the projection's result, and the raw value's
-/// p-th power must not overflow where the normalized one did not.
-constexpr int64_t kMaxMovableExponent = 4;
+/// The largest power a scale moves through: squared ReLU's. The power is
+/// then taken of the raw (unnormalized) value, whose rows are the size of
+/// the raw input: its square overflows f32 only where x * x, which moves
+/// alike, does; a cube or a fourth power would overflow f32 from rows of
+/// 7e12 or 1.4e9, and underflow from rows of 1e-11, where the original's
+/// normalized values do not.
+constexpr int64_t kMaxMovableExponent = 2;
 
 /// The exponent `v` is, if it is a constant integer (an integer, or a
 /// float with an integer value; scalar or splat) in [1,
