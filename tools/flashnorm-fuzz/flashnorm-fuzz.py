@@ -73,6 +73,9 @@ def random_params(rng):
                                "clone-shared-weights=false"]),
         "lowerings": ["ref"] + [l for l in ("cpu", "gpu-cpu", "gpu")
                                 if rng.random() < 0.35],
+        # The projections read the last token's row (HF's hidden[:, -1:, :]
+        # before the LM head). Drawn last: earlier seeds keep their programs.
+        "last": rng.random() < 0.25,
     }
     if p["form"] == "tosa":
         p["k"], p["n"] = max(p["k"], 1), max(p["n"], 1)  # TOSA has no 0 dims
@@ -601,6 +604,24 @@ def gen_program(p):
                      args)
     if p["residual"]:
         results.append((y, tensor(xshape, t)))
+    if p["last"] and k > 0:
+        # One slice of the last row, read by every projection (a row of no
+        # features has no element to slice at offset 0).
+        last = e.name("last")
+        if tosa:
+            start, size = e.name("start"), e.name("size")
+            e("%s = tosa.const_shape {values = dense<[0, %d, 0]> : "
+              "tensor<3xindex>} : () -> !tosa.shape<3>" % (start, r - 1))
+            e("%s = tosa.const_shape {values = dense<[1, 1, %d]> : "
+              "tensor<3xindex>} : () -> !tosa.shape<3>" % (size, k))
+            e("%s = tosa.slice %s, %s, %s : (%s, !tosa.shape<3>, "
+              "!tosa.shape<3>) -> %s" % (last, y, start, size,
+                                         tensor([1, r, k], t),
+                                         tensor([1, 1, k], t)))
+        else:
+            e("%s = tensor.extract_slice %s[%d, 0] [1, %d] [1, 1] : %s to %s"
+              % (last, y, r - 1, k, tensor([r, k], t), tensor([1, k], t)))
+        y, r = last, 1
     for j in range(p["projections"]):
         wv = [round(rng.uniform(-0.5, 0.5), 3) for _ in range(k * n)]
         wshape = [n, k] if p["transposed"] else [k, n]

@@ -201,9 +201,10 @@ bool isLayoutGeneric(linalg::GenericOp g);
 
 /// True for a reshape (`tensor.expand_shape`, `tensor.collapse_shape`,
 /// `tosa.reshape`) that only regroups rows and keeps the last (feature)
-/// dimension as it is, or a `tensor.extract_slice` of whole rows (a
-/// last-token slice before the LM head): a per-feature gain commutes with
-/// it, and a per-row statistic of its result is that of its rows.
+/// dimension as it is, or a slice of whole rows (`tensor.extract_slice`,
+/// `tosa.slice`: the last token before the LM head): a per-feature gain
+/// commutes with it, and a per-row statistic of its result is that of its
+/// rows.
 bool isRowRegrouping(Operation *op);
 
 /// The uses of `v`, looking through row-regrouping reshapes and row slices
