@@ -226,10 +226,14 @@ template <typename NormOp> struct DeferScalePattern : OpRewritePattern<NormOp> {
         rewriter.replaceOp(p.op, scaled);
     }
     // What reads only the norm's shape (the `tensor.dim` an importer takes
-    // of it for a last-token slice) reads the input's, the same.
+    // of it for a last-token slice, directly or of a view of it) reads the
+    // input's, the same: the norm has the input's type, and so a view of it
+    // the type of the same view of the input.
     for (OpOperand &use :
          llvm::make_early_inc_range(norm.getResult().getUses()))
-      if (isa<tensor::DimOp>(use.getOwner()))
+      if (isa<tensor::DimOp>(use.getOwner()) ||
+          (use.getOperandNumber() == 0 && isRowRegrouping(use.getOwner()) &&
+           readsOnlyShape(use.getOwner()->getResult(0))))
         rewriter.modifyOpInPlace(use.getOwner(),
                                  [&] { use.set(norm.getInput()); });
     reporter.silence(norm);
@@ -243,6 +247,16 @@ template <typename NormOp> struct DeferScalePattern : OpRewritePattern<NormOp> {
             (refusals.empty() ? ""
                               : "; kept the norm for the others" + refusals));
     return success();
+  }
+
+  /// Whether only `tensor.dim`s read `v`, directly or through row views.
+  static bool readsOnlyShape(Value v) {
+    return llvm::all_of(v.getUses(), [](OpOperand &use) {
+      Operation *user = use.getOwner();
+      return isa<tensor::DimOp>(user) ||
+             (use.getOperandNumber() == 0 && isRowRegrouping(user) &&
+              readsOnlyShape(user->getResult(0)));
+    });
   }
 
   /// A statistic of this norm's kind on `x` with epsilon `eps` in the

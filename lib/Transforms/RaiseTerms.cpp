@@ -222,7 +222,9 @@ std::optional<NormForm> asNorm(const Term &t, int64_t k, double tol,
   // Without eps a zero row divides by 0, and where the original multiplies
   // that NaN away (TOSA folds x * 0 to 0) the norm would not.
   if (!(eps > 0)) {
-    why = "it has no epsilon (eps = " + formatNumber(eps) + ")";
+    why = (eps < 0 ? "its epsilon is negative (eps = "
+                   : "it has no epsilon (eps = ") +
+          formatNumber(eps) + ")";
     return std::nullopt;
   }
   if (t.gains.size() > 1 || (!t.gains.empty() && t.gains[0].second != 0.0 &&

@@ -10,6 +10,7 @@
 // RUN: flashnorm-run %s -e last_token --pipeline=flashnorm --compare | FileCheck %s --check-prefix=CMP
 // RUN: flashnorm-run %s -e select_last --pipeline=flashnorm --compare | FileCheck %s --check-prefix=CMP
 // RUN: flashnorm-run %s -e dynamic_last --arg 0=0 --pipeline=flashnorm --compare | FileCheck %s --check-prefix=CMP
+// RUN: flashnorm-run %s -e dim_of_view --arg 0=0 --pipeline=flashnorm --compare | FileCheck %s --check-prefix=CMP
 // RUN: flashnorm-run %s -e layer_norm_last --pipeline=flashnorm --compare | FileCheck %s --check-prefix=CMP
 // RUN: flashnorm-run %s -e feature_slice --pipeline=flashnorm --compare | FileCheck %s --check-prefix=CMP
 // RUN: flashnorm-run %s -e tosa_last --pipeline=flashnorm --compare | FileCheck %s --check-prefix=CMP
@@ -19,6 +20,7 @@
 // REMARK-DAG: Function=last_token | Remark="deferred 1/RMS past 1 projection(s)"
 // REMARK-DAG: Function=select_last | Remark="deferred 1/RMS past 1 projection(s)"
 // REMARK-DAG: Function=dynamic_last | Remark="deferred 1/RMS past 1 projection(s)"
+// REMARK-DAG: Function=dim_of_view | Remark="deferred 1/RMS past 1 projection(s)"
 // REMARK-DAG: Function=layer_norm_last | Remark="deferred 1/std past 1 projection(s)"
 // REMARK-DAG: Function=tosa_last | Remark="deferred 1/RMS past 1 projection(s)"
 // REMARK-DAG: Function=feature_slice | Remark="not folded: user 'tensor.extract_slice'
@@ -80,6 +82,36 @@ func.func @dynamic_last(%t: index, %x: tensor<5x8xf32>) -> tensor<1x6xf32> {
   %rows = tensor.dim %n, %c0i : tensor<?x8xf32>
   %at = arith.subi %rows, %c1i : index
   %last = tensor.extract_slice %n[%at, 0] [1, 8] [1, 1] : tensor<?x8xf32> to tensor<1x8xf32>
+  %w = arith.constant dense<-0.5> : tensor<8x6xf32>
+  %c0 = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<1x6xf32>
+  %z = linalg.fill ins(%c0 : f32) outs(%e : tensor<1x6xf32>) -> tensor<1x6xf32>
+  %y = linalg.matmul ins(%last, %w : tensor<1x8xf32>, tensor<8x6xf32>) outs(%z : tensor<1x6xf32>) -> tensor<1x6xf32>
+  return %y : tensor<1x6xf32>
+}
+
+// The row count read from a view of the norm (the tokens flattened before
+// the slice): the view is taken of the input instead, and the norm over
+// every token goes.
+// CHECK-LABEL: func.func @dim_of_view
+// CHECK-SAME: %[[X:[^:]*]]: tensor<1x5x8xf32>
+// CHECK: %[[XD:.*]] = tensor.cast %[[X]]
+// CHECK-NOT: flashnorm.rms_norm
+// CHECK: %[[FLAT:.*]] = tensor.collapse_shape %[[XD]]
+// CHECK: tensor.dim %[[FLAT]]
+// CHECK: flashnorm.rms_inv
+// CHECK-NOT: flashnorm.rms_norm
+// CHECK: flashnorm.post_scale
+func.func @dim_of_view(%t: index, %x: tensor<1x5x8xf32>) -> tensor<1x6xf32> {
+  %xd = tensor.cast %x : tensor<1x5x8xf32> to tensor<1x?x8xf32>
+  %g = arith.constant dense<[1.5, 0.5, 2.0, -1.0, 0.25, 3.0, 1.0, 0.75]> : tensor<8xf32>
+  %n = flashnorm.rms_norm %xd gain(%g : tensor<8xf32>) eps(1.0e-05) : tensor<1x?x8xf32>
+  %flat = tensor.collapse_shape %n [[0, 1], [2]] : tensor<1x?x8xf32> into tensor<?x8xf32>
+  %c0i = arith.constant 0 : index
+  %c1i = arith.constant 1 : index
+  %rows = tensor.dim %flat, %c0i : tensor<?x8xf32>
+  %at = arith.subi %rows, %c1i : index
+  %last = tensor.extract_slice %flat[%at, 0] [1, 8] [1, 1] : tensor<?x8xf32> to tensor<1x8xf32>
   %w = arith.constant dense<-0.5> : tensor<8x6xf32>
   %c0 = arith.constant 0.0 : f32
   %e = tensor.empty() : tensor<1x6xf32>

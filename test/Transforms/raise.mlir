@@ -296,6 +296,26 @@ func.func @no_eps(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
 
 // -----
 
+// A negative epsilon: x / sqrt(mean(x^2) - 1e-5) is NaN for rows of small
+// RMS, which no norm is.
+// CHECK-LABEL: func.func @negative_eps
+// CHECK-NOT: flashnorm
+// REMARK: Function=negative_eps | Remark="not raised: its epsilon is negative (eps = -1e-05)"
+func.func @negative_eps(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  %shift = "tosa.const"() <{values = dense<0> : tensor<1xi8>}> : () -> tensor<1xi8>
+  %sq = tosa.mul %x, %x, %shift : (tensor<4x8xf32>, tensor<4x8xf32>, tensor<1xi8>) -> tensor<4x8xf32>
+  %sum = tosa.reduce_sum %sq {axis = 1 : i32} : (tensor<4x8xf32>) -> tensor<4x1xf32>
+  %invk = "tosa.const"() <{values = dense<0.125> : tensor<1x1xf32>}> : () -> tensor<1x1xf32>
+  %mean = tosa.mul %sum, %invk, %shift : (tensor<4x1xf32>, tensor<1x1xf32>, tensor<1xi8>) -> tensor<4x1xf32>
+  %eps = "tosa.const"() <{values = dense<-1.0e-05> : tensor<1x1xf32>}> : () -> tensor<1x1xf32>
+  %v = tosa.add %mean, %eps : (tensor<4x1xf32>, tensor<1x1xf32>) -> tensor<4x1xf32>
+  %r = tosa.rsqrt %v : (tensor<4x1xf32>) -> tensor<4x1xf32>
+  %y = tosa.mul %x, %r, %shift : (tensor<4x8xf32>, tensor<4x1xf32>, tensor<1xi8>) -> tensor<4x8xf32>
+  return %y : tensor<4x8xf32>
+}
+
+// -----
+
 // A sum instead of a mean (missing 1/K): a norm scaled by 1/sqrt(K), whose
 // scale becomes a uniform gain (and eps / K its epsilon).
 // CHECK-LABEL: func.func @sum_not_mean
