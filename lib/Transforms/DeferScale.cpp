@@ -249,14 +249,22 @@ template <typename NormOp> struct DeferScalePattern : OpRewritePattern<NormOp> {
     return success();
   }
 
-  /// Whether only `tensor.dim`s read `v`, directly or through row views.
+  /// Whether only `tensor.dim`s read `v`, directly or through row views
+  /// (or views now dead, which the cleanup erases), and some do. (A view
+  /// read by nothing is left alone: moved onto the input, it would look
+  /// like one to reuse.)
   static bool readsOnlyShape(Value v) {
-    return llvm::all_of(v.getUses(), [](OpOperand &use) {
-      Operation *user = use.getOwner();
-      return isa<tensor::DimOp>(user) ||
-             (use.getOperandNumber() == 0 && isRowRegrouping(user) &&
-              readsOnlyShape(user->getResult(0)));
-    });
+    bool readsShape = false;
+    std::function<bool(Value)> onlyShape = [&](Value view) {
+      return llvm::all_of(view.getUses(), [&](OpOperand &use) {
+        Operation *user = use.getOwner();
+        if (isa<tensor::DimOp>(user))
+          return readsShape = true;
+        return use.getOperandNumber() == 0 && isRowRegrouping(user) &&
+               onlyShape(user->getResult(0));
+      });
+    };
+    return onlyShape(v) && readsShape;
   }
 
   /// A statistic of this norm's kind on `x` with epsilon `eps` in the
