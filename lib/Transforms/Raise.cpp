@@ -96,15 +96,25 @@ bool onlyMovesValues(Operation *op) {
              ml_program::GlobalLoadConstOp, bufferization::ToTensorOp>(op);
 }
 
-/// The float type of least precision that an op computing `v` from x
-/// (and its gain) rounds to: a result type, or a scalar op's in a linalg
-/// body; null if none. A constant's rounding is already in its Term's
-/// value, x's own type rounds nothing the norm does not read, and neither
-/// do ops that only move values.
-FloatType narrowestRounding(Value v, Value x) {
+/// The float types of least precision that the ops computing `v` from x
+/// and its gain round to: a result type, or a scalar op's in a linalg body.
+/// A constant's rounding (and that of ops on constants alone) is already in
+/// its Term's value, x's own type rounds nothing the norm does not read,
+/// and neither do ops that only move values.
+struct Roundings {
+  /// Of what reads x (or neither x nor the gain: a bias): the raised norm's
+  /// output rounds to it.
+  FloatType output;
+  /// Of what reads the gain but not x (Gemma's 1 + w formed in bf16 beside
+  /// f32 activations): the gain does, not the output.
+  FloatType gain;
+};
+
+Roundings findRoundings(Value v, Value x, Value gain) {
+  Roundings roundings;
   Operation *def = v.getDefiningOp();
   if (!def)
-    return nullptr;
+    return roundings;
   BackwardSliceOptions options;
   options.omitBlockArguments = true;
   options.inclusive = true;
@@ -113,20 +123,78 @@ FloatType narrowestRounding(Value v, Value x) {
   };
   llvm::SetVector<Operation *> slice;
   if (failed(getBackwardSlice(def, &slice, options)))
-    return nullptr;
-  FloatType narrowest;
-  auto consider = [&](Operation *op) {
-    if (op->hasTrait<OpTrait::ConstantLike>())
+    return roundings;
+  // Which values read x, which the gain, and which only constants, in the
+  // slice's order (defs before uses) and through linalg bodies' block
+  // arguments.
+  DenseSet<Value> readsX{x}, readsGain, constant;
+  if (gain)
+    readsGain.insert(gain);
+  // Marks `results` as reading what `operands` read; the rounding their
+  // narrow types count as, or none for constants (their Terms hold their
+  // values as rounded: torch-mlir's f64 scalars truncated in a body).
+  auto propagate = [&](Operation *op, ValueRange operands,
+                       ValueRange results) -> FloatType * {
+    auto any = [&](const DenseSet<Value> &set) {
+      return llvm::any_of(operands, [&](Value o) { return set.contains(o); });
+    };
+    bool fromX = any(readsX), fromGain = any(readsGain);
+    // (The gain is often a constant too, but its rounding is what counts.)
+    bool isConstant =
+        !fromX && !fromGain &&
+        ((op && op->hasTrait<OpTrait::ConstantLike>()) ||
+         (!operands.empty() && llvm::all_of(operands, [&](Value o) {
+           // (A constant a body captures is not in the slice.)
+           Operation *def = o.getDefiningOp();
+           return constant.contains(o) ||
+                  (def && def->hasTrait<OpTrait::ConstantLike>());
+         })));
+    for (Value r : results) {
+      if (fromX)
+        readsX.insert(r);
+      if (fromGain)
+        readsGain.insert(r);
+      if (isConstant)
+        constant.insert(r);
+    }
+    if (isConstant)
+      return nullptr;
+    return fromGain && !fromX ? &roundings.gain : &roundings.output;
+  };
+  auto roundsTo = [](FloatType *narrowest, Operation *op) {
+    if (!narrowest)
       return;
     for (Type t : op->getResultTypes())
       if (auto f = dyn_cast<FloatType>(getElementTypeOrSelf(t));
-          f && (!narrowest || precisionOf(f) < precisionOf(narrowest)))
-        narrowest = f;
+          f && (!*narrowest || precisionOf(f) < precisionOf(*narrowest)))
+        *narrowest = f;
   };
-  for (Operation *op : slice)
-    if (!onlyMovesValues(op))
-      op->walk(consider);
-  return narrowest;
+  for (Operation *op : slice) {
+    if (onlyMovesValues(op)) {
+      propagate(op, op->getOperands(), op->getResults());
+      continue;
+    }
+    auto linalgOp = dyn_cast<linalg::LinalgOp>(op);
+    if (!linalgOp ||
+        linalgOp.getBlock()->getNumArguments() != op->getNumOperands()) {
+      FloatType *rounding = propagate(op, op->getOperands(), op->getResults());
+      op->walk([&](Operation *nested) {
+        if (!nested->hasTrait<OpTrait::ConstantLike>())
+          roundsTo(rounding, nested);
+      });
+      continue;
+    }
+    // A linalg body, scalar by scalar: block argument i is operand i.
+    Block *body = linalgOp.getBlock();
+    for (auto [arg, operand] :
+         llvm::zip(body->getArguments(), op->getOperands()))
+      propagate(nullptr, operand, arg);
+    for (Operation &nested : body->without_terminator())
+      roundsTo(propagate(&nested, nested.getOperands(), nested.getResults()),
+               &nested);
+    propagate(nullptr, body->getTerminator()->getOperands(), op->getResults());
+  }
+  return roundings;
 }
 
 struct RaisePass : flashnorm::impl::RaiseBase<RaisePass> {
@@ -191,8 +259,11 @@ struct RaisePass : flashnorm::impl::RaiseBase<RaisePass> {
   /// The gain `scale * gain` (or `scale * (1 + gain)`), as an f32 [K]
   /// tensor (f64 for f64 norms or gains): a new constant when the gain is
   /// one (fold-gains folds constants), else arith ops on the widened gain.
+  /// With `rounding`, gain (or 1 + gain) is rounded to it before the scale,
+  /// as the original formed it.
   static Value scaledGain(OpBuilder &b, Location loc, Value gain, bool onePlus,
-                          double scale, int64_t k, Type normElement) {
+                          double scale, int64_t k, Type normElement,
+                          FloatType rounding) {
     bool wide = normElement.isF64() ||
                 (gain && getElementTypeOrSelf(gain.getType()).isF64());
     Type element = wide ? Type(b.getF64Type()) : Type(b.getF32Type());
@@ -211,14 +282,22 @@ struct RaisePass : flashnorm::impl::RaiseBase<RaisePass> {
         };
         if (onePlus)
           widened = arith::AddFOp::create(b, loc, widened, splat(1.0));
-        return arith::MulFOp::create(b, loc, widened, splat(scale));
+        if (rounding)
+          widened = castTensor(b, loc, castTensor(b, loc, widened, rounding),
+                               element);
+        return scale == 1.0
+                   ? widened
+                   : arith::MulFOp::create(b, loc, widened, splat(scale));
       }
       values = *constant;
     }
     SmallVector<Attribute> scaled;
-    for (double v : values)
-      scaled.push_back(
-          b.getFloatAttr(element, (onePlus ? 1.0 + v : v) * scale));
+    for (double v : values) {
+      double g = onePlus ? 1.0 + v : v;
+      if (rounding)
+        g = FloatAttr::get(rounding, g).getValueAsDouble();
+      scaled.push_back(b.getFloatAttr(element, g * scale));
+    }
     return arith::ConstantOp::create(b, loc,
                                      DenseElementsAttr::get(type, scaled));
   }
@@ -301,9 +380,23 @@ struct RaisePass : flashnorm::impl::RaiseBase<RaisePass> {
       };
       Value gain = normType(asVector(b, loc, form.gain));
       bool onePlus = form.onePlus;
-      if (form.scale != 1.0) {
-        gain = scaledGain(b, loc, gain, onePlus, form.scale, k,
-                          getElementTypeOrSelf(input.getType()));
+      Roundings roundings = findRoundings(v, x, form.gain);
+      // A gain the original rounds (1 + w formed in bf16) is rounded so,
+      // where the raised norm's f32 (or f64) arithmetic would not.
+      Type normElement = getElementTypeOrSelf(input.getType());
+      unsigned gainPrecision =
+          normElement.isF64() ||
+                  (gain && getElementTypeOrSelf(gain.getType()).isF64())
+              ? 53
+              : 24;
+      FloatType gainRounding =
+          roundings.gain && precisionOf(roundings.gain) < gainPrecision
+              ? roundings.gain
+              : FloatType();
+      // (A LayerNorm takes its gain as it is: 1 + g is formed here.)
+      if (form.scale != 1.0 || gainRounding || (form.layer && onePlus)) {
+        gain = scaledGain(b, loc, gain, onePlus, form.scale, k, normElement,
+                          gainRounding);
         onePlus = false;
       }
       Value raised;
@@ -316,11 +409,11 @@ struct RaisePass : flashnorm::impl::RaiseBase<RaisePass> {
                                    onePlus ? GainConvention::one_plus
                                            : GainConvention::plain);
       }
-      // A rounding the original makes on the way (the statistic or 1 + g
-      // formed in bf16, the Llama order's cast back before an f32 gain)
+      // A rounding the original makes on the way (the statistic formed in
+      // bf16, the Llama order's cast back before an f32 gain)
       // stays in the result: the raised norm rounds once, to that type, and
       // agrees with the original to within its ulp, not to f32's.
-      if (FloatType rounded = narrowestRounding(v, x);
+      if (FloatType rounded = roundings.output;
           rounded && precisionOf(rounded) < precisionOf(outElt))
         raised = castTensor(b, loc, raised, rounded);
       raised = castTensor(b, loc, raised, outType.getElementType());

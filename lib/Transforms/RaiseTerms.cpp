@@ -240,21 +240,13 @@ std::optional<NormForm> asNorm(const Term &t, int64_t k, double tol,
   form.layer = t.centered;
   form.eps = eps;
   form.bias = t.bias;
-  if (!approxEqual(gamma, 1.0, tol)) {
-    if (t.bias) {
-      why = "it is a normalization scaled by " + formatNumber(gamma) +
-            " before its bias";
-      return std::nullopt;
-    }
+  // (c n g + b: the factor joins the gain, the bias stays, as the unbiased
+  // variance's sqrt(K / (K - 1)) does.)
+  if (!approxEqual(gamma, 1.0, tol))
     form.scale = gamma;
-  }
   if (!t.gains.empty()) {
     form.gain = t.gains[0].first;
     form.onePlus = t.gains[0].second == 1.0;
-  }
-  if (form.layer && form.onePlus) {
-    why = "a LayerNorm with a 1 + g gain is not supported";
-    return std::nullopt;
   }
   return form;
 }

@@ -7,6 +7,8 @@
 // RUN: flashnorm-opt %s --flashnorm-raise | FileCheck %s
 // RUN: flashnorm-run %s -e checkpoint_gain --pipeline=flashnorm --compare --rtol 1e-5 | FileCheck %s --check-prefix=CMP
 // RUN: flashnorm-run %s -e tosa_gain --pipeline=flashnorm --compare --rtol 1e-5 | FileCheck %s --check-prefix=CMP
+// RUN: flashnorm-run %s -e gemma_one_plus --pipeline=flashnorm --compare --rtol 1e-5 | FileCheck %s --check-prefix=CMP
+// RUN: flashnorm-run %s -e gemma_one_plus_tosa --pipeline=flashnorm --compare --rtol 1e-5 | FileCheck %s --check-prefix=CMP
 // RUN: flashnorm-opt %s --flashnorm --remarks-filter=flashnorm --remark-format=emitRemark -o /dev/null 2>&1 | FileCheck %s --check-prefix=REMARK
 // CMP: MATCH
 // CHECK-LABEL: func.func @checkpoint_gain
@@ -17,8 +19,28 @@
 // CHECK: flashnorm.rms_norm {{.*}} : tensor<1x4x8xf32>
 // CHECK-NOT: truncf
 // CHECK: return
-// REMARK: Function=checkpoint_gain | Remark="folded the gain into 1 projection weight(s)"
-// REMARK: Function=checkpoint_gain | Remark="deferred 1/RMS past 1 projection(s)
+// Gemma's norm as gemma_pytorch writes it, on a bf16 checkpoint run in
+// f32: `1 + w` is formed in bf16 (type promotion), then widened. That
+// rounds the gain, not the normalized value: the raised norm's gain is
+// bf16(1 + w) (1.3359375 + 1 is 2.34375 in bf16), and nothing after it
+// rounds to bf16 (a bf16 cast of the output was 2-9% off).
+// CHECK-LABEL: func.func @gemma_one_plus
+// CHECK: %[[G:.*]] = arith.constant dense<[2.343750e+00, 1.015625, 2.968750e+00, 1.000000e+00, 2.468750e+00, 0.6640625, 2.843750e+00, 2.281250e+00]> : tensor<8xf32>
+// CHECK: flashnorm.rms_norm %{{.*}} gain(%[[G]] : tensor<8xf32>) eps({{.*}}) : tensor<4x8xf32>
+// CHECK-NOT: truncf
+// CHECK: linalg.matmul
+// With the gain an argument, it is rounded as the original rounds it.
+// CHECK-LABEL: func.func @gemma_one_plus_tosa
+// CHECK: %[[ONE:.*]] = arith.addf
+// CHECK: %[[B:.*]] = arith.truncf %[[ONE]] : tensor<8xf32> to tensor<8xbf16>
+// CHECK: %[[W:.*]] = arith.extf %[[B]] : tensor<8xbf16> to tensor<8xf32>
+// CHECK: flashnorm.rms_norm %{{.*}} gain(%[[W]] : tensor<8xf32>) {{.*}} : tensor<1x4x8xf32>
+// CHECK-NOT: truncf
+// CHECK: return
+// REMARK-DAG: Function=checkpoint_gain | Remark="folded the gain into 1 projection weight(s)"
+// REMARK-DAG: Function=checkpoint_gain | Remark="deferred 1/RMS past 1 projection(s)
+// REMARK-DAG: Function=gemma_one_plus | Remark="folded the gain into 1 projection weight(s)"
+// REMARK-DAG: Function=gemma_one_plus | Remark="deferred 1/RMS past 1 projection(s)
 
 #id = affine_map<(d0, d1) -> (d0, d1)>
 #row = affine_map<(d0, d1) -> (d0)>
@@ -71,6 +93,63 @@ module {
     %g3 = tosa.reshape %g, %shape : (tensor<8xbf16>, !tosa.shape<3>) -> tensor<1x1x8xbf16>
     %gf = tosa.cast %g3 : (tensor<1x1x8xbf16>) -> tensor<1x1x8xf32>
     %y = tosa.mul %n, %gf, %shift : (tensor<1x4x8xf32>, tensor<1x1x8xf32>, tensor<1xi8>) -> tensor<1x4x8xf32>
+    return %y : tensor<1x4x8xf32>
+  }
+
+  func.func @gemma_one_plus(%x: tensor<4x8xf32>) -> tensor<4x6xf32> {
+    %w = arith.constant dense<[1.3359375, 0.01171875, 1.9609375, 0.001953125, 1.4765625, -0.3359375, 1.8515625, 1.2890625]> : tensor<8xbf16>
+    %zero = arith.constant 0.0 : f32
+    %er = tensor.empty() : tensor<4xf32>
+    %acc = linalg.fill ins(%zero : f32) outs(%er : tensor<4xf32>) -> tensor<4xf32>
+    %ss = linalg.generic {indexing_maps = [#id, #row], iterator_types = ["parallel", "reduction"]} ins(%x : tensor<4x8xf32>) outs(%acc : tensor<4xf32>) {
+    ^bb0(%a: f32, %o: f32):
+      %p = arith.mulf %a, %a : f32
+      %s = arith.addf %o, %p : f32
+      linalg.yield %s : f32
+    } -> tensor<4xf32>
+    %one64 = arith.constant 1.0 : f64
+    %eg = tensor.empty() : tensor<8xbf16>
+    %g1 = linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]} ins(%w : tensor<8xbf16>) outs(%eg : tensor<8xbf16>) {
+    ^bb0(%a: bf16, %o: bf16):
+      // torch-mlir's scalar: an f64 truncated in the body.
+      %one = arith.truncf %one64 : f64 to bf16
+      %q = arith.addf %a, %one : bf16
+      linalg.yield %q : bf16
+    } -> tensor<8xbf16>
+    %e = tensor.empty() : tensor<4x8xf32>
+    %n = linalg.generic {indexing_maps = [#id, #row, #feat, #id], iterator_types = ["parallel", "parallel"]} ins(%x, %ss, %g1 : tensor<4x8xf32>, tensor<4xf32>, tensor<8xbf16>) outs(%e : tensor<4x8xf32>) {
+    ^bb0(%a: f32, %s: f32, %g: bf16, %o: f32):
+      %k = arith.constant 8.0 : f32
+      %m = arith.divf %s, %k : f32
+      %eps = arith.constant 1.0e-06 : f32
+      %ve = arith.addf %m, %eps : f32
+      %r = math.rsqrt %ve : f32
+      %y = arith.mulf %a, %r : f32
+      %ge = arith.extf %g : bf16 to f32
+      %z = arith.mulf %y, %ge : f32
+      linalg.yield %z : f32
+    } -> tensor<4x8xf32>
+    %pw = ml_program.global_load_const @proj_weight : tensor<8x6xf32>
+    %eo = tensor.empty() : tensor<4x6xf32>
+    %zo = linalg.fill ins(%zero : f32) outs(%eo : tensor<4x6xf32>) -> tensor<4x6xf32>
+    %y = linalg.matmul ins(%n, %pw : tensor<4x8xf32>, tensor<8x6xf32>) outs(%zo : tensor<4x6xf32>) -> tensor<4x6xf32>
+    return %y : tensor<4x6xf32>
+  }
+
+  func.func @gemma_one_plus_tosa(%x: tensor<1x4x8xf32>, %w: tensor<1x1x8xbf16>) -> tensor<1x4x8xf32> {
+    %shift = "tosa.const"() <{values = dense<0> : tensor<1xi8>}> : () -> tensor<1xi8>
+    %sq = tosa.mul %x, %x, %shift : (tensor<1x4x8xf32>, tensor<1x4x8xf32>, tensor<1xi8>) -> tensor<1x4x8xf32>
+    %sum = tosa.reduce_sum %sq {axis = 2 : i32} : (tensor<1x4x8xf32>) -> tensor<1x4x1xf32>
+    %invk = "tosa.const"() <{values = dense<0.125> : tensor<1x1x1xf32>}> : () -> tensor<1x1x1xf32>
+    %mean = tosa.mul %sum, %invk, %shift : (tensor<1x4x1xf32>, tensor<1x1x1xf32>, tensor<1xi8>) -> tensor<1x4x1xf32>
+    %eps = "tosa.const"() <{values = dense<1.0e-06> : tensor<1x1x1xf32>}> : () -> tensor<1x1x1xf32>
+    %v = tosa.add %mean, %eps : (tensor<1x4x1xf32>, tensor<1x1x1xf32>) -> tensor<1x4x1xf32>
+    %r = tosa.rsqrt %v : (tensor<1x4x1xf32>) -> tensor<1x4x1xf32>
+    %n = tosa.mul %x, %r, %shift : (tensor<1x4x8xf32>, tensor<1x4x1xf32>, tensor<1xi8>) -> tensor<1x4x8xf32>
+    %one = "tosa.const"() <{values = dense<1.0> : tensor<1x1x1xbf16>}> : () -> tensor<1x1x1xbf16>
+    %g1 = tosa.add %one, %w : (tensor<1x1x1xbf16>, tensor<1x1x8xbf16>) -> tensor<1x1x8xbf16>
+    %g = tosa.cast %g1 : (tensor<1x1x8xbf16>) -> tensor<1x1x8xf32>
+    %y = tosa.mul %n, %g, %shift : (tensor<1x4x8xf32>, tensor<1x1x8xf32>, tensor<1xi8>) -> tensor<1x4x8xf32>
     return %y : tensor<1x4x8xf32>
   }
 }
