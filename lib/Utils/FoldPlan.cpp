@@ -10,7 +10,14 @@
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <algorithm>
 #include <cmath>
+
+#if defined(__unix__) || defined(__APPLE__)
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#endif
 
 using namespace llvm;
 using namespace mlir::flashnorm;
@@ -183,6 +190,8 @@ Expected<FoldPlan> FoldPlan::fromJSON(StringRef text) {
     const json::Object *vec = o->getObject("vector");
     if (!vec) {
       r.fail(at, "needs a \"vector\" object");
+    } else if (vec->get("tensor") && vec->get("values")) {
+      r.fail(at + ".vector", "has both \"tensor\" and \"values\"");
     } else if (vec->get("tensor")) {
       t.vector.tensor = r.string(*vec, "tensor", at + ".vector");
       t.vector.scale = r.number(*vec, "scale", 1.0, at + ".vector");
@@ -229,6 +238,11 @@ Expected<FoldPlan> FoldPlan::fromJSON(StringRef text) {
       return bad(at + ": the plan writes '" + t.name + "' twice");
     plan.tensors.push_back(std::move(t));
   }
+  // Optional, but arrays where present: a misspelt "loads" would skip the
+  // check that every tensor the program loads is in the checkpoint.
+  for (StringRef key : {"drop", "loads"})
+    if (root->get(key) && !root->getArray(key))
+      return bad("\"" + key + "\" is not an array of tensor names");
   StringSet<> dropped;
   if (const json::Array *drop = root->getArray("drop"))
     for (const json::Value &v : *drop) {
@@ -250,11 +264,41 @@ Expected<FoldPlan> FoldPlan::fromJSON(StringRef text) {
   return plan;
 }
 
+/// Whether this process has `path` open for writing as a regular file:
+/// the tool's output file (mlir-opt's -o is open, and emptied, before the
+/// passes run), or the file its standard output goes to. The plan written
+/// there would be overwritten by the IR.
+static bool isOpenForWriting(StringRef path) {
+#if defined(__unix__) || defined(__APPLE__)
+  struct stat target;
+  if (::stat(path.str().c_str(), &target) != 0 || !S_ISREG(target.st_mode))
+    return false;
+  long maxFD = std::min<long>(::sysconf(_SC_OPEN_MAX), 4096);
+  for (int fd = 0; fd < maxFD; ++fd) {
+    struct stat open;
+    int flags = ::fcntl(fd, F_GETFL);
+    if (flags < 0 || (flags & O_ACCMODE) == O_RDONLY || ::fstat(fd, &open) != 0)
+      continue;
+    if (open.st_dev == target.st_dev && open.st_ino == target.st_ino)
+      return true;
+  }
+#endif
+  return false;
+}
+
 std::string mlir::flashnorm::whyNotPlanDestination(StringRef path,
                                                    StringRef inputFile) {
+  // (Written to the standard output, the plan would precede the IR there,
+  // or closing it would close the IR's stream.)
+  if (path == "-")
+    return "'-' is not a file: name the file flashnorm-fold-checkpoint "
+           "will read";
   bool same = false;
   if (!inputFile.empty() && !sys::fs::equivalent(path, inputFile, same) && same)
     return "it is the input file, which it would overwrite";
+  if (isOpenForWriting(path))
+    return "it is the output file (-o, or where the standard output goes), "
+           "whose IR would overwrite the plan";
   sys::fs::file_status status;
   if (sys::fs::status(path, status) || status.getSize() == 0 ||
       status.type() != sys::fs::file_type::regular_file)

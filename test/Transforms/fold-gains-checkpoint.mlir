@@ -22,6 +22,13 @@
 // RUN: echo "safetensors bytes" > %t.safetensors
 // RUN: not flashnorm-opt %s --flashnorm-fold-gains=fold-plan=%t.safetensors 2>&1 | FileCheck %s --check-prefix=NOTPLAN
 // RUN: FileCheck %s --check-prefix=KEPT < %t.safetensors
+// The output file (emptied before the passes run, so no plan check could
+// tell it from a new one), and where the standard output goes: the IR would
+// overwrite the plan. '-' is not a file.
+// RUN: not flashnorm-opt %s --flashnorm-fold-gains=fold-plan=%t.out.mlir -o %t.out.mlir 2>&1 | FileCheck %s --check-prefix=ONOUTPUT
+// RUN: not flashnorm-opt %s --flashnorm-fold-gains=fold-plan=%t.stdout.mlir > %t.stdout.mlir 2> %t.stdout.err
+// RUN: FileCheck %s --check-prefix=ONOUTPUT < %t.stdout.err
+// RUN: not flashnorm-opt %s --flashnorm-fold-gains=fold-plan=- 2>&1 | FileCheck %s --check-prefix=DASH
 
 // CHECK-DAG: ml_program.global private @q.weight.flashnorm(#{{.*}}) : tensor<8x16xf32>
 // CHECK-DAG: ml_program.global private @k.weight(#{{.*}}) : tensor<16x8xbf16>
@@ -59,6 +66,8 @@
 // ONINPUT: error: flashnorm-fold-gains: fold-plan '{{.*}}input.mlir': it is the input file, which it would overwrite
 // NOTPLAN: error: flashnorm-fold-gains: fold-plan '{{.*}}.safetensors': it exists and is not a fold plan, which it would overwrite
 // KEPT: safetensors bytes
+// ONOUTPUT: error: flashnorm-fold-gains: fold-plan '{{.*}}.mlir': it is the output file (-o, or where the standard output goes), whose IR would overwrite the plan
+// DASH: error: flashnorm-fold-gains: fold-plan '-': '-' is not a file
 
 ml_program.global private @"q.weight"(#ml_program.extern : tensor<8x16xf32>) : tensor<8x16xf32>
 ml_program.global private @"k.weight"(#ml_program.extern : tensor<16x8xbf16>) : tensor<16x8xbf16>

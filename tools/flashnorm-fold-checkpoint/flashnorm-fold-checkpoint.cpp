@@ -368,6 +368,13 @@ std::vector<double> resolveVector(const PlanTensor &t, int64_t numK,
   std::vector<double> values(numK);
   decodeRaw(*kind, readBlock(it->second, 0, g.size(), bytes), numK,
             values.data());
+  // (Folded, a NaN or inf would read as an overflow of the weight.)
+  if (int64_t bad =
+          llvm::count_if(values, [](double x) { return !std::isfinite(x); }))
+    die(llvm::formatv("'{0}' holds {1} value(s) that are not finite (NaN or "
+                      "inf); folding it into '{2}' would write them into "
+                      "the weight",
+                      g.name, bad, t.name));
   for (double &x : values)
     x = t.vector.scale * x + t.vector.offset;
   return values;
@@ -382,6 +389,27 @@ int main(int argc, char **argv) {
       "flashnorm-fold-checkpoint: applies a flashnorm fold plan to a "
       "safetensors checkpoint\n");
 
+  // The output replaces a file, by a rename: never a device (a rename
+  // over /dev/null replaces the device), a directory or the plan itself,
+  // and through a symbolic link, the file it names (as cp writes).
+  if (output == "-")
+    die("-o - is not supported: the output is written in place, by several "
+        "threads at once; name a file");
+  llvm::sys::fs::file_status outStatus;
+  if (!llvm::sys::fs::status(output, outStatus, /*follow=*/true)) {
+    if (!llvm::sys::fs::is_regular_file(outStatus))
+      die(llvm::formatv("the output {0} exists and is not a regular file",
+                        output.getValue()));
+    llvm::SmallString<256> real;
+    if (llvm::sys::fs::real_path(output, real))
+      die(llvm::formatv("cannot resolve the output {0}", output.getValue()));
+    bool same = false;
+    if (!llvm::sys::fs::equivalent(output, planFile, same) && same)
+      die(llvm::formatv("the output {0} is the plan, which it would "
+                        "overwrite",
+                        output.getValue()));
+    output = std::string(real);
+  }
   // A plan is a file fold-gains wrote: a device or a pipe (/dev/zero)
   // would be read without end.
   llvm::sys::fs::file_status planStatus;
@@ -476,9 +504,14 @@ int main(int argc, char **argv) {
   // out (no plan entry reads it, so nothing above missed it).
   for (const std::string &name : plan->loads)
     if (!written.count(name) && !sources.count(name))
-      die(llvm::formatv("the program loads '{0}', which none of the input "
-                        "checkpoints hold (a shard left out?)",
-                        name));
+      die(llvm::formatv(
+          "the program loads '{0}', which none of the input checkpoints "
+          "hold ({1})",
+          name,
+          llvm::StringRef(name).contains(".flashnorm")
+              ? "a tensor an earlier fold plan computes: was the IR folded "
+                "before? Then give the checkpoint that plan made"
+              : "a shard left out?"));
 
   // The layout, then the output file at full size.
   std::vector<st::OutputTensor> layout;

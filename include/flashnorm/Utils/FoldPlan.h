@@ -77,8 +77,9 @@ struct FoldPlan {
 };
 
 /// Why a fold plan may not be written to `path`, or "": not over the
-/// program's input file (`inputFile`, when known), nor over an existing
-/// file that is not a plan (a checkpoint named by mistake).
+/// program's input file (`inputFile`, when known), nor its output file (a
+/// regular file this process has open for writing), nor over an existing
+/// file that is not a plan (a checkpoint named by mistake); not to '-'.
 std::string whyNotPlanDestination(llvm::StringRef path,
                                   llvm::StringRef inputFile);
 

@@ -17,6 +17,7 @@ catch, plus a good one to break plans against, into the directory argv[1]:
   deep                  a header nested 50 000 deep (a recursive parser's stack)
   unindexable           [2^63 - 1, 0]: no bytes, but loops over 2^63 rows
   empty                 w [4, 0] F32, g [0] F32: no elements (folds to nothing)
+  nan-gain              good's w, and a g holding a NaN and an inf
 """
 import json
 import os
@@ -42,6 +43,9 @@ write("good.safetensors", {"__metadata__": {"format": "pt"},
                            "w": entry("F32", [2, 3], 0, 24),
                            "g": entry("F32", [3], 24, 36)}, w + g)
 write("dup.safetensors", {"g": entry("F32", [3], 0, 12)}, g)
+write("nan-gain.safetensors", {"w": entry("F32", [2, 3], 0, 24),
+                               "g": entry("F32", [3], 24, 36)},
+      w + struct.pack("<3f", 2.0, float("nan"), float("inf")))
 # f16 weights of about 2e-4: times a gain of 1e-4, every product is below
 # f16's normal range (6.1e-5) and rounds to 0.
 write("half.safetensors", {"w": entry("F16", [2, 3], 0, 12)},
@@ -97,6 +101,12 @@ plan("good.json", good, drop=["w"])
 plan("missing-shard.json", good, drop=["w"],
      loads=["w.flashnorm", "w.bias", "g", "e"])
 plan("loads-dropped.json", good, drop=["w"], loads=["w", "g"])
+# The plan of IR folded before: it loads what the first plan computed.
+plan("folded-before.json", [], loads=["w.flashnorm", "g"])
+# "loads" a name, not a list of them: the check of every load was skipped.
+plan("loads-string.json", good, drop=["w"], loads="e")
+plan("vector-both.json",
+     [scale(vector={"tensor": "g", "values": [1.0, 2.0, 3.0]})])
 plan("missing-source.json", [scale(source="nope")])
 plan("shape-mismatch.json", [scale(source_shape=[3, 2], shape=[3, 2],
                                    axis=0)])
