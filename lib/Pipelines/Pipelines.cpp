@@ -71,11 +71,12 @@ static constexpr llvm::StringLiteral kBuffersToLoops =
     "convert-linalg-to-loops";
 /// Loops to LLVM: async tasks on the MLIR async runtime, LLVM;
 /// vector.contract becomes outer products (FMAs on the innermost tile).
+/// Math with no LLVM intrinsic (math.erf: torch's exact GELU) calls libm.
 static constexpr llvm::StringLiteral kLoopsToLLVM =
     "async-to-async-runtime,async-runtime-ref-counting,"
     "async-runtime-ref-counting-opt,convert-async-to-llvm,"
     "flashnorm-expand-dynamic-reshapes,expand-strided-metadata,lower-affine,"
-    "convert-scf-to-cf,convert-math-to-llvm,"
+    "convert-scf-to-cf,convert-math-to-llvm,convert-math-to-libm,"
     "convert-vector-to-llvm{vector-contract-lowering=outerproduct},"
     "convert-openmp-to-llvm,convert-to-llvm,reconcile-unrealized-casts";
 
@@ -260,7 +261,8 @@ static std::string gpuTail(const GpuPipelineOptions &options) {
           // Host functions that stayed on the CPU (drivers) run loops.
           "convert-linalg-to-loops,flashnorm-expand-dynamic-reshapes,"
           "expand-strided-metadata,lower-affine,"
-          "convert-scf-to-cf,convert-math-to-llvm,gpu-to-llvm,convert-to-llvm,"
+          "convert-scf-to-cf,convert-math-to-llvm,convert-math-to-libm,"
+          "gpu-to-llvm,convert-to-llvm,"
           "reconcile-unrealized-casts,gpu-module-to-binary{format=" +
           formatName(options.format).str() + "}";
   if (options.verify)
