@@ -15,11 +15,19 @@
 using namespace mlir;
 using namespace mlir::flashnorm;
 
-/// The value of a float scalar constant or a splat float tensor constant.
+/// The value of a float scalar constant or a splat float tensor constant,
+/// or of a float scalar constant converted (torch-mlir converts the f64
+/// scalar of `aten.mul.Scalar` in the body): as the conversion rounds it.
 static std::optional<double> getSplatConstant(Value v) {
   FloatAttr scalar;
   if (matchPattern(v, m_Constant(&scalar)))
     return scalar.getValueAsDouble();
+  if (Operation *def = v.getDefiningOp();
+      isa_and_nonnull<arith::TruncFOp, arith::ExtFOp>(def) &&
+      isa<FloatType>(v.getType()) &&
+      matchPattern(def->getOperand(0), m_Constant(&scalar)))
+    return FloatAttr::get(v.getType(), scalar.getValueAsDouble())
+        .getValueAsDouble();
   Attribute attr;
   if (!matchPattern(v, m_Constant(&attr)))
     return std::nullopt;

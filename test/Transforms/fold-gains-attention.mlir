@@ -59,6 +59,45 @@ func.func @logits(%x: tensor<3x2xf32>, %mask: tensor<3x3xf32>) -> tensor<3x3xf32
 
 // -----
 
+// torch-mlir's aten.mul.Scalar: the f64 scalar truncated to f32 in the body.
+// The scale is the truncated value (1/sqrt(3) rounds to 0.577350259 in
+// f32); the multiply goes, the dead truncation with it.
+// CHECK-LABEL: func.func @f64_scalar
+// CHECK: %[[WQ:.*]] = arith.constant dense<{{\[}}[1.15470052, 2.30940104], [3.46410155, 4.61880207]]> : tensor<2x2xf32>
+// CHECK: linalg.matmul ins(%{{.*}}, %[[WQ]] :
+// CHECK: linalg.generic
+// CHECK-NEXT: ^bb0(%[[S:.*]]: f32, %{{.*}}: f32):
+// CHECK-NEXT: linalg.yield %[[S]]
+// REMARK: Remark="folded the gain into 2 projection weight(s) (with the attention scale of 1 query projection(s))"
+#id = affine_map<(i, j) -> (i, j)>
+func.func @f64_scalar(%x: tensor<3x2xf32>) -> tensor<3x3xf32> {
+  %g = arith.constant dense<[2.0, 2.0]> : tensor<2xf32>
+  %n = flashnorm.rms_norm %x gain(%g : tensor<2xf32>) eps(1.0e-05) : tensor<3x2xf32>
+  %wq = arith.constant dense<[[1.0, 2.0], [3.0, 4.0]]> : tensor<2x2xf32>
+  %wk = arith.constant dense<[[1.0, 2.0], [3.0, 4.0]]> : tensor<2x2xf32>
+  %c0 = arith.constant 0.0 : f32
+  %scale = arith.constant 0.57735026918962584 : f64
+  %e = tensor.empty() : tensor<3x2xf32>
+  %z = linalg.fill ins(%c0 : f32) outs(%e : tensor<3x2xf32>) -> tensor<3x2xf32>
+  %q = linalg.matmul ins(%n, %wq : tensor<3x2xf32>, tensor<2x2xf32>) outs(%z : tensor<3x2xf32>) -> tensor<3x2xf32>
+  %k = linalg.matmul ins(%n, %wk : tensor<3x2xf32>, tensor<2x2xf32>) outs(%z : tensor<3x2xf32>) -> tensor<3x2xf32>
+  %et = tensor.empty() : tensor<2x3xf32>
+  %kt = linalg.transpose ins(%k : tensor<3x2xf32>) outs(%et : tensor<2x3xf32>) permutation = [1, 0]
+  %e3 = tensor.empty() : tensor<3x3xf32>
+  %z3 = linalg.fill ins(%c0 : f32) outs(%e3 : tensor<3x3xf32>) -> tensor<3x3xf32>
+  %l = linalg.matmul ins(%q, %kt : tensor<3x2xf32>, tensor<2x3xf32>) outs(%z3 : tensor<3x3xf32>) -> tensor<3x3xf32>
+  %m = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%l : tensor<3x3xf32>) outs(%e3 : tensor<3x3xf32>) {
+  ^bb0(%s: f32, %o: f32):
+    %t = arith.truncf %scale : f64 to f32
+    %sc = arith.mulf %s, %t : f32
+    linalg.yield %sc : f32
+  } -> tensor<3x3xf32>
+  return %m : tensor<3x3xf32>
+}
+
+// -----
+
 // TOSA: q scaled by a splat before the logits (tosa.mul): bypassed, the
 // weight takes it. A query that is also returned keeps its scale.
 // CHECK-LABEL: func.func @tosa_q
