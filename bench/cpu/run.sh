@@ -2,8 +2,14 @@
 # One command: build and run the CPU norm + projection benchmark, then plot
 # latency against tokens for serial, flashnorm, the projection alone and
 # OpenBLAS.
-#   bench/cpu/run.sh [--quick]     (needs libopenblas-dev and gnuplot-nox)
-# Writes build/bench-cpu.txt and docs/cpu-latency.png.
+#   bench/cpu/run.sh [--quick] [--stored] [--shape=DTYPE:M:K:N]... [--rounds=R]
+#                                  (needs libopenblas-dev and gnuplot-nox)
+# The options go to flashnorm-cpu-bench: --quick, fewer shapes (K = 2048,
+# M in {1, 128}); --stored, only the table of weights in their stored
+# layout; --shape=f32|bf16:M:K:N (repeatable), only these rows of the first
+# table and no other table; --rounds=R, R interleaved rounds instead of 5.
+# Writes build/bench-cpu.txt and docs/cpu-latency.png (a plot of the first
+# table's rows: empty with --stored).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 for p in libopenblas-dev gnuplot-nox; do

@@ -1,5 +1,4 @@
 //===- CpuCopies.h - Operands a CPU kernel reads from copies ----*- C++ -*-===//
-//-*-===//
 //
 // flashnorm-cpu-codegen gives a projection copies of its operands where
 // reading them in place costs more than the copy: a block of a K x N

@@ -3,8 +3,9 @@
 # needs the NVIDIA driver, python3 with PyTorch for the benchmark, ncu and
 # compute-sanitizer for their sections; no LLVM/MLIR.
 #   run.sh                 every check, the benchmark, the ncu and
-#                          compute-sanitizer sections; the results archive
-#                          goes to $OUT (or ./results)
+#                          compute-sanitizer sections; results/ in the kit,
+#                          archived as gpu-kit-results.tar.gz in $OUT (or
+#                          in the kit folder)
 #   run.sh --stub LIBCUDA  no GPU: every program must start and stop at cuInit
 #                          against this driver stub (what CI checks)
 # Prints a summary; the last lines are the benchmark's summary and
