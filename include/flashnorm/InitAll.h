@@ -1,3 +1,9 @@
+//===- InitAll.h - Register the flashnorm dialect and passes ----*- C++ -*-===//
+//
+// What a tool calls to know everything flashnorm defines: flashnorm-opt,
+// the plugin, and other compilers that link the passes.
+//
+//===----------------------------------------------------------------------===//
 #ifndef FLASHNORM_INITALL_H
 #define FLASHNORM_INITALL_H
 

@@ -81,6 +81,17 @@ static FailureOr<Projection> matchLinalg(linalg::LinalgOp op, OpOperand &use,
                                          std::string *whyNot) {
   if (!op.hasPureTensorSemantics())
     return reject(whyNot, "it works on buffers, not tensors");
+  // What most often reads a norm besides its projections, said as what it
+  // is (a QK-norm's head transpose, a residual add).
+  if (op.getNumReductionLoops() == 0) {
+    auto generic = dyn_cast<linalg::GenericOp>(op.getOperation());
+    if (isa<linalg::TransposeOp, linalg::BroadcastOp, linalg::CopyOp>(
+            op.getOperation()) ||
+        (generic && isLayoutGeneric(generic)))
+      return reject(whyNot, "it moves values (a transpose, broadcast or "
+                            "copy) rather than contracting them");
+    return reject(whyNot, "it is element-wise, not a contraction");
+  }
   if (op.getNumDpsInputs() != 2 || op.getNumDpsInits() != 1)
     return reject(whyNot, "it is not a two-input, one-output linalg op");
   if (!op.isDpsInput(&use))

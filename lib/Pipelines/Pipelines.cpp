@@ -528,9 +528,10 @@ orReportError(std::function<LogicalResult(OpPassManager &, const Options &,
 void flashnorm::registerPipelines() {
   PassPipelineRegistration<FlashNormPipelineOptions>(
       "flashnorm",
-      "The FlashNorm pipeline: raise norms from frontend IR, fold gains into "
-      "weights, drop redundant norms, "
-      "defer 1/RMS past the projections; nothing else in the module changes",
+      "The FlashNorm pipeline: raise norms from frontend IR, merge "
+      "redundant norms, fold gains into weights, defer 1/RMS past the "
+      "projections and move post-scales past the next projection; nothing "
+      "else in the module changes",
       buildFlashNormPipeline);
   PassPipelineRegistration<CpuPipelineOptions>(
       "flashnorm-cpu-pipeline",

@@ -251,6 +251,33 @@ func.func @non_projection_user(%x: tensor<4x2xf32>) -> (tensor<4x3xf32>, tensor<
 
 // -----
 
+// The users torch-mlir writes beside projections, named as what they are: a
+// residual add (an element-wise generic) and a QK-norm's head transpose.
+// REMARK: Function=residual_generic | Remark="not folded: user 'linalg.generic' at {{.*}}: it is element-wise, not a contraction"
+// REMARK: Function=head_transpose | Remark="not folded: user 'linalg.transpose' at {{.*}}: it moves values (a transpose, broadcast or copy) rather than contracting them"
+#id = affine_map<(d0, d1) -> (d0, d1)>
+func.func @residual_generic(%x: tensor<4x2xf32>) -> tensor<4x2xf32> {
+  %g = arith.constant dense<[2.0, 0.5]> : tensor<2xf32>
+  %n = flashnorm.rms_norm %x gain(%g : tensor<2xf32>) eps(1.0e-05) : tensor<4x2xf32>
+  %e = tensor.empty() : tensor<4x2xf32>
+  %r = linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel", "parallel"]} ins(%n, %x : tensor<4x2xf32>, tensor<4x2xf32>) outs(%e : tensor<4x2xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %s = arith.addf %a, %b : f32
+    linalg.yield %s : f32
+  } -> tensor<4x2xf32>
+  return %r : tensor<4x2xf32>
+}
+
+func.func @head_transpose(%x: tensor<4x2xf32>) -> tensor<2x4xf32> {
+  %g = arith.constant dense<[2.0, 0.5]> : tensor<2xf32>
+  %n = flashnorm.rms_norm %x gain(%g : tensor<2xf32>) eps(1.0e-05) : tensor<4x2xf32>
+  %e = tensor.empty() : tensor<2x4xf32>
+  %t = linalg.transpose ins(%n : tensor<4x2xf32>) outs(%e : tensor<2x4xf32>) permutation = [1, 0]
+  return %t : tensor<2x4xf32>
+}
+
+// -----
+
 // CHECK-LABEL: func.func @gain_is_argument
 // CHECK: flashnorm.rms_norm %{{.*}} gain(
 // REMARK: Function=gain_is_argument | Remark="not folded: gain is not foldable: it is not a constant tensor (prepare-function=true folds it through a prepare function)"

@@ -6,7 +6,11 @@
 // weight is contracted, does the result keep the activation's rows, does it
 // accumulate into zero, and is the weight a constant. They are answered here
 // once, for linalg contractions (matmul with any maps, batch_matmul,
-// contraction generics) and tosa.matmul.
+// contraction generics) and tosa.matmul (Projection.cpp), with the weights
+// traced to where they live (a constant, a global, an argument, a
+// dequantization's factor). The views a normalized tensor reaches its
+// projections through (reshapes that regroup rows, slices of whole rows)
+// are in RowViews.cpp.
 //
 //===----------------------------------------------------------------------===//
 #ifndef FLASHNORM_ANALYSIS_PROJECTION_H

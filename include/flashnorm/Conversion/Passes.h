@@ -1,3 +1,11 @@
+//===- Passes.h - The flashnorm lowering passes -----------------*- C++ -*-===//
+//
+// The passes of the CPU and GPU lowerings, declared from Passes.td, and the
+// few facts they share across files: which host functions the GPU lowering
+// leaves on the CPU (whyHostFunction) and which projections cuBLASLt takes
+// (takesGemmLt).
+//
+//===----------------------------------------------------------------------===//
 #ifndef FLASHNORM_CONVERSION_PASSES_H
 #define FLASHNORM_CONVERSION_PASSES_H
 

@@ -182,10 +182,13 @@ def GpuKernels : Pass<"flashnorm-gpu-kernels", "func::FuncOp"> {
       softmax sums, means): one block of `reduce-threads` threads per row,
       a strided loop per thread and a block `gpu.all_reduce` (warp shuffles
       after the NVVM lowering);
-    - with `fused`, each projection marked with its RMS statistic and
+    - with `fused`, each projection marked with its statistic and
       post-scale (flashnorm-async-mark) becomes one kernel: it accumulates
-      the row's sum of squares from the activations it loads for the
-      product and applies 1/RMS and the post-scale in its epilogue; the
+      the row's sum of squares (a LayerNorm's sum, then its squared
+      deviations from the mean, on the SIMT kernel) from the activations it
+      loads for the product and applies 1/RMS (1/std) and the post-scale in
+      its epilogue; a tensor-core tile of 2-16 f16/bf16 tokens takes an RMS
+      statistic only; the
       statistic's own kernels go away once nothing else reads them; where
       flashnorm-async-schedule put the statistic in a task (the pipeline's
       `defer-mode=auto`), what is left of a task whose projections fused
@@ -238,8 +241,8 @@ def GpuKernels : Pass<"flashnorm-gpu-kernels", "func::FuncOp"> {
   ];
   let options = [
     Option<"fused", "fused", "bool", /*default=*/"false",
-           "Fuse each RMS statistic into its projections' kernels (default "
-           "false)">,
+           "Fuse each deferred norm's statistic into its projections' "
+           "kernels (default false)">,
     Option<"threads", "threads", "int64_t", /*default=*/"128",
            "Threads per block of the parallel kernels, on the innermost "
            "dimension (default 128)">,
@@ -499,16 +502,18 @@ def CheckLoweringInput : Pass<"flashnorm-check-lowering-input", "ModuleOp"> {
     would come out with its tensors and linalg ops beside LLVM ops from the
     module-wide conversions (exit 0, nothing downstream can use it), so it
     is an error. So is GPU code given to a CPU lowering (any op of the gpu
-    dialect: a GPU stage's output, or a kernel), and resident weights
-    (`flashnorm.resident`, flashnorm-gpu-to-streams' output, which
+    dialect: a GPU stage's output, or a kernel), `flashnorm.gemm_lt`
+    (flashnorm-gpu-to-kernels' output) given to the GPU one, and resident
+    weights (`flashnorm.resident`, flashnorm-gpu-to-streams' output, which
     flashnorm-gpu-streams-to-llvm lowers further) given to either. A
-    module that passes is left as it is.
+    `gpu.launch` is GPU-pipeline input (a user's own kernel). A module that
+    passes is left as it is.
   }];
   let options = [
     Option<"lowering", "lowering", "::mlir::flashnorm::LoweringTarget",
            /*default=*/"::mlir::flashnorm::LoweringTarget::Cpu",
            "What the pipeline lowers to (cpu: no GPU op at all; gpu: no "
-           "resident weights yet)",
+           "gemm_lt or resident weights yet)",
            [{::llvm::cl::values(
              clEnumValN(::mlir::flashnorm::LoweringTarget::Cpu, "cpu",
                         "a CPU lowering"),

@@ -1,3 +1,15 @@
+//===- Pipelines.h - The flashnorm pipelines and their options --*- C++ -*-===//
+//
+// The pipelines users run: `flashnorm` (the rewrites, on tensors), the CPU
+// lowering (in two halves, to buffers and from buffers to LLVM), the
+// reference CPU lowering everything that runs code compares against, and
+// the GPU pipeline (kernels, streams, host code, binaries). Each is built
+// from a typed options struct whose options forward to the passes they
+// name; options are checked once, when a pipeline is built, and a bad one
+// is an error that says which. Other compilers call the build functions
+// with their own pass managers.
+//
+//===----------------------------------------------------------------------===//
 #ifndef FLASHNORM_PIPELINES_PIPELINES_H
 #define FLASHNORM_PIPELINES_PIPELINES_H
 

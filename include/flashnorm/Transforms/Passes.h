@@ -1,3 +1,11 @@
+//===- Passes.h - The flashnorm rewrite passes ------------------*- C++ -*-===//
+//
+// The passes on tensors (raise, fold-gains, defer-scale, move-scale,
+// drop-redundant), declared from Passes.td. Each rewrites only what it
+// matched, reports every rewrite and refusal as a remark, and leaves a
+// module with nothing to rewrite as it was.
+//
+//===----------------------------------------------------------------------===//
 #ifndef FLASHNORM_TRANSFORMS_PASSES_H
 #define FLASHNORM_TRANSFORMS_PASSES_H
 

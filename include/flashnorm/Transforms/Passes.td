@@ -41,22 +41,31 @@ def Raise : Pass<"flashnorm-raise", "func::FuncOp"> {
 }
 
 def FoldGains : Pass<"flashnorm-fold-gains", "ModuleOp"> {
-  let summary = "Fold each RMS norm's gain into the weights of its projections";
+  let summary = "Fold each norm's gain (and a LayerNorm's bias and "
+                "centering) into the weights of its projections";
   let description = [{
-    For a `flashnorm.rms_norm` with a constant gain whose every user is a
-    projection with a constant weight, replaces each weight `W` by
-    `W* = diag(G) W` (G = gain, or 1 + gain under `one_plus`) and drops the
-    gain from the norm (docs/MATH.md §1). The product is formed in f64 from
-    the raw buffers and rounded once to the weight's element type;
-    `dense_resource` weights stay `dense_resource`. A weight that has other
-    users is cloned, never changed in place.
+    For a `flashnorm.rms_norm` or `flashnorm.layer_norm` with a constant
+    gain whose every user is a projection with a constant weight, replaces
+    each weight `W` by `W* = diag(G) W` (G = gain, or 1 + gain under
+    `one_plus`) and drops the gain from the norm (docs/MATH.md §1); a
+    LayerNorm's bias becomes a bias of each projection, and its
+    mean-centering goes into f32 and f64 weights (§4). The product is formed
+    in f64 from the raw buffers and rounded once to the weight's element
+    type; `dense_resource` weights stay `dense_resource`. A weight that has
+    other users is cloned, never changed in place. A fold that would
+    overflow the weight's type, or fall mostly below its normal range, is
+    refused (docs/NUMERICS.md).
 
     Projections: `linalg.matmul` (any indexing maps that contract the
     activation's last dimension), `linalg.batch_matmul`, contraction
-    `linalg.generic`s, and `tosa.matmul`; weights are `arith.constant` or
-    `tosa.const`, possibly through `linalg.transpose`, `tosa.transpose` or
-    `linalg.broadcast`. If any user of a norm is not such a projection,
-    nothing is folded for that norm and a remark names that user.
+    `linalg.generic`s, and `tosa.matmul`, read through reshapes that keep
+    the feature dimension and slices of whole rows (the last token before
+    the LM head); weights are `arith.constant`, `tosa.const` or immutable
+    `ml_program` globals, possibly through `linalg.transpose`,
+    `tosa.transpose` or `linalg.broadcast`, or the per-input-channel factor
+    of an int8 dequantization. If any user of a norm is not such a
+    projection, nothing is folded for that norm and a remark names that
+    user.
 
     Weights as function arguments (`prepare-function=true`): for a function
     `@f` whose projection weights are arguments (and whose gains are
@@ -147,13 +156,21 @@ def FoldGains : Pass<"flashnorm-fold-gains", "ModuleOp"> {
 }
 
 def DeferScale : Pass<"flashnorm-defer-scale", "func::FuncOp"> {
-  let summary = "Run projections on the raw input and post-scale by 1/RMS";
+  let summary = "Run projections on the raw input and post-scale by 1/RMS "
+                "(or 1/std)";
   let description = [{
-    Rewrites `projection(rms_norm(x))` of a weightless norm into
-    `post_scale(projection(x), rms_inv(x))` (docs/MATH.md §2): the projection
-    no longer waits for the reduction. All projections of one norm share a
-    single `flashnorm.rms_inv`. The post-scale replaces the projection's
-    result, so it precedes any bias add. A projection whose result is f16 or
+    Rewrites `projection(rms_norm(x))` into `post_scale(projection(x),
+    rms_inv(x))` (docs/MATH.md §2), and `projection(layer_norm(x))` into
+    `post_scale(projection'(x), layer_inv(x))` on mean-centered weights
+    (§4): the projection no longer waits for the reduction. All projections
+    of one norm share one statistic (one per input and epsilon). Reshapes
+    that keep the feature dimension and slices of whole rows are read
+    through; the statistic of a sliced row is taken of that row alone. A
+    norm whose gain fold-gains left (argument weights without the prepare
+    function) is deferred too: the projections read `x * g`, formed in f32
+    and rounded once (not for f16 rows, where it could overflow). The
+    post-scale replaces the projection's result, so it precedes any bias
+    add. A projection whose result is f16 or
     bf16 is rebuilt to accumulate and return f32; the post-scale rounds to
     the original type, so the unnormalized product never overflows a narrow
     type. A projection that accumulates into a non-zero init (a fused bias)

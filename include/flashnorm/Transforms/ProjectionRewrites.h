@@ -1,4 +1,12 @@
 //===- ProjectionRewrites.h - IR edits shared by the rewrite passes -------===//
+//
+// The edits fold-gains, defer-scale and the prepare function make to a
+// projection the shared analysis (Projection.h) has described: a new weight
+// put in place of the old through its layout chain (never changing what
+// other users read), a folded bias added, the projection rebuilt on another
+// activation. Only accepted plans call them.
+//
+//===----------------------------------------------------------------------===//
 #ifndef FLASHNORM_TRANSFORMS_PROJECTIONREWRITES_H
 #define FLASHNORM_TRANSFORMS_PROJECTIONREWRITES_H
 

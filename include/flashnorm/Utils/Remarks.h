@@ -3,7 +3,9 @@
 // Every rewrite and every refusal goes through MLIR's optimization-remark
 // engine under the category "flashnorm", so users ask for them with
 // `--remarks-filter=flashnorm` (and `--remark-format=emitRemark` to see them
-// as diagnostics at the op's location). Nothing is printed otherwise.
+// as diagnostics at the op's location). No remark is printed otherwise;
+// what a user must hear without asking (norms not folded because their
+// weights are arguments or checkpoint tensors) is a warning.
 //
 //===----------------------------------------------------------------------===//
 #ifndef FLASHNORM_UTILS_REMARKS_H

@@ -1,3 +1,12 @@
+//===- FlashNormDialect.h - The flashnorm dialect ---------------*- C++ -*-===//
+//
+// The dialect, its enums and attributes, the discardable attributes the
+// passes exchange (declared in FlashNormDialect.td, verified by the
+// dialect), and the two facts its ops' verifiers and the passes share: which
+// epsilons a norm takes (isNormEpsilon) and the type its statistic is
+// computed in (getStatisticType).
+//
+//===----------------------------------------------------------------------===//
 #ifndef FLASHNORM_DIALECT_FLASHNORM_IR_FLASHNORMDIALECT_H
 #define FLASHNORM_DIALECT_FLASHNORM_IR_FLASHNORMDIALECT_H
 

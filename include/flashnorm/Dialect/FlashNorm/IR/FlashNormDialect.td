@@ -10,12 +10,18 @@ def FlashNorm_Dialect : Dialect {
   let cppNamespace = "::mlir::flashnorm";
   let summary = "Normalization ops that FlashNorm rewrites make nearly free";
   let description = [{
-    The `flashnorm` dialect holds RMS normalization and the two halves a
+    The `flashnorm` dialect holds the two normalizations
+    (`flashnorm.rms_norm`, `flashnorm.layer_norm`) and the two halves a
     deferred normalization is split into: the per-row statistic
-    (`flashnorm.rms_inv`) and the per-row post-scale that applies it after a
-    projection (`flashnorm.post_scale`). All ops work on ranked tensors whose
-    last dimension is the normalized (feature) dimension; every other
-    dimension indexes rows (tokens).
+    (`flashnorm.rms_inv`, 1/RMS; `flashnorm.layer_inv`, 1/std) and the
+    per-row post-scale that applies it after a projection
+    (`flashnorm.post_scale`). These work on ranked tensors whose last
+    dimension is the normalized (feature) dimension; every other dimension
+    indexes rows (tokens). The GPU lowering adds three ops of its own:
+    `flashnorm.gemm_lt` (a cuBLASLt GEMM on a stream),
+    `flashnorm.resident` (weights uploaded once per process) and
+    `flashnorm.check_alignment` (a caller's device buffer aligned as the
+    kernels read it).
   }];
   let useDefaultAttributePrinterParser = 1;
   // gemm_lt returns a GPU async token.
@@ -48,7 +54,7 @@ def FlashNorm_Dialect : Dialect {
 
 def FlashNorm_AsyncRole : I32EnumAttr<"AsyncRole",
     "what an op computes of a deferred norm", [
-      // The statistic's ops (1/RMS of each row).
+      // The statistic's ops (1/RMS, or 1/std, of each row).
       I32EnumAttrCase<"stat", 0>,
       // The projection on the raw input.
       I32EnumAttrCase<"proj", 1>,

@@ -1,3 +1,9 @@
+//===- FlashNormOps.h - The flashnorm ops -----------------------*- C++ -*-===//
+//
+// The ops of FlashNormOps.td: the two norms, their statistics, the
+// post-scale, and the GPU lowering's gemm_lt, resident and check_alignment.
+//
+//===----------------------------------------------------------------------===//
 #ifndef FLASHNORM_DIALECT_FLASHNORM_IR_FLASHNORMOPS_H
 #define FLASHNORM_DIALECT_FLASHNORM_IR_FLASHNORMOPS_H
 
