@@ -22,9 +22,11 @@ static std::optional<double> getSplatConstant(Value v) {
   FloatAttr scalar;
   if (matchPattern(v, m_Constant(&scalar)))
     return scalar.getValueAsDouble();
+  // (A truncf rounding otherwise than to nearest even is not read.)
+  auto trunc = dyn_cast_or_null<arith::TruncFOp>(v.getDefiningOp());
   if (Operation *def = v.getDefiningOp();
       isa_and_nonnull<arith::TruncFOp, arith::ExtFOp>(def) &&
-      isa<FloatType>(v.getType()) &&
+      !(trunc && trunc.getRoundingmodeAttr()) && isa<FloatType>(v.getType()) &&
       matchPattern(def->getOperand(0), m_Constant(&scalar)))
     return FloatAttr::get(v.getType(), scalar.getValueAsDouble())
         .getValueAsDouble();

@@ -85,12 +85,15 @@ static FailureOr<Projection> matchLinalg(linalg::LinalgOp op, OpOperand &use,
   // is (a QK-norm's head transpose, a residual add).
   if (op.getNumReductionLoops() == 0) {
     auto generic = dyn_cast<linalg::GenericOp>(op.getOperation());
-    if (isa<linalg::TransposeOp, linalg::BroadcastOp, linalg::CopyOp>(
-            op.getOperation()) ||
+    auto copy = dyn_cast<linalg::CopyOp>(op.getOperation());
+    if (isa<linalg::TransposeOp, linalg::BroadcastOp>(op.getOperation()) ||
+        (copy && getElementTypeOrSelf(copy.getInputs()[0]) ==
+                     getElementTypeOrSelf(copy.getOutputs()[0])) ||
         (generic && isLayoutGeneric(generic)))
       return reject(whyNot, "it moves values (a transpose, broadcast or "
                             "copy) rather than contracting them");
-    return reject(whyNot, "it is element-wise, not a contraction");
+    return reject(whyNot, "it reduces no dimension (element-wise, or an "
+                          "outer product): not a contraction");
   }
   if (op.getNumDpsInputs() != 2 || op.getNumDpsInits() != 1)
     return reject(whyNot, "it is not a two-input, one-output linalg op");

@@ -276,29 +276,24 @@ struct CpuCodegenPass : flashnorm::impl::CpuCodegenBase<CpuCodegenPass> {
     return t;
   }
 
-  /// Tile sizes for `op`, or nothing if its sizes are dynamic.
-  /// Whether every operand of `op` is a float (a vector.contract whose
-  /// operands the widening below can cast to its accumulator's type), or
-  /// all have one type.
-  static bool hasFloatOperandsOnly(linalg::LinalgOp op) {
-    Type first = getElementTypeOrSelf(op->getOperand(0));
-    return llvm::all_of(op->getOperands(),
-                        [&](Value v) {
-                          return isa<FloatType>(getElementTypeOrSelf(v));
-                        }) ||
-           llvm::all_of(op->getOperands(), [&](Value v) {
-             return getElementTypeOrSelf(v) == first;
-           });
+  /// Whether `op` mixes float and integer operands (f32 x i8 into i32),
+  /// which the vectorizer keeps as they are in a vector.contract that does
+  /// not verify, and the widening below does not cast.
+  static bool mixesFloatAndInteger(linalg::LinalgOp op) {
+    auto isFloat = [](Value v) {
+      return isa<FloatType>(getElementTypeOrSelf(v));
+    };
+    return llvm::any_of(op->getOperands(), isFloat) &&
+           !llvm::all_of(op->getOperands(), isFloat);
   }
 
+  /// Tile sizes for `op`, or nothing if its sizes are dynamic.
   std::optional<TilePlan> planTiles(linalg::LinalgOp op) {
     SmallVector<int64_t> ranges = op.getStaticLoopRanges();
     if (ranges.empty() || llvm::any_of(ranges, ShapedType::isDynamic))
       return std::nullopt;
-    // The vectorizer keeps a contraction's operand types, and the widening
-    // below casts floats only: f32 x i8 into i32 would be a vector.contract
-    // that does not verify. Such ops stay for the scalar lowering.
-    if (linalg::isaContractionOpInterface(op) && !hasFloatOperandsOnly(op))
+    // Such ops stay for the scalar lowering (i8 x i8 into i32 vectorizes).
+    if (linalg::isaContractionOpInterface(op) && mixesFloatAndInteger(op))
       return std::nullopt;
     if (linalg::isaContractionOpInterface(op) && ranges.size() >= 3)
       if (std::optional<TilePlan> plan = planContraction(op, ranges))

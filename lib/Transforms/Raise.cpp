@@ -23,6 +23,7 @@
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/MLProgram/IR/MLProgram.h"
+#include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Tosa/IR/TosaOps.h"
 #include "mlir/Interfaces/ViewLikeInterface.h"
@@ -96,6 +97,23 @@ bool onlyMovesValues(Operation *op) {
              ml_program::GlobalLoadConstOp, bufferization::ToTensorOp>(op);
 }
 
+/// Whether `op` gives values it reads, as they are (a read of an element, a
+/// widening conversion, a choice, a sign): its result type rounds nothing.
+bool isExact(Operation *op) {
+  if (isa<tensor::ExtractOp, arith::ExtFOp, arith::SelectOp, arith::NegFOp,
+          math::AbsFOp, arith::MaximumFOp, arith::MinimumFOp, arith::MaxNumFOp,
+          arith::MinNumFOp>(op))
+    return true;
+  // A tosa.cast between floats into a type holding every source value.
+  if (!isa<tosa::CastOp>(op))
+    return false;
+  auto from = dyn_cast<FloatType>(getElementTypeOrSelf(op->getOperand(0)));
+  auto to = dyn_cast<FloatType>(getElementTypeOrSelf(op->getResult(0)));
+  return from && to &&
+         llvm::APFloatBase::isRepresentableBy(from.getFloatSemantics(),
+                                              to.getFloatSemantics());
+}
+
 /// The float types of least precision that the ops computing `v` from x
 /// and its gain round to: a result type, or a scalar op's in a linalg body.
 /// A constant's rounding (and that of ops on constants alone) is already in
@@ -162,7 +180,7 @@ Roundings findRoundings(Value v, Value x, Value gain) {
     return fromGain && !fromX ? &roundings.gain : &roundings.output;
   };
   auto roundsTo = [](FloatType *narrowest, Operation *op) {
-    if (!narrowest)
+    if (!narrowest || isExact(op))
       return;
     for (Type t : op->getResultTypes())
       if (auto f = dyn_cast<FloatType>(getElementTypeOrSelf(t));

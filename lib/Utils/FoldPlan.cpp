@@ -238,8 +238,8 @@ Expected<FoldPlan> FoldPlan::fromJSON(StringRef text) {
       return bad(at + ": the plan writes '" + t.name + "' twice");
     plan.tensors.push_back(std::move(t));
   }
-  // Optional, but arrays where present: a misspelt "loads" would skip the
-  // check that every tensor the program loads is in the checkpoint.
+  // Optional, but arrays where present: "loads" of another type would skip
+  // the check that every tensor the program loads is in the checkpoint.
   for (StringRef key : {"drop", "loads"})
     if (root->get(key) && !root->getArray(key))
       return bad("\"" + key + "\" is not an array of tensor names");
@@ -297,8 +297,8 @@ std::string mlir::flashnorm::whyNotPlanDestination(StringRef path,
   if (!inputFile.empty() && !sys::fs::equivalent(path, inputFile, same) && same)
     return "it is the input file, which it would overwrite";
   if (isOpenForWriting(path))
-    return "it is the output file (-o, or where the standard output goes), "
-           "whose IR would overwrite the plan";
+    return "this process writes it (the output file, -o, or where the "
+           "standard output or error goes), which would overwrite the plan";
   sys::fs::file_status status;
   if (sys::fs::status(path, status) || status.getSize() == 0 ||
       status.type() != sys::fs::file_type::regular_file)

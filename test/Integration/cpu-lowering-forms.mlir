@@ -11,6 +11,10 @@
 // CHECK: MATCH
 // LLVM: llvm.call @erff
 // LLVM-NOT: math.erf
+// Integer operands alone still vectorize (i8 x i8 into i32).
+// RUN: flashnorm-run %s -e int8 --pipeline=flashnorm --compare | FileCheck %s
+// LLVM-LABEL: llvm.func @int8
+// LLVM: llvm.mul {{.*}} : vector<{{[0-9]+}}xi32>
 
 #id = affine_map<(d0, d1) -> (d0, d1)>
 func.func @erf_gelu(%x: tensor<4x8xf32>) -> tensor<4x6xf32> {
@@ -49,4 +53,12 @@ func.func @mixed_int(%x: tensor<4x2xf32>) -> tensor<4x3xi32> {
   %z = linalg.fill ins(%c0 : i32) outs(%e : tensor<4x3xi32>) -> tensor<4x3xi32>
   %y = linalg.matmul ins(%n, %w : tensor<4x2xf32>, tensor<2x3xi8>) outs(%z : tensor<4x3xi32>) -> tensor<4x3xi32>
   return %y : tensor<4x3xi32>
+}
+
+func.func @int8(%a: tensor<16x64xi8>, %b: tensor<64x32xi8>) -> tensor<16x32xi32> {
+  %c0 = arith.constant 0 : i32
+  %e = tensor.empty() : tensor<16x32xi32>
+  %z = linalg.fill ins(%c0 : i32) outs(%e : tensor<16x32xi32>) -> tensor<16x32xi32>
+  %y = linalg.matmul ins(%a, %b : tensor<16x64xi8>, tensor<64x32xi8>) outs(%z : tensor<16x32xi32>) -> tensor<16x32xi32>
+  return %y : tensor<16x32xi32>
 }

@@ -9,6 +9,8 @@
 // RUN: flashnorm-run %s -e tosa_gain --pipeline=flashnorm --compare --rtol 1e-5 | FileCheck %s --check-prefix=CMP
 // RUN: flashnorm-run %s -e gemma_one_plus --pipeline=flashnorm --compare --rtol 1e-5 | FileCheck %s --check-prefix=CMP
 // RUN: flashnorm-run %s -e gemma_one_plus_tosa --pipeline=flashnorm --compare --rtol 1e-5 | FileCheck %s --check-prefix=CMP
+// RUN: flashnorm-run %s -e gather_one_plus --pipeline=flashnorm --compare --rtol 1e-5 | FileCheck %s --check-prefix=CMP
+// RUN: flashnorm-run %s -e bf16_inverse_count --pipeline=flashnorm --compare --rtol 1e-5 | FileCheck %s --check-prefix=CMP
 // RUN: flashnorm-opt %s --flashnorm --remarks-filter=flashnorm --remark-format=emitRemark -o /dev/null 2>&1 | FileCheck %s --check-prefix=REMARK
 // CMP: MATCH
 // CHECK-LABEL: func.func @checkpoint_gain
@@ -35,6 +37,10 @@
 // CHECK: %[[B:.*]] = arith.truncf %[[ONE]] : tensor<8xf32> to tensor<8xbf16>
 // CHECK: %[[W:.*]] = arith.extf %[[B]] : tensor<8xbf16> to tensor<8xf32>
 // CHECK: flashnorm.rms_norm %{{.*}} gain(%[[W]] : tensor<8xf32>) {{.*}} : tensor<1x4x8xf32>
+// CHECK-NOT: truncf
+// CHECK: return
+// CHECK-LABEL: func.func @gather_one_plus
+// CHECK: flashnorm.rms_norm %{{.*}} gain(%{{.*}} : tensor<8xbf16>) {{.*}} convention one_plus : tensor<4x8xf32>
 // CHECK-NOT: truncf
 // CHECK: return
 // REMARK-DAG: Function=checkpoint_gain | Remark="folded the gain into 1 projection weight(s)"
@@ -151,5 +157,69 @@ module {
     %g = tosa.cast %g1 : (tensor<1x1x8xbf16>) -> tensor<1x1x8xf32>
     %y = tosa.mul %n, %g, %shift : (tensor<1x4x8xf32>, tensor<1x1x8xf32>, tensor<1xi8>) -> tensor<1x4x8xf32>
     return %y : tensor<1x4x8xf32>
+  }
+
+  // HF Gemma (`1.0 + weight.float()`) with the bf16 weight read by a gather
+  // in the norm's body: a read rounds nothing, the gain is 1 + w in f32 (it
+  // was taken for a bf16 rounding of the gain: 0.4% off).
+  func.func @gather_one_plus(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
+    %w = arith.constant dense<[1.3359375, 0.01171875, 1.9609375, 0.001953125, 1.4765625, -0.3359375, 1.8515625, 1.2890625]> : tensor<8xbf16>
+    %zero = arith.constant 0.0 : f32
+    %er = tensor.empty() : tensor<4xf32>
+    %acc = linalg.fill ins(%zero : f32) outs(%er : tensor<4xf32>) -> tensor<4xf32>
+    %ss = linalg.generic {indexing_maps = [#id, #row], iterator_types = ["parallel", "reduction"]} ins(%x : tensor<4x8xf32>) outs(%acc : tensor<4xf32>) {
+    ^bb0(%a: f32, %o: f32):
+      %p = arith.mulf %a, %a : f32
+      %s = arith.addf %o, %p : f32
+      linalg.yield %s : f32
+    } -> tensor<4xf32>
+    %e = tensor.empty() : tensor<4x8xf32>
+    %n = linalg.generic {indexing_maps = [#id, #row, #id], iterator_types = ["parallel", "parallel"]} ins(%x, %ss : tensor<4x8xf32>, tensor<4xf32>) outs(%e : tensor<4x8xf32>) {
+    ^bb0(%a: f32, %s: f32, %o: f32):
+      %j = linalg.index 1 : index
+      %gb = tensor.extract %w[%j] : tensor<8xbf16>
+      %k = arith.constant 8.0 : f32
+      %m = arith.divf %s, %k : f32
+      %eps = arith.constant 1.0e-06 : f32
+      %ve = arith.addf %m, %eps : f32
+      %r = math.rsqrt %ve : f32
+      %y = arith.mulf %a, %r : f32
+      %ge = arith.extf %gb : bf16 to f32
+      %one = arith.constant 1.0 : f32
+      %g1 = arith.addf %ge, %one : f32
+      %z = arith.mulf %y, %g1 : f32
+      linalg.yield %z : f32
+    } -> tensor<4x8xf32>
+    return %n : tensor<4x8xf32>
+  }
+
+  // 1/K computed in bf16 from constants (1/12 is 0.08349609 in bf16), then
+  // used in f32: the constant is taken as the op rounds it (it was taken
+  // as 1/12 exactly: a uniform 0.1% off).
+  func.func @bf16_inverse_count(%x: tensor<4x12xf32>) -> tensor<4x12xf32> {
+    %zero = arith.constant 0.0 : f32
+    %er = tensor.empty() : tensor<4xf32>
+    %acc = linalg.fill ins(%zero : f32) outs(%er : tensor<4xf32>) -> tensor<4xf32>
+    %ss = linalg.generic {indexing_maps = [#id, #row], iterator_types = ["parallel", "reduction"]} ins(%x : tensor<4x12xf32>) outs(%acc : tensor<4xf32>) {
+    ^bb0(%a: f32, %o: f32):
+      %p = arith.mulf %a, %a : f32
+      %s = arith.addf %o, %p : f32
+      linalg.yield %s : f32
+    } -> tensor<4xf32>
+    %e = tensor.empty() : tensor<4x12xf32>
+    %n = linalg.generic {indexing_maps = [#id, #row, #id], iterator_types = ["parallel", "parallel"]} ins(%x, %ss : tensor<4x12xf32>, tensor<4xf32>) outs(%e : tensor<4x12xf32>) {
+    ^bb0(%a: f32, %s: f32, %o: f32):
+      %one = arith.constant 1.0 : bf16
+      %kk = arith.constant 12.0 : bf16
+      %invk = arith.divf %one, %kk : bf16
+      %invk32 = arith.extf %invk : bf16 to f32
+      %m = arith.mulf %s, %invk32 : f32
+      %eps = arith.constant 1.0e-06 : f32
+      %ve = arith.addf %m, %eps : f32
+      %r = math.rsqrt %ve : f32
+      %y = arith.mulf %a, %r : f32
+      linalg.yield %y : f32
+    } -> tensor<4x12xf32>
+    return %n : tensor<4x12xf32>
   }
 }

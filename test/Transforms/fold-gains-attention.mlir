@@ -98,6 +98,40 @@ func.func @f64_scalar(%x: tensor<3x2xf32>) -> tensor<3x3xf32> {
 
 // -----
 
+// Truncated upward (an explicit rounding mode): not read as a scale, which
+// stays; the gain alone folds.
+// CHECK-LABEL: func.func @f64_scalar_upward
+// CHECK: arith.truncf %{{.*}} upward : f64 to f32
+// REMARK: Function=f64_scalar_upward | Remark="folded the gain into 2 projection weight(s)"
+#id = affine_map<(i, j) -> (i, j)>
+func.func @f64_scalar_upward(%x: tensor<3x2xf32>) -> tensor<3x3xf32> {
+  %g = arith.constant dense<[2.0, 2.0]> : tensor<2xf32>
+  %n = flashnorm.rms_norm %x gain(%g : tensor<2xf32>) eps(1.0e-05) : tensor<3x2xf32>
+  %wq = arith.constant dense<[[1.0, 2.0], [3.0, 4.0]]> : tensor<2x2xf32>
+  %wk = arith.constant dense<[[1.0, 2.0], [3.0, 4.0]]> : tensor<2x2xf32>
+  %c0 = arith.constant 0.0 : f32
+  %scale = arith.constant 0.57735026918962584 : f64
+  %e = tensor.empty() : tensor<3x2xf32>
+  %z = linalg.fill ins(%c0 : f32) outs(%e : tensor<3x2xf32>) -> tensor<3x2xf32>
+  %q = linalg.matmul ins(%n, %wq : tensor<3x2xf32>, tensor<2x2xf32>) outs(%z : tensor<3x2xf32>) -> tensor<3x2xf32>
+  %k = linalg.matmul ins(%n, %wk : tensor<3x2xf32>, tensor<2x2xf32>) outs(%z : tensor<3x2xf32>) -> tensor<3x2xf32>
+  %et = tensor.empty() : tensor<2x3xf32>
+  %kt = linalg.transpose ins(%k : tensor<3x2xf32>) outs(%et : tensor<2x3xf32>) permutation = [1, 0]
+  %e3 = tensor.empty() : tensor<3x3xf32>
+  %z3 = linalg.fill ins(%c0 : f32) outs(%e3 : tensor<3x3xf32>) -> tensor<3x3xf32>
+  %l = linalg.matmul ins(%q, %kt : tensor<3x2xf32>, tensor<2x3xf32>) outs(%z3 : tensor<3x3xf32>) -> tensor<3x3xf32>
+  %m = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%l : tensor<3x3xf32>) outs(%e3 : tensor<3x3xf32>) {
+  ^bb0(%s: f32, %o: f32):
+    %t = arith.truncf %scale upward : f64 to f32
+    %sc = arith.mulf %s, %t : f32
+    linalg.yield %sc : f32
+  } -> tensor<3x3xf32>
+  return %m : tensor<3x3xf32>
+}
+
+// -----
+
 // TOSA: q scaled by a splat before the logits (tosa.mul): bypassed, the
 // weight takes it. A query that is also returned keeps its scale.
 // CHECK-LABEL: func.func @tosa_q

@@ -66,7 +66,7 @@
 // ONINPUT: error: flashnorm-fold-gains: fold-plan '{{.*}}input.mlir': it is the input file, which it would overwrite
 // NOTPLAN: error: flashnorm-fold-gains: fold-plan '{{.*}}.safetensors': it exists and is not a fold plan, which it would overwrite
 // KEPT: safetensors bytes
-// ONOUTPUT: error: flashnorm-fold-gains: fold-plan '{{.*}}.mlir': it is the output file (-o, or where the standard output goes), whose IR would overwrite the plan
+// ONOUTPUT: error: flashnorm-fold-gains: fold-plan '{{.*}}.mlir': this process writes it (the output file, -o, or where the standard output or error goes), which would overwrite the plan
 // DASH: error: flashnorm-fold-gains: fold-plan '-': '-' is not a file
 
 ml_program.global private @"q.weight"(#ml_program.extern : tensor<8x16xf32>) : tensor<8x16xf32>

@@ -253,7 +253,7 @@ func.func @non_projection_user(%x: tensor<4x2xf32>) -> (tensor<4x3xf32>, tensor<
 
 // The users torch-mlir writes beside projections, named as what they are: a
 // residual add (an element-wise generic) and a QK-norm's head transpose.
-// REMARK: Function=residual_generic | Remark="not folded: user 'linalg.generic' at {{.*}}: it is element-wise, not a contraction"
+// REMARK: Function=residual_generic | Remark="not folded: user 'linalg.generic' at {{.*}}: it reduces no dimension (element-wise, or an outer product): not a contraction"
 // REMARK: Function=head_transpose | Remark="not folded: user 'linalg.transpose' at {{.*}}: it moves values (a transpose, broadcast or copy) rather than contracting them"
 #id = affine_map<(d0, d1) -> (d0, d1)>
 func.func @residual_generic(%x: tensor<4x2xf32>) -> tensor<4x2xf32> {

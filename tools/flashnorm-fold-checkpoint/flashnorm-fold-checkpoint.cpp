@@ -396,6 +396,12 @@ int main(int argc, char **argv) {
     die("-o - is not supported: the output is written in place, by several "
         "threads at once; name a file");
   llvm::sys::fs::file_status outStatus;
+  // (A link to nothing: the rename would replace the link.)
+  if (llvm::sys::fs::status(output, outStatus, /*follow=*/true) &&
+      !llvm::sys::fs::status(output, outStatus, /*follow=*/false) &&
+      outStatus.type() == llvm::sys::fs::file_type::symlink_file)
+    die(llvm::formatv("the output {0} is a symbolic link to nothing",
+                      output.getValue()));
   if (!llvm::sys::fs::status(output, outStatus, /*follow=*/true)) {
     if (!llvm::sys::fs::is_regular_file(outStatus))
       die(llvm::formatv("the output {0} exists and is not a regular file",
