@@ -266,8 +266,8 @@ Expected<FoldPlan> FoldPlan::fromJSON(StringRef text) {
 
 /// Whether this process has `path` open for writing as a regular file:
 /// the tool's output file (mlir-opt's -o is open, and emptied, before the
-/// passes run), or the file its standard output goes to. The plan written
-/// there would be overwritten by the IR.
+/// passes run), or the file its standard output or error goes to. The plan
+/// written there would be overwritten by what the tool writes after it.
 static bool isOpenForWriting(StringRef path) {
 #if defined(__unix__) || defined(__APPLE__)
   struct stat target;
