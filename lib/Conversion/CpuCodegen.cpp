@@ -276,24 +276,18 @@ struct CpuCodegenPass : flashnorm::impl::CpuCodegenBase<CpuCodegenPass> {
     return t;
   }
 
-  /// Whether `op` mixes float and integer operands (f32 x i8 into i32),
-  /// which the vectorizer keeps as they are in a vector.contract that does
-  /// not verify, and the widening below does not cast.
-  static bool mixesFloatAndInteger(linalg::LinalgOp op) {
+  /// Tile sizes for `op`, or nothing if its sizes are dynamic or it mixes
+  /// float and integer operands (f32 x i8 into i32: the vectorizer keeps
+  /// them in a vector.contract that does not verify; i8 x i8 is fine).
+  std::optional<TilePlan> planTiles(linalg::LinalgOp op) {
+    SmallVector<int64_t> ranges = op.getStaticLoopRanges();
     auto isFloat = [](Value v) {
       return isa<FloatType>(getElementTypeOrSelf(v));
     };
-    return llvm::any_of(op->getOperands(), isFloat) &&
-           !llvm::all_of(op->getOperands(), isFloat);
-  }
-
-  /// Tile sizes for `op`, or nothing if its sizes are dynamic.
-  std::optional<TilePlan> planTiles(linalg::LinalgOp op) {
-    SmallVector<int64_t> ranges = op.getStaticLoopRanges();
-    if (ranges.empty() || llvm::any_of(ranges, ShapedType::isDynamic))
-      return std::nullopt;
-    // Such ops stay for the scalar lowering (i8 x i8 into i32 vectorizes).
-    if (linalg::isaContractionOpInterface(op) && mixesFloatAndInteger(op))
+    if (ranges.empty() || llvm::any_of(ranges, ShapedType::isDynamic) ||
+        (linalg::isaContractionOpInterface(op) &&
+         llvm::any_of(op->getOperands(), isFloat) &&
+         !llvm::all_of(op->getOperands(), isFloat)))
       return std::nullopt;
     if (linalg::isaContractionOpInterface(op) && ranges.size() >= 3)
       if (std::optional<TilePlan> plan = planContraction(op, ranges))
