@@ -100,18 +100,10 @@ bool onlyMovesValues(Operation *op) {
 /// Whether `op` gives values it reads, as they are (a read of an element, a
 /// widening conversion, a choice, a sign): its result type rounds nothing.
 bool isExact(Operation *op) {
-  if (isa<tensor::ExtractOp, arith::ExtFOp, arith::SelectOp, arith::NegFOp,
-          math::AbsFOp, arith::MaximumFOp, arith::MinimumFOp, arith::MaxNumFOp,
-          arith::MinNumFOp>(op))
-    return true;
-  // A tosa.cast between floats into a type holding every source value.
-  if (!isa<tosa::CastOp>(op))
-    return false;
-  auto from = dyn_cast<FloatType>(getElementTypeOrSelf(op->getOperand(0)));
-  auto to = dyn_cast<FloatType>(getElementTypeOrSelf(op->getResult(0)));
-  return from && to &&
-         llvm::APFloatBase::isRepresentableBy(from.getFloatSemantics(),
-                                              to.getFloatSemantics());
+  return isa<tensor::ExtractOp, arith::ExtFOp, arith::SelectOp, arith::NegFOp,
+             math::AbsFOp, arith::MaximumFOp, arith::MinimumFOp,
+             arith::MaxNumFOp, arith::MinNumFOp>(op) ||
+         (isa<tosa::CastOp>(op) && !isNarrowingCast(op));
 }
 
 /// The float types of least precision that the ops computing `v` from x

@@ -27,12 +27,7 @@ using namespace mlir;
 using namespace mlir::flashnorm;
 using namespace mlir::flashnorm::raise;
 
-namespace {
-
-/// Whether a cast can change a value: truncf, or a tosa.cast to a type
-/// that does not hold every value of the source (bf16 -> f16 loses range
-/// though it gains precision; any integer).
-bool isNarrowingCast(Operation *op) {
+bool mlir::flashnorm::raise::isNarrowingCast(Operation *op) {
   if (isa<arith::TruncFOp>(op))
     return true;
   if (!isa<tosa::CastOp>(op))
@@ -44,6 +39,7 @@ bool isNarrowingCast(Operation *op) {
                                                to.getFloatSemantics());
 }
 
+namespace {
 /// The value `op` (an integer-to-float conversion) gives its operand where
 /// that is an integer constant (a splat included), in `to`; none otherwise.
 std::optional<APFloat> convertedInteger(Operation *op, FloatType to) {

@@ -38,6 +38,11 @@ struct Stat {
   }
 };
 
+/// Whether a cast can change a value: truncf, or a tosa.cast to a type
+/// that does not hold every value of the source (bf16 -> f16 loses range
+/// though it gains precision; any integer).
+bool isNarrowingCast(Operation *op);
+
 /// The closed form of a value in terms of the candidate input x.
 struct Term {
   enum class Kind { Unknown, Scalar, Feature, Row, Elem };
