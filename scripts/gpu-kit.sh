@@ -196,6 +196,9 @@ cp "$kit/obj/programs/configs.json" "$kit/bench/"
   echo "check gemma -- --family=gemma --flavor=linalg --layers=2"
   echo "check gpt2-linalg -- --family=gpt2 --flavor=linalg --layers=2"
   echo "check llama-bf16 -- --family=llama --flavor=linalg --dtype=bf16 --layers=2"
+  # A bf16 LayerNorm decode step: the fused kernels' epilogues subtract the
+  # mean's share (bf16 weights cannot carry the centering).
+  echo "check gpt2-bf16-decode -- --family=gpt2 --flavor=linalg --dtype=bf16 --layers=2 --tokens=1"
   # Prefill: 64 rows take cuBLASLt (gemm=auto), the post-scales in its
   # epilogue (row-scaled, f32 and bf16 results).
   echo "check llama-prefill -- --family=llama --flavor=linalg --layers=2 --tokens=64"

@@ -62,9 +62,14 @@ struct AsyncMarkPass : flashnorm::impl::AsyncMarkBase<AsyncMarkPass> {
     DenseMap<Operation *, int64_t> groups;
     llvm::DenseSet<Operation *> small;
     int64_t pairs = 0;
-    getOperation().walk([&](PostScaleOp post) {
-      Operation *stat = post.getScale().getDefiningOp();
-      if (!isa_and_nonnull<RMSInvOp, LayerInvOp>(stat) || small.contains(stat))
+    getOperation().walk([&](Operation *post) {
+      // (A centered post-scale's mean comes from its scale's op: a
+      // LayerNorm's statistics are one op.)
+      if (!isa<PostScaleOp, CenteredPostScaleOp>(post))
+        return;
+      Operation *stat = post->getOperand(1).getDefiningOp();
+      if (!isa_and_nonnull<RMSInvOp, LayerInvOp, LayerStatsOp>(stat) ||
+          small.contains(stat))
         return;
       // The cost rule: a task beside the projection pays only when the
       // statistic's work outweighs launching and joining it.
@@ -82,7 +87,7 @@ struct AsyncMarkPass : flashnorm::impl::AsyncMarkBase<AsyncMarkPass> {
       if (inserted)
         mark(stat, group, AsyncRole::stat);
       // The projection: the op producing the raw product, if it is one.
-      Operation *proj = post.getInput().getDefiningOp();
+      Operation *proj = post->getOperand(0).getDefiningOp();
       if (proj && proj->getNumResults() == 1 && proj->getNumRegions() == 1 &&
           !proj->hasAttr(kAsyncGroupAttr)) {
         mark(proj, group, AsyncRole::proj, pairs);

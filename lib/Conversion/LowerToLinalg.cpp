@@ -182,15 +182,16 @@ public:
     });
   }
 
-  /// result[r, k] = round(((x[r, k] - shift[r]) * scale[r]) * G[k] + B[k]),
-  /// with G = gain (+ 1 under one_plus); all in `statType`. With
+  /// result[r, k] = round(((x[r, k] - shift[r] F[k]) * scale[r]) * G[k] +
+  /// B[k]), with F = `shiftFactor` (1 without it; centered_post_scale's
+  /// column sums) and G = gain (+ 1 under one_plus); all in `statType`. With
   /// `zeroScaleIsZero`, a row whose scale is 0 is 0 (post_scale's contract).
   Value normalize(Value shift, Value scale, Value gain, bool onePlus,
                   Value bias, RankedTensorType resultType,
-                  bool zeroScaleIsZero = false) {
+                  bool zeroScaleIsZero = false, Value shiftFactor = Value()) {
     SmallVector<Value> inputs{x, scale};
     SmallVector<AffineMap> maps{fullMap(), rowMap()};
-    for (Value v : {shift, gain, bias}) {
+    for (Value v : {shift, shiftFactor, gain, bias}) {
       if (!v)
         continue;
       inputs.push_back(v);
@@ -211,7 +212,10 @@ public:
                             : Value();
                  };
                  Value v = castFloat(nb, l, args[0], statType);
-                 Value sh = arg(shift), g = arg(gain), bi = arg(bias);
+                 Value sh = arg(shift), f = arg(shiftFactor), g = arg(gain),
+                       bi = arg(bias);
+                 if (f)
+                   sh = arith::MulFOp::create(nb, l, sh, f);
                  if (sh)
                    v = arith::SubFOp::create(nb, l, v, sh);
                  Value sc = castFloat(nb, l, args[1], statType);
@@ -281,7 +285,8 @@ private:
 template <typename OpTy>
 Type statTypeFor(OpBuilder &b, OpTy op, bool statsF64) {
   bool wide = statsF64 || getElementTypeOrSelf(op.getInput()).isF64();
-  if constexpr (std::is_same_v<OpTy, PostScaleOp>)
+  if constexpr (std::is_same_v<OpTy, PostScaleOp> ||
+                std::is_same_v<OpTy, CenteredPostScaleOp>)
     wide |= getElementTypeOrSelf(op.getScale()).isF64();
   return wide ? Type(b.getF64Type()) : Type(b.getF32Type());
 }
@@ -307,7 +312,7 @@ template <typename OpTy> struct FlashNormLowering : OpRewritePattern<OpTy> {
     RowOps rows(rewriter, op.getLoc(), x, statTypeFor(rewriter, op, statsF64),
                 lanes);
     Operation *before = op->getPrevNode();
-    Value lowered = lower(op, rows);
+    SmallVector<Value, 2> lowered = lower(op, rows);
     // The ops built for a statistic or a post-scale carry its async-schedule
     // marks (flashnorm-async-mark) down to the buffers.
     for (StringRef name : {kAsyncGroupAttr, kAsyncRoleAttr, kAsyncPairAttr})
@@ -319,47 +324,67 @@ template <typename OpTy> struct FlashNormLowering : OpRewritePattern<OpTy> {
     rewriter.replaceOp(op, lowered);
     return success();
   }
-  Value lower(OpTy op, RowOps &rows) const;
+  SmallVector<Value, 2> lower(OpTy op, RowOps &rows) const;
   bool statsF64;
   int64_t lanes;
 };
 
 template <>
-Value FlashNormLowering<RMSNormOp>::lower(RMSNormOp op, RowOps &rows) const {
+SmallVector<Value, 2> FlashNormLowering<RMSNormOp>::lower(RMSNormOp op,
+                                                          RowOps &rows) const {
   double eps = op.getEpsilon().convertToDouble();
   Value inv = rows.invSqrtOfMean(rows.reduce(Value(), true), eps);
-  return rows.normalize(Value(), inv, op.getGain(),
-                        op.getGainConvention() == GainConvention::one_plus,
-                        Value(), op.getType());
+  return {rows.normalize(Value(), inv, op.getGain(),
+                         op.getGainConvention() == GainConvention::one_plus,
+                         Value(), op.getType())};
 }
 
 template <>
-Value FlashNormLowering<RMSInvOp>::lower(RMSInvOp op, RowOps &rows) const {
+SmallVector<Value, 2> FlashNormLowering<RMSInvOp>::lower(RMSInvOp op,
+                                                         RowOps &rows) const {
   double eps = op.getEpsilon().convertToDouble();
-  return rows.roundTo(rows.invSqrtOfMean(rows.reduce(Value(), true), eps),
-                      getElementTypeOrSelf(op.getType()));
+  return {rows.roundTo(rows.invSqrtOfMean(rows.reduce(Value(), true), eps),
+                       getElementTypeOrSelf(op.getType()))};
 }
 
 template <>
-Value FlashNormLowering<LayerNormOp>::lower(LayerNormOp op,
-                                            RowOps &rows) const {
+SmallVector<Value, 2>
+FlashNormLowering<LayerNormOp>::lower(LayerNormOp op, RowOps &rows) const {
   auto [mean, inv] = layerStats(rows, op.getEpsilon().convertToDouble());
-  return rows.normalize(mean, inv, op.getGain(), false, op.getBias(),
-                        op.getType());
+  return {rows.normalize(mean, inv, op.getGain(), false, op.getBias(),
+                         op.getType())};
 }
 
 template <>
-Value FlashNormLowering<LayerInvOp>::lower(LayerInvOp op, RowOps &rows) const {
-  return rows.roundTo(
-      layerStats(rows, op.getEpsilon().convertToDouble()).second,
-      getElementTypeOrSelf(op.getType()));
+SmallVector<Value, 2> FlashNormLowering<LayerInvOp>::lower(LayerInvOp op,
+                                                           RowOps &rows) const {
+  return {
+      rows.roundTo(layerStats(rows, op.getEpsilon().convertToDouble()).second,
+                   getElementTypeOrSelf(op.getType()))};
 }
 
 template <>
-Value FlashNormLowering<PostScaleOp>::lower(PostScaleOp op,
-                                            RowOps &rows) const {
-  return rows.normalize(Value(), op.getScale(), Value(), false, Value(),
-                        op.getType(), /*zeroScaleIsZero=*/true);
+SmallVector<Value, 2>
+FlashNormLowering<LayerStatsOp>::lower(LayerStatsOp op, RowOps &rows) const {
+  auto [mean, inv] = layerStats(rows, op.getEpsilon().convertToDouble());
+  Type type = getElementTypeOrSelf(op.getMean().getType());
+  return {rows.roundTo(mean, type), rows.roundTo(inv, type)};
+}
+
+template <>
+SmallVector<Value, 2>
+FlashNormLowering<PostScaleOp>::lower(PostScaleOp op, RowOps &rows) const {
+  return {rows.normalize(Value(), op.getScale(), Value(), false, Value(),
+                         op.getType(), /*zeroScaleIsZero=*/true)};
+}
+
+template <>
+SmallVector<Value, 2>
+FlashNormLowering<CenteredPostScaleOp>::lower(CenteredPostScaleOp op,
+                                              RowOps &rows) const {
+  return {rows.normalize(op.getMean(), op.getScale(), Value(), false, Value(),
+                         op.getType(), /*zeroScaleIsZero=*/true,
+                         op.getColsum())};
 }
 
 struct LowerToLinalgPass
@@ -387,6 +412,7 @@ void flashnorm::populateLowerToLinalgPatterns(RewritePatternSet &patterns,
                                               bool statsF64, int64_t lanes) {
   patterns.add<FlashNormLowering<RMSNormOp>, FlashNormLowering<RMSInvOp>,
                FlashNormLowering<LayerNormOp>, FlashNormLowering<LayerInvOp>,
-               FlashNormLowering<PostScaleOp>>(patterns.getContext(), statsF64,
-                                               lanes);
+               FlashNormLowering<LayerStatsOp>, FlashNormLowering<PostScaleOp>,
+               FlashNormLowering<CenteredPostScaleOp>>(patterns.getContext(),
+                                                       statsF64, lanes);
 }

@@ -28,26 +28,78 @@ using namespace mlir::flashnorm;
 namespace {
 constexpr StringLiteral kPass = "flashnorm-defer-scale";
 
-/// A LayerNorm's projection runs on the raw input only if its weight is
-/// mean-centered (docs/MATH.md §4). fold-gains may have done it already
-/// (the projection is marked); otherwise the centered constant is computed
-/// here, before anything is rewritten.
+/// A LayerNorm's projection runs on the raw input only if the mean's share
+/// of its product goes (docs/MATH.md §4). A weight of f32 or wider is
+/// mean-centered: fold-gains may have done it already (the projection is
+/// marked), otherwise the centered constant is computed here. A narrower
+/// weight cannot carry the centering (its rounded columns would not sum to
+/// zero); its post-scale subtracts mean(x) times the weight's column sums
+/// instead, summed exactly from the weight as stored. Both are computed
+/// before anything is rewritten.
 struct Centering {
   WeightSource source;
+  /// The weight, centered, to replace it; or
   ElementsAttr centered;
+  /// sum_k W[k, n] per output n, in the statistic's type.
+  ElementsAttr colsum;
 };
-FailureOr<std::optional<Centering>> computeCentering(const Projection &p,
-                                                     std::string &why) {
+
+/// The column sums of `source` (the weight of `p`), one per output of `p`,
+/// as a constant of `type`; or why not.
+FailureOr<ElementsAttr> columnSums(const Projection &p,
+                                   const WeightSource &source, FloatType type,
+                                   std::string &why) {
+  ShapedType weight = source.value.getShapedType();
+  int64_t k = weight.getDimSize(source.axis);
+  int64_t n = cast<ShapedType>(p.op->getResult(0).getType()).getShape().back();
+  // The sums are the outputs' in order only where the weight has one
+  // dimension besides k that is not a unit (a transpose or unit reshape on
+  // the way keeps that order; the product of the others is then n).
+  int64_t others =
+      llvm::count_if(llvm::enumerate(weight.getShape()), [&](auto dim) {
+        return int64_t(dim.index()) != source.axis && dim.value() != 1;
+      });
+  if (others > 1 || weight.getNumElements() != k * n) {
+    why = "the column sums of its weight (which a narrow weight needs in "
+          "place of the mean-centering) are not one per output";
+    return failure();
+  }
+  FailureOr<SmallVector<double>> sums = contractAlongAxis(
+      source.value, source.axis, SmallVector<double>(k, 1.0), &why);
+  if (failed(sums))
+    return failure();
+  auto sumsType = RankedTensorType::get({n}, type);
+  if (type.isF64())
+    return ElementsAttr(DenseElementsAttr::get(sumsType, ArrayRef(*sums)));
+  SmallVector<float> rounded(sums->begin(), sums->end());
+  return ElementsAttr(DenseElementsAttr::get(sumsType, ArrayRef(rounded)));
+}
+
+FailureOr<std::optional<Centering>>
+computeCentering(const Projection &p, FloatType statType, std::string &why) {
   if (p.op->hasAttr(kCenteredWeightsAttr))
     return std::optional<Centering>();
   FailureOr<WeightSource> source =
       traceWeightToConstant(p.getWeight(), p.weightAxis, &why);
-  FailureOr<ElementsAttr> centered = failure();
-  if (succeeded(source) && !source->value)
+  if (succeeded(source) && !source->value) {
     why = "its weight is the extern global @" +
           source->global.getSymName().str() +
-          " (fold-gains centers it into the checkpoint with fold-plan)";
-  else if (succeeded(source)) {
+          (canCarryCentering(getElementTypeOrSelf(source->global.getType()))
+               ? " (fold-gains centers it into the checkpoint with fold-plan)"
+               : ", and its f16/bf16 values cannot carry the mean-centering: "
+                 "its column sums are not known before the checkpoint is "
+                 "read");
+    source = failure();
+  }
+  if (succeeded(source) &&
+      !canCarryCentering(source->value.getShapedType().getElementType())) {
+    FailureOr<ElementsAttr> sums = columnSums(p, *source, statType, why);
+    if (succeeded(sums))
+      return std::optional<Centering>(Centering{*source, nullptr, *sums});
+    return failure();
+  }
+  FailureOr<ElementsAttr> centered = failure();
+  if (succeeded(source)) {
     int64_t k = source->value.getShapedType().getDimSize(source->axis);
     centered = scaleAndCenterAlongAxis(source->value, source->axis,
                                        SmallVector<double>(k, 1.0), &why);
@@ -56,8 +108,15 @@ FailureOr<std::optional<Centering>> computeCentering(const Projection &p,
     why = "the mean-centering cannot be folded: " + why;
     return failure();
   }
-  return std::optional<Centering>(Centering{*source, *centered});
+  return std::optional<Centering>(Centering{*source, *centered, nullptr});
 }
+
+/// What a projection of the raw input reads, and the statistics its
+/// post-scale applies: 1/RMS or 1/std, and for a narrow LayerNorm weight
+/// the mean.
+struct RawInput {
+  Value input, scale, mean;
+};
 
 /// `proj(norm(x))` -> `post_scale(proj(x), stat(x))` for every projection
 /// of a weightless norm; RMSNorm uses rms_inv, LayerNorm layer_inv.
@@ -84,6 +143,8 @@ template <typename NormOp> struct DeferScalePattern : OpRewritePattern<NormOp> {
                                    "would make their statistic NaN");
       return failure();
     }
+    auto statType = cast<FloatType>(
+        getStatisticType(getElementTypeOrSelf(norm.getInput().getType())));
     SmallVector<Projection> deferrable;
     SmallVector<std::optional<Centering>> centerings;
     std::string refusals;
@@ -109,7 +170,8 @@ template <typename NormOp> struct DeferScalePattern : OpRewritePattern<NormOp> {
               "narrower than f32";
       std::optional<Centering> centering;
       if (succeeded(p) && why.empty() && layer) {
-        FailureOr<std::optional<Centering>> c = computeCentering(*p, why);
+        FailureOr<std::optional<Centering>> c =
+            computeCentering(*p, statType, why);
         if (succeeded(c))
           centering = *c;
       }
@@ -152,7 +214,13 @@ template <typename NormOp> struct DeferScalePattern : OpRewritePattern<NormOp> {
     if constexpr (!layer)
       if (gain)
         gained = applyGain(rewriter, norm, gain);
-    DenseMap<Value, std::pair<Value, Value>> raws;
+    // Narrow LayerNorm weights subtract the mean's share after the
+    // projection: the statistic is then the mean with 1/std.
+    int64_t shifted =
+        llvm::count_if(centerings, [](const std::optional<Centering> &c) {
+          return c && c->colsum;
+        });
+    DenseMap<Value, RawInput> raws;
     // `view` re-created on `base` (the raw input, or the input times the
     // gain) instead of the norm's result.
     std::function<Value(Value, Value)> rawView = [&](Value view,
@@ -177,8 +245,8 @@ template <typename NormOp> struct DeferScalePattern : OpRewritePattern<NormOp> {
       mapping.map(reshape->getOperand(0), source);
       return rewriter.clone(*reshape, mapping)->getResult(0);
     };
-    // What a projection reading `view` reads instead, and the statistic.
-    auto rawAndStat = [&](Value view) -> std::pair<Value, Value> {
+    // What a projection reading `view` reads instead, and the statistics.
+    auto rawAndStat = [&](Value view) -> RawInput {
       auto [it, inserted] = raws.try_emplace(view);
       if (inserted) {
         Value x = rawView(view, norm.getInput());
@@ -188,10 +256,10 @@ template <typename NormOp> struct DeferScalePattern : OpRewritePattern<NormOp> {
                                                      : view.getDefiningOp();
         // Another norm of x with the same epsilon (two LayerNorms of one
         // residual stream): one statistic serves both.
-        if (Operation *same = findSameStatistic(x, eps, anchor)) {
+        if (Operation *same = findSameStatistic(x, eps, anchor, shifted)) {
           if (!same->isBeforeInBlock(anchor))
             rewriter.moveOpBefore(same, anchor);
-          it->second = {input, same->getResult(0)};
+          it->second = statisticsOf(input, same);
           return it->second;
         }
         OpBuilder::InsertionGuard guard(rewriter);
@@ -199,29 +267,38 @@ template <typename NormOp> struct DeferScalePattern : OpRewritePattern<NormOp> {
         if (view == norm.getResult())
           rewriter.setInsertionPointAfter(norm);
         Location loc = norm.getLoc();
-        Value stat = layer ? Value(LayerInvOp::create(rewriter, loc, x, eps))
-                           : Value(RMSInvOp::create(rewriter, loc, x, eps));
-        it->second = {input, stat};
+        Operation *stat =
+            !layer    ? RMSInvOp::create(rewriter, loc, x, eps).getOperation()
+            : shifted ? LayerStatsOp::create(rewriter, loc, x, eps)
+                      : LayerInvOp::create(rewriter, loc, x, eps);
+        it->second = statisticsOf(input, stat);
       }
       return it->second;
     };
     Operation *firstStat = nullptr;
     for (auto [p, centering] : llvm::zip(deferrable, centerings)) {
-      auto [x, stat] = rawAndStat(p.getActivation());
+      RawInput raw = rawAndStat(p.getActivation());
       if (!firstStat)
-        firstStat = stat.getDefiningOp();
-      if (centering)
+        firstStat = raw.scale.getDefiningOp();
+      if (centering && centering->centered)
         replaceWeight(rewriter, p, centering->source, centering->centered);
       if (p.op->hasAttr(kCenteredWeightsAttr))
         rewriter.modifyOpInPlace(
             p.op, [&] { p.op->removeAttr(kCenteredWeightsAttr); });
       Type originalType = p.op->getResult(0).getType();
-      Value raw = rebuildProjection(rewriter, p, x);
-      rewriter.setInsertionPointAfterValue(raw);
-      Value scaled = PostScaleOp::create(rewriter, p.op->getLoc(), originalType,
-                                         raw, stat);
-      if (raw.getDefiningOp() == p.op)
-        rewriter.replaceAllUsesExcept(raw, scaled, scaled.getDefiningOp());
+      Value product = rebuildProjection(rewriter, p, raw.input);
+      rewriter.setInsertionPointAfterValue(product);
+      Location loc = p.op->getLoc();
+      Value scaled =
+          centering && centering->colsum
+              ? Value(CenteredPostScaleOp::create(
+                    rewriter, loc, originalType, product, raw.scale, raw.mean,
+                    arith::ConstantOp::create(
+                        rewriter, loc, cast<TypedAttr>(centering->colsum))))
+              : Value(PostScaleOp::create(rewriter, loc, originalType, product,
+                                          raw.scale));
+      if (product.getDefiningOp() == p.op)
+        rewriter.replaceAllUsesExcept(product, scaled, scaled.getDefiningOp());
       else
         rewriter.replaceOp(p.op, scaled);
     }
@@ -244,6 +321,11 @@ template <typename NormOp> struct DeferScalePattern : OpRewritePattern<NormOp> {
         Twine("deferred ") + (layer ? "1/std" : "1/RMS") + " past " +
             Twine(deferrable.size()) + " projection(s)" +
             (gain ? " without folding its gain (x * g feeds them)" : "") +
+            (shifted ? "; " + std::to_string(shifted) +
+                           " subtract(s) the mean's share after the "
+                           "projection (f16/bf16 weights cannot carry the "
+                           "mean-centering)"
+                     : std::string()) +
             (refusals.empty() ? ""
                               : "; kept the norm for the others" + refusals));
     return success();
@@ -269,16 +351,30 @@ template <typename NormOp> struct DeferScalePattern : OpRewritePattern<NormOp> {
 
   /// A statistic of this norm's kind on `x` with epsilon `eps` in the
   /// block of `anchor` (moving it before `anchor` keeps it valid: x
-  /// dominates `anchor`).
-  static Operation *findSameStatistic(Value x, double eps, Operation *anchor) {
-    using StatOp = std::conditional_t<layer, LayerInvOp, RMSInvOp>;
+  /// dominates `anchor`): with `withMean`, a LayerNorm's that has the mean
+  /// too.
+  static Operation *findSameStatistic(Value x, double eps, Operation *anchor,
+                                      bool withMean) {
     for (Operation *user : x.getUsers()) {
-      auto stat = dyn_cast<StatOp>(user);
-      if (stat && stat->getBlock() == anchor->getBlock() &&
-          stat.getEpsilon().convertToDouble() == eps)
-        return stat;
+      std::optional<APFloat> epsilon;
+      if (auto stat = dyn_cast<RMSInvOp>(user); stat && !layer)
+        epsilon = stat.getEpsilon();
+      if (auto stat = dyn_cast<LayerInvOp>(user); stat && layer && !withMean)
+        epsilon = stat.getEpsilon();
+      if (auto stat = dyn_cast<LayerStatsOp>(user); stat && layer)
+        epsilon = stat.getEpsilon();
+      if (epsilon && epsilon->convertToDouble() == eps &&
+          user->getBlock() == anchor->getBlock())
+        return user;
     }
     return nullptr;
+  }
+
+  /// `input` and the statistics `stat` computes of it.
+  static RawInput statisticsOf(Value input, Operation *stat) {
+    if (auto stats = dyn_cast<LayerStatsOp>(stat))
+      return {input, stats.getInv(), stats.getMean()};
+    return {input, stat->getResult(0), Value()};
   }
 
   /// Whether `candidate` is `reshape` applied to another source: same op,

@@ -179,6 +179,38 @@ func.func @layer(%x: tensor<1x4096xbf16>, %w: tensor<4096x4096xbf16>) -> tensor<
   return %y : tensor<1x4096xf32>
 }
 
+// A narrow LayerNorm's centered post-scale (flashnorm.layer_stats, then
+// flashnorm.centered_post_scale) fuses the same way: the epilogue takes the
+// mean the kernel computed (no statistic kernel writes it) and subtracts
+// it times the weight's column sum from the product before 1/std.
+// CHECK-LABEL: func.func @layer_centered(
+// CHECK-SAME: %[[COLSUM:[a-z0-9]+]]: memref<4096xf32>
+// CHECK-NOT: gpu.launch
+// CHECK: gpu.launch {{.*}} function(@layer_centered_fused_norm_proj_{{[0-9]+}})
+// CHECK: gpu.all_reduce add
+// CHECK: gpu.all_reduce add
+// CHECK: %[[MEAN:.*]] = arith.divf
+// CHECK: scf.if
+// CHECK: %[[INV:.*]] = math.rsqrt
+// CHECK: %[[C:.*]] = memref.load %[[COLSUM]][
+// CHECK: %[[SHIFT:.*]] = arith.mulf %[[MEAN]], %[[C]] : f32
+// CHECK: %[[CENTERED:.*]] = arith.subf %{{.*}}, %[[SHIFT]] : f32
+// CHECK: arith.mulf %[[CENTERED]], %[[INV]] : f32
+// CHECK: arith.truncf {{.*}} : f32 to bf16
+// CHECK: memref.store
+// CHECK: gpu.terminator
+// CHECK-NOT: gpu.launch
+// CHECK: return
+func.func @layer_centered(%x: tensor<1x4096xbf16>, %w: tensor<4096x4096xbf16>, %c: tensor<4096xf32>) -> tensor<1x4096xbf16> {
+  %m, %s = flashnorm.layer_stats %x eps(1.0e-5) : tensor<1x4096xbf16> -> tensor<1xf32>
+  %z = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<1x4096xf32>
+  %f = linalg.fill ins(%z : f32) outs(%e : tensor<1x4096xf32>) -> tensor<1x4096xf32>
+  %p = linalg.matmul indexing_maps = [affine_map<(m, n, k) -> (m, k)>, affine_map<(m, n, k) -> (n, k)>, affine_map<(m, n, k) -> (m, n)>] ins(%x, %w : tensor<1x4096xbf16>, tensor<4096x4096xbf16>) outs(%f : tensor<1x4096xf32>) -> tensor<1x4096xf32>
+  %y = flashnorm.centered_post_scale %p, %s, %m, %c : tensor<1x4096xf32>, tensor<1xf32>, tensor<4096xf32> -> tensor<1x4096xbf16>
+  return %y : tensor<1x4096xbf16>
+}
+
 // 16 tokens of 64 outputs: four tiles side by side in a block, each warp
 // multiplying the same A by itself; the first writes the products.
 // CHECK-LABEL: func.func @narrow(

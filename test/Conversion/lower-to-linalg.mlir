@@ -82,3 +82,30 @@ func.func @post_scale(%acc: tensor<2x3x16xf32>, %s: tensor<2x3xf32>) -> tensor<2
   %y = flashnorm.post_scale %acc, %s : tensor<2x3x16xf32>, tensor<2x3xf32> -> tensor<2x3x16xbf16>
   return %y : tensor<2x3x16xbf16>
 }
+
+// -----
+
+// layer_stats: layer_inv's two passes, the mean kept as a result too;
+// centered_post_scale: the product minus the row's mean times the column's
+// sum, times the row's scale (0 where the scale is 0), rounded once.
+// CHECK-LABEL: func.func @centered
+// CHECK: %[[SUM:.*]] = linalg.generic {{.*}} iterator_types = ["parallel", "reduction"]} ins(%{{.*}} : tensor<4x8xbf16>) outs(%{{.*}} : tensor<4xf32>)
+// CHECK: %[[MEAN:.*]] = linalg.generic {{.*}} ins(%[[SUM]] : tensor<4xf32>)
+// CHECK: arith.divf
+// CHECK: %[[DEV:.*]] = linalg.generic {{.*}} ins(%{{.*}}, %[[MEAN]] : tensor<4x8xbf16>, tensor<4xf32>)
+// CHECK: %[[INV:.*]] = linalg.generic {{.*}} ins(%[[DEV]] : tensor<4xf32>)
+// CHECK: math.rsqrt
+// CHECK: linalg.generic {{.*}} ins(%{{.*}}, %[[INV]], %[[MEAN]], %{{.*}} : tensor<4x16xf32>, tensor<4xf32>, tensor<4xf32>, tensor<16xf32>) outs(%{{.*}} : tensor<4x16xbf16>)
+// CHECK-NEXT: ^bb0(%[[ACC:.*]]: f32, %[[S:.*]]: f32, %[[M:.*]]: f32, %[[C:.*]]: f32, %{{.*}}: bf16):
+// CHECK-NEXT: %[[SH:.*]] = arith.mulf %[[M]], %[[C]] : f32
+// CHECK-NEXT: %[[D:.*]] = arith.subf %[[ACC]], %[[SH]] : f32
+// CHECK-NEXT: %[[R:.*]] = arith.mulf %[[D]], %[[S]] : f32
+// CHECK: %[[Z:.*]] = arith.cmpf oeq, %[[S]]
+// CHECK-NEXT: %[[Y:.*]] = arith.select %[[Z]], %{{.*}}, %[[R]] : f32
+// CHECK-NEXT: arith.truncf %[[Y]] : f32 to bf16
+// CHECK-NOT: flashnorm.
+func.func @centered(%x: tensor<4x8xbf16>, %acc: tensor<4x16xf32>, %c: tensor<16xf32>) -> tensor<4x16xbf16> {
+  %m, %s = flashnorm.layer_stats %x eps(1.0e-05) : tensor<4x8xbf16> -> tensor<4xf32>
+  %y = flashnorm.centered_post_scale %acc, %s, %m, %c : tensor<4x16xf32>, tensor<4xf32>, tensor<16xf32> -> tensor<4x16xbf16>
+  return %y : tensor<4x16xbf16>
+}

@@ -275,3 +275,51 @@ func.func @f32_statistic_in_f64(%x: tensor<4x8xbf16>) -> tensor<4xf64> {
   %s = flashnorm.layer_inv %x eps(1.0e-06) : tensor<4x8xbf16> -> tensor<4xf64>
   return %s : tensor<4xf64>
 }
+
+// -----
+
+func.func @layer_stats_type(%x: tensor<4x8xf64>) -> tensor<4xf32> {
+  // expected-error @below {{'flashnorm.layer_stats' op result must be of 'f64' for an input of 'f64', got 'f32'}}
+  %m, %s = flashnorm.layer_stats %x eps(1.0e-06) : tensor<4x8xf64> -> tensor<4xf32>
+  return %s : tensor<4xf32>
+}
+
+// -----
+
+func.func @layer_stats_rows(%x: tensor<4x8xbf16>) -> tensor<3xf32> {
+  // expected-error @below {{'flashnorm.layer_stats' op result dimension 0 is 3 but input has 4 rows there}}
+  %m, %s = flashnorm.layer_stats %x eps(1.0e-06) : tensor<4x8xbf16> -> tensor<3xf32>
+  return %s : tensor<3xf32>
+}
+
+// -----
+
+func.func @colsum_size(%y: tensor<4x16xf32>, %s: tensor<4xf32>, %c: tensor<8xf32>) -> tensor<4x16xbf16> {
+  // expected-error @below {{'flashnorm.centered_post_scale' op colsum has 8 elements but the input's last dimension has 16}}
+  %z = flashnorm.centered_post_scale %y, %s, %s, %c : tensor<4x16xf32>, tensor<4xf32>, tensor<8xf32> -> tensor<4x16xbf16>
+  return %z : tensor<4x16xbf16>
+}
+
+// -----
+
+func.func @colsum_type(%y: tensor<4x16xf32>, %s: tensor<4xf32>, %c: tensor<16xf64>) -> tensor<4x16xbf16> {
+  // expected-error @below {{'flashnorm.centered_post_scale' op colsum must be of the scale's type 'f32', got 'tensor<16xf64>'}}
+  %z = flashnorm.centered_post_scale %y, %s, %s, %c : tensor<4x16xf32>, tensor<4xf32>, tensor<16xf64> -> tensor<4x16xbf16>
+  return %z : tensor<4x16xbf16>
+}
+
+// -----
+
+func.func @centered_rows(%y: tensor<4x16xf32>, %s: tensor<3xf32>, %c: tensor<16xf32>) -> tensor<4x16xbf16> {
+  // expected-error @below {{'flashnorm.centered_post_scale' op scale dimension 0 is 3 but input has 4 rows there}}
+  %z = flashnorm.centered_post_scale %y, %s, %s, %c : tensor<4x16xf32>, tensor<3xf32>, tensor<16xf32> -> tensor<4x16xbf16>
+  return %z : tensor<4x16xbf16>
+}
+
+// -----
+
+func.func @centered_shape(%y: tensor<4x16xf32>, %s: tensor<4xf32>, %c: tensor<16xf32>) -> tensor<4x8xbf16> {
+  // expected-error @below {{'flashnorm.centered_post_scale' op result shape 'tensor<4x8xbf16>' differs from the input shape 'tensor<4x16xf32>'}}
+  %z = flashnorm.centered_post_scale %y, %s, %s, %c : tensor<4x16xf32>, tensor<4xf32>, tensor<16xf32> -> tensor<4x8xbf16>
+  return %z : tensor<4x8xbf16>
+}

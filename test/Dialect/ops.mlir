@@ -29,6 +29,17 @@ func.func @deferred(%x: tensor<2x3x8xbf16>, %acc: tensor<2x3x16xf32>,
   return %y, %t : tensor<2x3x16xbf16>, tensor<f32>
 }
 
+// A narrow LayerNorm's statistics and its centering post-scale.
+// CHECK-LABEL: func.func @centered
+// CHECK: %[[M:.*]], %[[S:.*]] = flashnorm.layer_stats %{{.*}} eps(1.000000e-05) : tensor<2x3x8xbf16> -> tensor<2x3xf32>
+// CHECK: flashnorm.centered_post_scale %{{.*}}, %[[S]], %[[M]], %{{.*}} : tensor<2x3x16xf32>, tensor<2x3xf32>, tensor<16xf32> -> tensor<2x3x16xbf16>
+func.func @centered(%x: tensor<2x3x8xbf16>, %acc: tensor<2x3x16xf32>,
+                    %c: tensor<16xf32>) -> tensor<2x3x16xbf16> {
+  %m, %s = flashnorm.layer_stats %x eps(1.0e-05) : tensor<2x3x8xbf16> -> tensor<2x3xf32>
+  %y = flashnorm.centered_post_scale %acc, %s, %m, %c : tensor<2x3x16xf32>, tensor<2x3xf32>, tensor<16xf32> -> tensor<2x3x16xbf16>
+  return %y : tensor<2x3x16xbf16>
+}
+
 // CHECK-LABEL: func.func @gemm_lt
 // CHECK: %[[T1:.*]] = flashnorm.gemm_lt [%{{.*}}] %{{.*}}, %{{.*}}, %{{.*}} : memref<16x576xf16>, memref<576x1536xf16>, memref<16x1536xf32>
 // CHECK: %[[T2:.*]] = flashnorm.gemm_lt [%[[T1]]] %{{.*}}, %{{.*}}, %{{.*}} transpose_b : memref<16x576xbf16>, memref<1536x576xbf16>, memref<16x1536xf32>

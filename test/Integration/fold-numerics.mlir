@@ -3,26 +3,27 @@
 // - A LayerNorm's mean-centering in bf16 weights: the rounded centered
 //   columns no longer sum to zero, so on rows whose mean dwarfs their
 //   spread (here mean 100, spread 2) x (C W) kept mean(x) times that
-//   residual (2-94% off once). The gain folds, the centering stays in the
-//   norm, which is then not deferred.
+//   residual (2-94% off once). The gain folds, the centering stays out of
+//   the weights: the deferred norm's post-scale subtracts mean(x) times the
+//   bf16 weight's exact column sums from the f32 product instead.
 // - A gain folded into f16 weights whose product overflows f16 (300 * 500 >
 //   65504): refused, the gain stays (inf once).
 // RUN: flashnorm-opt %s --flashnorm --remarks-filter=flashnorm --remark-format=emitRemark -o %t.fn.mlir 2>&1 | FileCheck %s --check-prefix=REMARKS
 // RUN: FileCheck %s < %t.fn.mlir
 // RUN: flashnorm-opt %s %lower-to-llvm | %run > %t.ref
 // RUN: flashnorm-opt %t.fn.mlir %lower-to-llvm | %run > %t.out
-// bf16 accumulates in bf16 here (16 terms, a few ulps); the centering
-// mutant was 0.6 off.
+// The original accumulates in bf16 (16 terms, a few ulps), the rewritten
+// program in f32; the centering mutant was 0.6 off.
 // RUN: %compare %t.ref %t.out --rtol 2e-2 --atol 6e-2 | FileCheck %s --check-prefix=CMP
 
 // REMARKS-DAG: Function=centered {{.*}}folded the gain (not the mean-centering: f16/bf16 weights cannot carry it exactly) into 1 projection weight(s)
-// REMARKS-DAG: Function=centered {{.*}}the mean-centering cannot be folded: a bf16 weight cannot carry the mean-centering exactly
+// REMARKS-DAG: Function=centered {{.*}}deferred 1/std past 1 projection(s); 1 subtract(s) the mean's share after the projection (f16/bf16 weights cannot carry the mean-centering)
 // REMARKS-DAG: Function=overflow {{.*}}not folded: weight of 'linalg.matmul': 8 folded element(s) overflow f16 (the original stays finite)
 // CMP: MATCH
 // CHECK-LABEL: func.func @centered
-// CHECK: flashnorm.layer_norm
-// CHECK-NOT: gain
-// CHECK-SAME: : tensor<4x16xbf16>
+// CHECK-NOT: flashnorm.layer_norm
+// CHECK: flashnorm.layer_stats
+// CHECK: flashnorm.centered_post_scale
 // CHECK-LABEL: func.func @overflow
 // CHECK: flashnorm.rms_norm {{.*}}gain
 

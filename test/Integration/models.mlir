@@ -30,6 +30,12 @@
 // RUN: %check-model %t.qwen2-tosa-bf16 3e-2 3e-2 -- --family=qwen2 --flavor=tosa --dtype=bf16 --layers=2 | FileCheck %s --check-prefix=QWEN2
 // RUN: %check-model %t.gemma-linalg-bf16 3e-2 3e-2 -- --family=gemma --flavor=linalg --dtype=bf16 --layers=2 | FileCheck %s --check-prefix=GEMMA
 // RUN: %check-model %t.gemma-tosa-bf16 3e-2 3e-2 -- --family=gemma --flavor=tosa --dtype=bf16 --layers=2 | FileCheck %s --check-prefix=GEMMA
+// bf16 GPT-2 (Phi-2, Falcon, NeoX ship LayerNorms in bf16 or f16): the
+// gains and biases fold, the bf16 weights cannot carry the mean-centering,
+// and 1/std is deferred all the same, the post-scales subtracting the
+// mean's share of each product.
+// RUN: %check-model %t.gpt2-linalg-bf16 3e-2 3e-2 -- --family=gpt2 --flavor=linalg --dtype=bf16 --layers=2 | FileCheck %s --check-prefix=GPT2
+// RUN: %check-model %t.gpt2-tosa-bf16 3e-2 3e-2 -- --family=gpt2 --flavor=tosa --dtype=bf16 --layers=2 | FileCheck %s --check-prefix=GPT2
 // The same families as torch-mlir's linalg lowering writes them (batch-1
 // literal-0 maps, gather and yield-only broadcasts, f64 variances and
 // epsilons, nn.Linear weights transposed by yield-only generics), and a

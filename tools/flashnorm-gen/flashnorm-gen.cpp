@@ -121,7 +121,7 @@ cl::opt<DType> dtypeOpt(
     "dtype", cl::desc("Activation and weight type"), cl::init(DType::F32),
     cl::values(clEnumValN(DType::F32, "f32", "f32"),
                clEnumValN(DType::BF16, "bf16",
-                          "bf16 (llama, qwen2, gemma); statistics in f32")),
+                          "bf16; statistics in f32")),
     cl::cat(genCategory));
 cl::opt<Quant> quantOpt(
     "quant",
@@ -1180,8 +1180,11 @@ protected:
     return castTo(y, xIn.elt);
   }
 
-  Val layerNorm(const Val &x, const NormSpec &spec, int idx) override {
-    int64_t k = x.last();
+  Val layerNorm(const Val &xIn, const NormSpec &spec, int idx) override {
+    // bf16 as PyTorch's kernels compute it: in f32 (the row, the gain and
+    // the bias widened), rounded once at the end.
+    int64_t k = xIn.last();
+    Val x = toF32(xIn);
     int sumForm = (idx + 1) / 2 % 2, meanForm = idx / 2 % 2;
     Row mu = mean(sumLast(x, sumForm), k, meanForm);
     // Two-pass variance: center first, then average the squares.
@@ -1190,8 +1193,10 @@ protected:
     Val y = normalize(c, var, spec.eps, idx % 3);
     Val g = weight(spec.prefix + ".weight", {k}, Init::PlainGain);
     Val bias = weight(spec.prefix + ".bias", {k}, Init::Bias);
-    y = broadcastFeature(y, g, "arith.mulf", (idx + 1) % 3, "gained");
-    return broadcastFeature(y, bias, "arith.addf", (idx + 2) % 3, "biased");
+    y = broadcastFeature(y, toF32(g), "arith.mulf", (idx + 1) % 3, "gained");
+    y = broadcastFeature(y, toF32(bias), "arith.addf", (idx + 2) % 3,
+                         "biased");
+    return castTo(y, xIn.elt);
   }
 
   /// Max-subtracted softmax over the last dimension of [H, T, T].
@@ -1692,8 +1697,10 @@ protected:
     return castTo(binary("mul", y, onePlus), xIn.elt);
   }
 
-  Val layerNorm(const Val &x, const NormSpec &spec, int idx) override {
-    int64_t k = x.last(), r = x.rank();
+  Val layerNorm(const Val &xIn, const NormSpec &spec, int idx) override {
+    // bf16: in f32, rounded once at the end (as in the linalg flavor).
+    int64_t k = xIn.last(), r = xIn.rank();
+    Val x = toF32(xIn);
     int meanForm = idx / 2 % 2;
     Val mu = mean(reduce("reduce_sum", x), k, meanForm);
     // Two-pass variance: center first, then average the squares.
@@ -1703,8 +1710,8 @@ protected:
     Val y = binary("mul", c, invSqrt(ve, (idx + 1) / 2 % 2));
     Val g = weight(spec.prefix + ".weight", {k}, Init::PlainGain);
     Val bias = weight(spec.prefix + ".bias", {k}, Init::Bias);
-    y = binary("mul", y, featureVector(g, r));
-    return binary("add", y, featureVector(bias, r));
+    y = binary("mul", y, toF32(featureVector(g, r)));
+    return castTo(binary("add", y, toF32(featureVector(bias, r))), xIn.elt);
   }
 };
 
@@ -2400,8 +2407,6 @@ int main(int argc, char **argv) {
   if (cfg.quant == Quant::Int4 && (cfg.hidden % 2 || cfg.mlp % 2))
     return fail("--quant=int4 packs two values per byte: --hidden and --mlp "
                 "must be even");
-  if (cfg.bf16() && cfg.family == Family::Gpt2)
-    return fail("--dtype=bf16 is only supported for llama, qwen2 and gemma");
 
   std::string checkpoint = checkpointOpt;
   if (cfg.weights == WeightMode::Checkpoint && checkpoint.empty()) {

@@ -163,8 +163,16 @@ static FailureOr<Statistic> planStatistic(const Group &g, std::string &why) {
       reduce.getMatchingIndexingMap(byRow) !=
           AffineMap::getMultiDimIdentityMap(loops, reduce.getContext())
               .getMajorSubMap(loops - 1) ||
-      !onlyUsedBy(sum.getDpsInitOperand(0)->get(), {sumFill, sum, mean}) ||
-      !onlyUsedBy(mean.getDpsInitOperand(0)->get(), {mean, reduce}))
+      !onlyUsedBy(sum.getDpsInitOperand(0)->get(), {sumFill, sum, mean}))
+    return fail();
+  // The mean's readers: the deviations' pass, and the post-scales that
+  // center a narrow weight's product (flashnorm.centered_post_scale), which
+  // take it from the kernel.
+  SmallVector<Operation *> meanReaders{mean, reduce};
+  for (auto &[pair, post] : g.post)
+    meanReaders.push_back(post);
+  llvm::append_range(meanReaders, g.unpairedPost);
+  if (!onlyUsedBy(mean.getDpsInitOperand(0)->get(), meanReaders))
     return fail();
   stat.sum = sum;
   stat.mean = mean;
@@ -224,8 +232,15 @@ static FailureOr<FusedPlan> planFusedPair(const Statistic &stat,
              return in->get() != v || post.getMatchingIndexingMap(in) == map;
            });
   };
+  // A centered post-scale's mean, by row too (the kernel has it).
+  linalg::GenericOp meanOp = stat.mean;
+  Value mean = meanOp ? meanOp.getDpsInitOperand(0)->get() : Value();
+  bool readsMean =
+      mean && llvm::any_of(post.getDpsInputOperands(),
+                           [&](OpOperand *in) { return in->get() == mean; });
   if (!readOnce(product, identity) ||
       !readOnce(scale, identity.getMajorSubMap(rows)) ||
+      (readsMean && !readOnce(mean, identity.getMajorSubMap(rows))) ||
       post.getMatchingIndexingMap(post.getDpsInitOperand(0)) != identity)
     return fail("the post-scale does not read the product and the scale "
                 "element-wise by row");
@@ -304,22 +319,27 @@ static LogicalResult fitTensorCores(const FusedPlan &plan,
 }
 
 /// The post-scale's body arguments at the output `ivs`: the product's
-/// `total`, the row's `scale`, the fused reader's other inputs loaded, and
-/// a stand-in for the output (the plan checked it is not read).
+/// `total`, the row's `scale` (and a LayerNorm's `mean`, which a centered
+/// post-scale reads), the fused reader's other inputs loaded, and a
+/// stand-in for the output (the plan checked it is not read).
 static SmallVector<Value> epilogueArgs(OpBuilder &b, Location loc,
                                        const FusedPlan &plan, Value total,
-                                       Value scale, ValueRange ivs) {
+                                       Value scale, Value mean,
+                                       ValueRange ivs) {
   // (The op handles' methods are not const.)
-  linalg::GenericOp post = plan.post, finalize = plan.stat.finalize;
+  linalg::GenericOp post = plan.post, finalize = plan.stat.finalize,
+                    meanOp = plan.stat.mean;
   linalg::LinalgOp proj = plan.proj;
   Value product = proj.getDpsInitOperand(0)->get();
   Value scaleBuffer = finalize.getDpsInitOperand(0)->get();
+  Value meanBuffer = meanOp ? meanOp.getDpsInitOperand(0)->get() : Value();
   SmallVector<Value> args;
   for (OpOperand *in : post.getDpsInputOperands())
     args.push_back(
-        in->get() == product ? total
-        : in->get() == scaleBuffer
-            ? scale
+        in->get() == product       ? total
+        : in->get() == scaleBuffer ? scale
+        : mean && in->get() == meanBuffer
+            ? mean
             : loadAt(b, loc, in->get(), post.getMatchingIndexingMap(in), ivs));
   args.push_back(total);
   return args;
@@ -375,11 +395,12 @@ static void buildBlockPerOutput(KernelBuilder &builder, const FusedPlan &plan) {
       });
   Value dot = builder.blockSum(b, loc, loop.getResult(0));
   Value ss = builder.blockSum(b, loc, loop.getResult(1));
+  Value mean;
   if (plan.stat.mean) {
     // A LayerNorm: every thread has the row's sum, so the mean; the
     // deviations from it over the same elements as the k loop's (read
     // again, from L1), summed as the statistic sums them.
-    Value mean = inlineBody(b, plan.stat.mean, {ss, ss0}, rowIvs)[0];
+    mean = inlineBody(b, plan.stat.mean, {ss, ss0}, rowIvs)[0];
     scf::ForOp deviations = builder.buildKLoop(
         b, loc, reduce, rowIvs, tid, blockThreads, width, ValueRange{ss0},
         [&](OpBuilder &nb, Location l, ArrayRef<Value> args, ArrayRef<Value> at,
@@ -398,8 +419,8 @@ static void buildBlockPerOutput(KernelBuilder &builder, const FusedPlan &plan) {
   Value total =
       arith::AddFOp::create(b, loc, productInit(b, loc, plan, ivs), dot);
   Value scale = inlineBody(b, finalize, {ss, ss0}, rowIvs)[0];
-  Value y = inlineBody(b, post, epilogueArgs(b, loc, plan, total, scale, ivs),
-                       ivs)[0];
+  Value y = inlineBody(
+      b, post, epilogueArgs(b, loc, plan, total, scale, mean, ivs), ivs)[0];
   memref::StoreOp::create(b, loc, y, post.getDpsInitOperand(0)->get(), ivs);
   b.setInsertionPointToEnd(&launch.getBody().front());
   gpu::TerminatorOp::create(b, loc);
@@ -455,8 +476,9 @@ static LogicalResult buildThreadPerOutput(KernelBuilder &builder,
         // post-scale.
         SmallVector<Value> rowIvs(ivs.take_front(plan.rows));
         Value ss = kLoop.getResult(1);
+        Value mean;
         if (plan.stat.mean) {
-          Value mean = inlineBody(nb, plan.stat.mean, {ss, ss0}, rowIvs)[0];
+          mean = inlineBody(nb, plan.stat.mean, {ss, ss0}, rowIvs)[0];
           OpOperand *row = reduce.getDpsInputOperand(0);
           auto deviations = scf::ForOp::create(
               nb, l, zero, ubs.back(), one, ValueRange{ss0},
@@ -472,8 +494,8 @@ static LogicalResult buildThreadPerOutput(KernelBuilder &builder,
         }
         Value s = inlineBody(nb, finalize, {ss, ss0}, rowIvs)[0];
         Value acc = kLoop.getResult(0);
-        Value y = inlineBody(nb, post, epilogueArgs(nb, l, plan, acc, s, ivs),
-                             ivs)[0];
+        Value y = inlineBody(
+            nb, post, epilogueArgs(nb, l, plan, acc, s, mean, ivs), ivs)[0];
         memref::StoreOp::create(nb, l, y, out, ivs);
       });
   return builder.launchParallel(loop, "fused_norm_proj");
@@ -497,8 +519,9 @@ static void buildTensorCoreFused(KernelBuilder &builder,
     Value ss0 = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0));
     Value scale = inlineBody(b, finalize, {squares, ss0},
                              ArrayRef(ivs).take_front(plan.rows))[0];
-    Value y = inlineBody(b, post, epilogueArgs(b, loc, plan, sum, scale, ivs),
-                         ivs)[0];
+    // (An RMS statistic: no mean.)
+    Value y = inlineBody(
+        b, post, epilogueArgs(b, loc, plan, sum, scale, Value(), ivs), ivs)[0];
     memref::StoreOp::create(b, loc, y, out, ivs);
   };
   TileEpilogue epilogue{post, store};

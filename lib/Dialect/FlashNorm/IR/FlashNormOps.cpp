@@ -228,6 +228,53 @@ LogicalResult PostScaleOp::verify() {
                         /*exact=*/false);
 }
 
+//===----------------------------------------------------------------------===//
+// LayerStatsOp
+//===----------------------------------------------------------------------===//
+
+void LayerStatsOp::build(OpBuilder &b, OperationState &state, Value input,
+                         double epsilon) {
+  auto type = cast<RankedTensorType>(input.getType());
+  auto rows = RankedTensorType::get(type.getShape().drop_back(),
+                                    getStatisticType(type.getElementType()));
+  build(b, state, rows, rows, input, b.getF64FloatAttr(epsilon));
+}
+
+LogicalResult LayerStatsOp::verify() {
+  RankedTensorType type = getInput().getType();
+  if (failed(verifyHasRows(*this, type)) ||
+      failed(verifyEpsilon(*this, getEpsilon().convertToDouble(), type)) ||
+      failed(verifyStatisticType(*this, type, getMean().getType())))
+    return failure();
+  return verifyRowShape(*this, type, getMean().getType(), "input", "result",
+                        /*exact=*/true);
+}
+
+//===----------------------------------------------------------------------===//
+// CenteredPostScaleOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult CenteredPostScaleOp::verify() {
+  RankedTensorType in = getInput().getType(), out = getResult().getType();
+  if (failed(verifyHasRows(*this, in)))
+    return failure();
+  if (in.getShape() != out.getShape())
+    return emitOpError() << "result shape " << out
+                         << " differs from the input shape " << in;
+  Type scale = getScale().getType().getElementType();
+  if (getColsum().getType().getElementType() != scale)
+    return emitOpError() << "colsum must be of the scale's type " << scale
+                         << ", got " << getColsum().getType();
+  int64_t n = in.getShape().back(), sums = getColsum().getType().getDimSize(0);
+  if (!ShapedType::isDynamic(n) && !ShapedType::isDynamic(sums) && n != sums)
+    return emitOpError() << "colsum has " << sums
+                         << " elements but the input's last dimension has "
+                         << n;
+  // (The mean has the scale's type: AllTypesMatch.)
+  return verifyRowShape(*this, in, getScale().getType(), "input", "scale",
+                        /*exact=*/false);
+}
+
 #define GET_OP_CLASSES
 #include "flashnorm/Dialect/FlashNorm/IR/FlashNormOps.cpp.inc"
 

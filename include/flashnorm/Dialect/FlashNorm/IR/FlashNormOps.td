@@ -177,6 +177,66 @@ def FlashNorm_LayerInvOp : FlashNorm_Op<"layer_inv", [Pure]> {
   ];
 }
 
+def FlashNorm_LayerStatsOp : FlashNorm_Op<"layer_stats",
+    [Pure, AllTypesMatch<["mean", "inv"]>]> {
+  let summary = "Per-row mean and 1/standard deviation of a tensor";
+  let description = [{
+    `mean[r] = mean_k(input[r, k])` and
+    `inv[r] = 1 / sqrt(var_k(input[r, k]) + epsilon)`, computed as layer_inv
+    computes its result (two passes, in f32 or wider; f64 for an f64 input):
+    `inv` is layer_inv's. The statistics of a deferred LayerNorm whose
+    weights cannot carry the mean-centering (f16, bf16): its post-scale
+    (`flashnorm.centered_post_scale`) subtracts the mean's share of the
+    product instead.
+
+    ```mlir
+    %mean, %inv = flashnorm.layer_stats %x eps(1.0e-05)
+                    : tensor<8x768xbf16> -> tensor<8xf32>
+    ```
+  }];
+  let arguments = (ins FlashNorm_NormTensor:$input, F64Attr:$epsilon);
+  let results = (outs FlashNorm_Scale:$mean, FlashNorm_Scale:$inv);
+  let assemblyFormat = [{
+    $input `eps` `(` $epsilon `)` attr-dict `:` type($input) `->` type($mean)
+  }];
+  let hasVerifier = 1;
+  let builders = [
+    OpBuilder<(ins "::mlir::Value":$input, "double":$epsilon)>
+  ];
+}
+
+def FlashNorm_CenteredPostScaleOp : FlashNorm_Op<"centered_post_scale",
+    [Pure, AllTypesMatch<["scale", "mean"]>]> {
+  let summary = "A post-scale that also centers each row of a product";
+  let description = [{
+    `result[r, n] = round((input[r, n] - mean[r] * colsum[n]) * scale[r])`,
+    formed in the type of `scale` (f32, or f64) and rounded once to the
+    result element type. With `input = x W` (the projection of the raw rows,
+    accumulated in f32) and `colsum[n] = sum_k W[k, n]` (the column sums of
+    the weight exactly as stored), `input[r, n] - mean[r] * colsum[n]` is
+    `(x - mean(x)) W`: the mean-centering of a deferred LayerNorm applied
+    after the projection, for weights that cannot carry it (docs/MATH.md
+    §4). As for post_scale, a row whose scale is 0 is 0.
+    `scale` and `mean` have the shape of `input` without its last dimension,
+    `colsum` the size of that dimension; the three have one element type.
+
+    ```mlir
+    %z = flashnorm.centered_post_scale %acc, %inv, %mean, %colsum
+           : tensor<8x1024xf32>, tensor<8xf32>, tensor<1024xf32>
+           -> tensor<8x1024xbf16>
+    ```
+  }];
+  let arguments = (ins FlashNorm_FloatTensor:$input, FlashNorm_Scale:$scale,
+                       FlashNorm_Scale:$mean,
+                       1DTensorOf<[F32, F64]>:$colsum);
+  let results = (outs FlashNorm_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $scale `,` $mean `,` $colsum attr-dict `:` type($input) `,`
+    type($scale) `,` type($colsum) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
 def FlashNorm_GemmLtOp : FlashNorm_Op<"gemm_lt", [GPU_AsyncOpInterface]> {
   let summary = "A projection on a GPU stream through cuBLASLt";
   let description = [{
