@@ -117,12 +117,12 @@ cl::opt<unsigned> shardsOpt(
              "<name>-0000i-of-0000N.safetensors, as large models ship "
              "(default 1)"),
     cl::init(1), cl::cat(genCategory));
-cl::opt<DType> dtypeOpt(
-    "dtype", cl::desc("Activation and weight type"), cl::init(DType::F32),
-    cl::values(clEnumValN(DType::F32, "f32", "f32"),
-               clEnumValN(DType::BF16, "bf16",
-                          "bf16; statistics in f32")),
-    cl::cat(genCategory));
+cl::opt<DType> dtypeOpt("dtype", cl::desc("Activation and weight type"),
+                        cl::init(DType::F32),
+                        cl::values(clEnumValN(DType::F32, "f32", "f32"),
+                                   clEnumValN(DType::BF16, "bf16",
+                                              "bf16; statistics in f32")),
+                        cl::cat(genCategory));
 cl::opt<Quant> quantOpt(
     "quant",
     cl::desc("Weight-only quantization of every projection weight (linalg "
@@ -1194,8 +1194,7 @@ protected:
     Val g = weight(spec.prefix + ".weight", {k}, Init::PlainGain);
     Val bias = weight(spec.prefix + ".bias", {k}, Init::Bias);
     y = broadcastFeature(y, toF32(g), "arith.mulf", (idx + 1) % 3, "gained");
-    y = broadcastFeature(y, toF32(bias), "arith.addf", (idx + 2) % 3,
-                         "biased");
+    y = broadcastFeature(y, toF32(bias), "arith.addf", (idx + 2) % 3, "biased");
     return castTo(y, xIn.elt);
   }
 
