@@ -8,6 +8,10 @@
 //   limit      the projection alone on both cores (panels split)
 //   flashnorm  the rewritten program: rms_inv(x) beside x W*, the post-scale
 //   serial     rms_norm(x) g, then the projection (the unrewritten program)
+// With --layer-norm the norm is a LayerNorm: serial layer_norm(x) g, then
+// the projection; flashnorm layer_inv(x) beside x W* (f32: the weight
+// carries the centering), or layer_stats(x) beside it and the centered
+// post-scale (bf16: the mean times the weight's column sums subtracted).
 // against OpenBLAS's cblas_sgemv / cblas_sgemm on one and on two threads on
 // an f32 copy of the weights (Debian's OpenBLAS has no bf16 GEMM: a user
 // with bf16 weights runs them in f32). Activations are in the weight's type,
@@ -87,6 +91,9 @@ std::string tensor(std::initializer_list<int64_t> dims, const char *elt) {
   return s + elt + ">";
 }
 
+/// Whether the norm is a LayerNorm (--layer-norm), not an RMSNorm.
+bool layerNorm = false;
+
 /// @f(x: MxK, g: K) -> MxN with the weight the constant blob `blob` (K x
 /// N; N x K, as PyTorch stores it, for Mode::StoredNK).
 std::string program(Mode mode, int64_t m, int64_t k, int64_t n, const char *elt,
@@ -110,16 +117,27 @@ std::string program(Mode mode, int64_t m, int64_t k, int64_t n, const char *elt,
     return "linalg.matmul " + maps + "ins(" + in + ", %w : " + x + ", " + w +
            ") outs(%z : " + y + ") -> " + y + "\n";
   };
+  std::string rows = tensor({m}, "f32");
+  bool centered = layerNorm && std::string(elt) != "f32";
   switch (mode) {
   case Mode::Serial:
-    s += "  %n = flashnorm.rms_norm %x gain(%g : " + g +
+    s += std::string("  %n = flashnorm.") +
+         (layerNorm ? "layer_norm" : "rms_norm") + " %x gain(%g : " + g +
          ") eps(1.0e-05) : " + x + "\n  %y = " + matmul("%n");
     break;
   case Mode::FlashNorm:
-    s += "  %s = flashnorm.rms_inv %x eps(1.0e-05) : " + x + " -> " +
-         tensor({m}, "f32") + "\n  %p = " + matmul("%x") +
-         "  %y = flashnorm.post_scale %p, %s : " + y + ", " +
-         tensor({m}, "f32") + " -> " + y + "\n";
+    if (centered)
+      s += "  %c = arith.constant dense<0.5> : " + tensor({n}, "f32") +
+           "\n  %m, %s = flashnorm.layer_stats %x eps(1.0e-05) : " + x +
+           " -> " + rows + "\n  %p = " + matmul("%x") +
+           "  %y = flashnorm.centered_post_scale %p, %s, %m, %c : " + y + ", " +
+           rows + ", " + tensor({n}, "f32") + " -> " + y + "\n";
+    else
+      s += std::string("  %s = flashnorm.") +
+           (layerNorm ? "layer_inv" : "rms_inv") + " %x eps(1.0e-05) : " + x +
+           " -> " + rows + "\n  %p = " + matmul("%x") +
+           "  %y = flashnorm.post_scale %p, %s : " + y + ", " + rows + " -> " +
+           y + "\n";
     break;
   case Mode::Limit:
   case Mode::LimitOneCore:
@@ -294,6 +312,7 @@ std::optional<Shape> parseShape(const char *text) {
 
 int main(int argc, char **argv) {
   // --quick: fewer shapes; --stored: only the stored-layout table;
+  // --layer-norm: LayerNorms instead of RMSNorms;
   // --shape=DTYPE:M:K:N (repeatable): only these rows of the first table, to
   // re-time a shape alone; --rounds=R: R interleaved rounds instead of 5.
   bool quick = false, storedOnly = false;
@@ -304,6 +323,8 @@ int main(int argc, char **argv) {
       quick = true;
     } else if (!std::strcmp(argv[i], "--stored")) {
       storedOnly = true;
+    } else if (!std::strcmp(argv[i], "--layer-norm")) {
+      layerNorm = true;
     } else if (!std::strncmp(argv[i], "--shape=", 8)) {
       std::optional<Shape> shape = parseShape(argv[i] + 8);
       if (!shape) {
@@ -322,8 +343,8 @@ int main(int argc, char **argv) {
       rounds = int(r);
     } else {
       std::fprintf(stderr,
-                   "usage: %s [--quick] [--stored] [--shape=f32|bf16:M:K:N]... "
-                   "[--rounds=R]\n",
+                   "usage: %s [--quick] [--stored] [--layer-norm] "
+                   "[--shape=f32|bf16:M:K:N]... [--rounds=R]\n",
                    argv[0]);
       return 2;
     }
@@ -340,9 +361,10 @@ int main(int argc, char **argv) {
   MLIRContext ctx(registry);
   ctx.disableMultithreading(); // The JIT-compiled code owns the cores.
 
-  std::printf("flashnorm-cpu-bench: medians in ms; weights constant, "
+  std::printf("flashnorm-cpu-bench: %s; medians in ms; weights constant, "
               "packed at compile time; 1t = one core; kernels sized for "
               "%lld-bit vector registers\n",
+              layerNorm ? "LayerNorm" : "RMSNorm",
               (long long)flashnorm::hostVectorBits());
   if (!storedOnly)
     std::printf("%-5s %-4s %5s %6s %9s %9s %9s %9s %9s %9s %7s %7s %7s %7s\n",

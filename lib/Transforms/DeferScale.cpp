@@ -119,7 +119,9 @@ struct RawInput {
 };
 
 /// `proj(norm(x))` -> `post_scale(proj(x), stat(x))` for every projection
-/// of a weightless norm; RMSNorm uses rms_inv, LayerNorm layer_inv.
+/// of a weightless norm; RMSNorm uses rms_inv, LayerNorm layer_inv, or
+/// layer_stats and centered_post_scale for a weight too narrow to carry
+/// the mean-centering.
 template <typename NormOp> struct DeferScalePattern : OpRewritePattern<NormOp> {
   static constexpr bool layer = std::is_same_v<NormOp, LayerNormOp>;
 

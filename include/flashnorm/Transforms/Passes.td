@@ -162,7 +162,12 @@ def DeferScale : Pass<"flashnorm-defer-scale", "func::FuncOp"> {
     Rewrites `projection(rms_norm(x))` into `post_scale(projection(x),
     rms_inv(x))` (docs/MATH.md §2), and `projection(layer_norm(x))` into
     `post_scale(projection'(x), layer_inv(x))` on mean-centered weights
-    (§4): the projection no longer waits for the reduction. All projections
+    (§4); f16 and bf16 weights cannot carry the centering, so their
+    projections are followed by `centered_post_scale(projection(x), 1/std,
+    mean, colsum)` with both statistics from one `layer_stats(x)` and the
+    column sums of the weight as stored, summed at compile time (a constant
+    weight; refused for a checkpoint's). The projection no longer waits for
+    the reduction. All projections
     of one norm share one statistic (one per input and epsilon). Reshapes
     that keep the feature dimension and slices of whole rows are read
     through; the statistic of a sliced row is taken of that row alone. A

@@ -21,7 +21,10 @@
 // loaded (again, from L1; a thread per output loops over the row again),
 // and one more block all-reduce gives their sum. Not E[x^2] - E[x]^2 in
 // one pass: in f32 that cancels where the mean is large against the
-// deviation.
+// deviation. With f16/bf16 weights, which cannot carry the centering, the
+// post-scale is centered (flashnorm.centered_post_scale: the mean times
+// the weight's column sum subtracted from the product) and reads the mean
+// too: the epilogue takes the one the kernel computed.
 //
 // The SIMT kernels read the weight once per row. A decode projection of
 // f16 or bf16 (2-16 tokens) that tensor cores take warp by warp
