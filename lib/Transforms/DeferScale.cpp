@@ -14,6 +14,7 @@
 #include "mlir/Dialect/Tosa/IR/TosaOps.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/PatternMatch.h"
+#include "mlir/IR/SymbolTable.h"
 
 #include <functional>
 
@@ -40,8 +41,20 @@ struct Centering {
   WeightSource source;
   /// The weight, centered, to replace it; or
   ElementsAttr centered;
-  /// sum_k W[k, n] per output n, in the statistic's type.
+  /// sum_k W[k, n] per output n, in the statistic's type: a constant, or
+  /// the extern global fold-gains planned them in (a checkpoint's weight).
   ElementsAttr colsum;
+  SymbolRefAttr colsumGlobal;
+  RankedTensorType colsumType;
+
+  bool isShifted() const { return colsum || colsumGlobal; }
+  /// The column sums, made at `loc`.
+  Value createColumnSums(OpBuilder &b, Location loc) const {
+    if (colsum)
+      return arith::ConstantOp::create(b, loc, cast<TypedAttr>(colsum));
+    return ml_program::GlobalLoadConstOp::create(b, loc, colsumType,
+                                                 colsumGlobal);
+  }
 };
 
 /// The column sums of `source` (the weight of `p`), one per output of `p`,
@@ -79,6 +92,24 @@ FailureOr<std::optional<Centering>>
 computeCentering(const Projection &p, FloatType statType, std::string &why) {
   if (p.op->hasAttr(kCenteredWeightsAttr))
     return std::optional<Centering>();
+  // A checkpoint's weight whose column sums fold-gains planned.
+  if (auto ref = p.op->getAttrOfType<SymbolRefAttr>(kColumnSumsAttr)) {
+    int64_t n =
+        cast<ShapedType>(p.op->getResult(0).getType()).getShape().back();
+    auto type = RankedTensorType::get({n}, statType);
+    auto global =
+        SymbolTable::lookupNearestSymbolFrom<ml_program::GlobalOp>(p.op, ref);
+    if (!global || global.getType() != type || global.getIsMutable()) {
+      why = "its column sums (flashnorm.column_sums) are not an immutable "
+            "global of " +
+            printToString(type);
+      return failure();
+    }
+    Centering c;
+    c.colsumGlobal = ref;
+    c.colsumType = type;
+    return std::optional<Centering>(c);
+  }
   FailureOr<WeightSource> source =
       traceWeightToConstant(p.getWeight(), p.weightAxis, &why);
   if (succeeded(source) && !source->value) {
@@ -220,7 +251,7 @@ template <typename NormOp> struct DeferScalePattern : OpRewritePattern<NormOp> {
     // projection: the statistic is then the mean with 1/std.
     int64_t shifted =
         llvm::count_if(centerings, [](const std::optional<Centering> &c) {
-          return c && c->colsum;
+          return c && c->isShifted();
         });
     DenseMap<Value, RawInput> raws;
     // `view` re-created on `base` (the raw input, or the input times the
@@ -284,19 +315,18 @@ template <typename NormOp> struct DeferScalePattern : OpRewritePattern<NormOp> {
         firstStat = raw.scale.getDefiningOp();
       if (centering && centering->centered)
         replaceWeight(rewriter, p, centering->source, centering->centered);
-      if (p.op->hasAttr(kCenteredWeightsAttr))
-        rewriter.modifyOpInPlace(
-            p.op, [&] { p.op->removeAttr(kCenteredWeightsAttr); });
+      for (StringRef mark : {kCenteredWeightsAttr, kColumnSumsAttr})
+        if (p.op->hasAttr(mark))
+          rewriter.modifyOpInPlace(p.op, [&] { p.op->removeAttr(mark); });
       Type originalType = p.op->getResult(0).getType();
       Value product = rebuildProjection(rewriter, p, raw.input);
       rewriter.setInsertionPointAfterValue(product);
       Location loc = p.op->getLoc();
       Value scaled =
-          centering && centering->colsum
+          centering && centering->isShifted()
               ? Value(CenteredPostScaleOp::create(
                     rewriter, loc, originalType, product, raw.scale, raw.mean,
-                    arith::ConstantOp::create(
-                        rewriter, loc, cast<TypedAttr>(centering->colsum))))
+                    centering->createColumnSums(rewriter, loc)))
               : Value(PostScaleOp::create(rewriter, loc, originalType, product,
                                           raw.scale));
       if (product.getDefiningOp() == p.op)

@@ -688,11 +688,18 @@ template <typename NormOp> struct FoldGainsPattern : OpRewritePattern<NormOp> {
     // The gain and bias tensors too are read by the plan only, now.
     for (ml_program::GlobalOp global : f.vectorGlobals)
       replacedGlobals.insert(global);
+    // A LayerNorm whose weights cannot carry the centering: defer-scale's
+    // post-scale subtracts the mean's share with each folded weight's
+    // column sums, which the plan computes (in the statistic's type).
+    std::optional<Type> columnSums;
+    if (f.layer && !f.center)
+      columnSums =
+          getStatisticType(getElementTypeOrSelf(norm->getOperand(0).getType()));
     for (auto [i, t] : llvm::enumerate(f.checkpointTargets)) {
-      recordCheckpointFold(rewriter, t, f.gainValue ? f.gainRef : std::nullopt,
-                           f.gain, f.biasValue ? f.biasRef : std::nullopt,
-                           f.bias,
-                           /*scale=*/f.gainValue || f.center, f.center);
+      recordCheckpointFold(
+          rewriter, t, f.gainValue ? f.gainRef : std::nullopt, f.gain,
+          f.biasValue ? f.biasRef : std::nullopt, f.bias,
+          /*scale=*/f.gainValue || f.center, f.center, columnSums);
       if (t.logit)
         bypassLogitScale(rewriter, *t.logit, f.checkpointLogitBiases[i]);
     }
@@ -753,13 +760,16 @@ template <typename NormOp> struct FoldGainsPattern : OpRewritePattern<NormOp> {
   /// Points `t`'s projection at a new extern global `<weight>.flashnorm`
   /// (unless nothing scales it: a LayerNorm's bias alone) and its bias
   /// at `<weight>.flashnorm_bias`, and records how the checkpoint makes
-  /// them: both times the attention scale `t` absorbs, if any.
+  /// them: both times the attention scale `t` absorbs, if any. With
+  /// `columnSums` (a LayerNorm whose weights cannot carry the centering),
+  /// also the weight's column sums, in that type, at
+  /// `<weight>.flashnorm_colsum`, named on the projection for defer-scale.
   void recordCheckpointFold(PatternRewriter &rewriter, const FoldTarget &t,
                             std::optional<PlanVector> gainRef,
                             ArrayRef<double> gain,
                             std::optional<PlanVector> biasRef,
-                            ArrayRef<double> bias, bool scale,
-                            bool center) const {
+                            ArrayRef<double> bias, bool scale, bool center,
+                            std::optional<Type> columnSums) const {
     ml_program::GlobalOp source = t.source.global;
     auto type = cast<RankedTensorType>(source.getType());
     double c = t.logit ? t.logit->factor : 1.0;
@@ -793,6 +803,13 @@ template <typename NormOp> struct FoldGainsPattern : OpRewritePattern<NormOp> {
       checkpoint->plan.tensors.push_back(std::move(contract));
       addOutputBias(rewriter, t.projection.op, load.getResult());
     }
+    PlanVector folded = times(gainRef ? *gainRef : literal(gain));
+    if (columnSums)
+      recordColumnSums(rewriter, t, entry,
+                       scale ? folded
+                             : literal(SmallVector<double>(
+                                   type.getDimSize(t.source.axis), 1.0)),
+                       *columnSums);
     if (!scale)
       return;
     auto load = createGlobalBeside(rewriter, t.source, ".flashnorm", type,
@@ -802,10 +819,49 @@ template <typename NormOp> struct FoldGainsPattern : OpRewritePattern<NormOp> {
     entry.dtype = entry.sourceDType;
     entry.shape = entry.sourceShape;
     entry.center = center;
-    entry.vector = times(gainRef ? *gainRef : literal(gain));
+    entry.vector = folded;
     checkpoint->plan.tensors.push_back(std::move(entry));
     replacedGlobals.insert(source);
     replaceWeight(rewriter, t.projection, t.source, load.getResult());
+  }
+
+  /// Records the column sums of `source` folded with `vector` (what the
+  /// plan's scale writes, or the weight itself) as a new extern global of
+  /// `type` elements, one per output, and names it on the projection.
+  /// Nothing where the sums would not be one per output in order (a weight
+  /// with more than one dimension besides k that is not a unit): defer-scale
+  /// then leaves the norm, and says why.
+  void recordColumnSums(PatternRewriter &rewriter, const FoldTarget &t,
+                        const PlanTensor &source, PlanVector vector,
+                        Type type) const {
+    auto result =
+        cast<RankedTensorType>(t.projection.op->getResult(0).getType());
+    int64_t n = result.getShape().back(), others = 0, elements = 1;
+    for (auto [d, size] : llvm::enumerate(source.sourceShape))
+      if (int64_t(d) != source.axis) {
+        others += size != 1;
+        elements *= size;
+      }
+    if (others > 1 || elements != n)
+      return;
+    auto sumsType = RankedTensorType::get({n}, type);
+    MLIRContext *ctx = rewriter.getContext();
+    auto load =
+        createGlobalBeside(rewriter, t.source, ".flashnorm_colsum", sumsType,
+                           ml_program::ExternAttr::get(ctx, sumsType));
+    PlanTensor sums = source;
+    sums.op = PlanTensor::Op::ColumnSums;
+    sums.name = load.getGlobal().getLeafReference().str();
+    sums.dtype = getDType(type);
+    sums.shape = {n};
+    sums.vector = std::move(vector);
+    checkpoint->plan.tensors.push_back(std::move(sums));
+    // defer-scale loads it where its post-scale needs it.
+    SymbolRefAttr global = load.getGlobal();
+    rewriter.eraseOp(load);
+    rewriter.modifyOpInPlace(t.projection.op, [&] {
+      t.projection.op->setAttr(kColumnSumsAttr, global);
+    });
   }
 
   PassReporter &reporter;

@@ -42,8 +42,10 @@ std::string FoldPlan::toJSON() const {
       for (const PlanTensor &t : tensors)
         out.object([&] {
           out.attribute("name", t.name);
-          out.attribute("op",
-                        t.op == PlanTensor::Op::Scale ? "scale" : "contract");
+          out.attribute("op", t.op == PlanTensor::Op::Scale ? "scale"
+                              : t.op == PlanTensor::Op::Contract
+                                  ? "contract"
+                                  : "column_sums");
           out.attribute("source", t.source);
           out.attribute("source_dtype", t.sourceDType);
           shape("source_shape", t.sourceShape);
@@ -163,8 +165,11 @@ Expected<FoldPlan> FoldPlan::fromJSON(StringRef text) {
       t.op = PlanTensor::Op::Scale;
     else if (op == "contract")
       t.op = PlanTensor::Op::Contract;
+    else if (op == "column_sums")
+      t.op = PlanTensor::Op::ColumnSums;
     else
-      r.fail(at, "\"op\" is '" + op + "', not 'scale' or 'contract'");
+      r.fail(at, "\"op\" is '" + op +
+                     "', not 'scale', 'contract' or 'column_sums'");
     t.source = r.string(*o, "source", at);
     t.sourceDType = r.string(*o, "source_dtype", at);
     t.sourceShape = r.dims(*o, "source_shape", at);
@@ -185,6 +190,9 @@ Expected<FoldPlan> FoldPlan::fromJSON(StringRef text) {
         r.fail(at, "\"center\" is not true or false");
       else if (*b && t.op == PlanTensor::Op::Contract)
         r.fail(at, "a contraction (a folded bias) is not centered");
+      else if (*b && t.op == PlanTensor::Op::ColumnSums)
+        r.fail(at, "column sums are of the uncentered fold (a centered "
+                   "one's are zero)");
       t.center = b.value_or(false);
     }
     const json::Object *vec = o->getObject("vector");

@@ -93,3 +93,21 @@ func.func @refused(%x: tensor<2x5x4xbf16>, %y: tensor<5x4xbf16>) -> (tensor<2x5x
   %q = linalg.matmul ins(%m, %w : tensor<5x4xbf16>, tensor<4x3xbf16>) outs(%z2 : tensor<5x3xf32>) -> tensor<5x3xf32>
   return %p, %q : tensor<2x5x3xf32>, tensor<5x3xf32>
 }
+
+// -----
+
+// A flashnorm.column_sums mark (fold-gains' for a checkpoint's weight) that
+// names no global of one sum per output in the statistic's type: refused.
+// CHECK-LABEL: func.func @bad_sums
+// CHECK: flashnorm.layer_norm
+// CHECK-NOT: flashnorm.layer_stats
+// REMARK: Function=bad_sums | Remark="not deferred; user 'linalg.matmul' at {{.*}}: its column sums (flashnorm.column_sums) are not an immutable global of tensor<3xf32>"
+ml_program.global private @sums(#ml_program.extern : tensor<3xf64>) : tensor<3xf64>
+func.func @bad_sums(%x: tensor<5x4xbf16>, %w: tensor<4x3xbf16>) -> tensor<5x3xf32> {
+  %n = flashnorm.layer_norm %x eps(1.0e-05) : tensor<5x4xbf16>
+  %f0 = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<5x3xf32>
+  %z = linalg.fill ins(%f0 : f32) outs(%e : tensor<5x3xf32>) -> tensor<5x3xf32>
+  %p = linalg.matmul {flashnorm.column_sums = @sums} ins(%n, %w : tensor<5x4xbf16>, tensor<4x3xbf16>) outs(%z : tensor<5x3xf32>) -> tensor<5x3xf32>
+  return %p : tensor<5x3xf32>
+}

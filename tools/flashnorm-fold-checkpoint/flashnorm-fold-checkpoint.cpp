@@ -263,12 +263,34 @@ void foldTensor(int outFD, const Job &job, const Source &src,
     return readBlock(src, start(b) * width, count(b) * width, input);
   };
 
-  if (t.op == PlanTensor::Op::Contract) {
+  if (t.op != PlanTensor::Op::Scale) {
     std::vector<double> sums(v.outer * v.inner, 0.0);
-    forEachBlock(v, budget, [&](const Block &b) {
-      sumAlongAxisRaw(kind, read(b), false, b.oc, vec.slice(b.k0, b.kc),
-                      v.inner, sums.data() + b.o0 * v.inner);
-    });
+    if (t.op == PlanTensor::Op::Contract) {
+      forEachBlock(v, budget, [&](const Block &b) {
+        sumAlongAxisRaw(kind, read(b), false, b.oc, vec.slice(b.k0, b.kc),
+                        v.inner, sums.data() + b.o0 * v.inner);
+      });
+    } else {
+      // Column sums: of what `scale` writes with the same vector, each
+      // block folded and rounded to the source's type as there, then
+      // summed along k exactly (in f64).
+      std::vector<double> ones(v.numK, 1.0);
+      std::vector<char> folded;
+      forEachBlock(v, budget, [&](const Block &b) {
+        folded.resize(count(b) * width);
+        FoldLosses losses =
+            scaleRawAlongAxis(kind, read(b), false, folded.data(), b.oc,
+                              vec.slice(b.k0, b.kc), v.inner, nullptr);
+        if (losses.overflows)
+          die(llvm::formatv("summing '{0}' folded into '{1}': {2} folded "
+                            "element(s) overflow {3}",
+                            t.source, t.name, losses.overflows,
+                            src.tensor->dtype));
+        sumAlongAxisRaw(kind, folded.data(), false, b.oc,
+                        llvm::ArrayRef(ones).slice(b.k0, b.kc), v.inner,
+                        sums.data() + b.o0 * v.inner);
+      });
+    }
     FloatKind outKind = *floatKind(t.dtype);
     buffer.resize(sums.size() * getByteWidth(outKind));
     encodeRaw(outKind, sums.data(), sums.size(), buffer.data());
@@ -278,8 +300,11 @@ void foldTensor(int outFD, const Job &job, const Source &src,
     decodeRaw(outKind, buffer.data(), sums.size(), written.data());
     if (int64_t bad =
             llvm::count_if(written, [](double x) { return !std::isfinite(x); }))
-      die(llvm::formatv("folding the bias '{0}' through '{1}': {2} "
-                        "element(s) are not finite in {3}",
+      die(llvm::formatv("{0} '{1}' through '{2}': {3} element(s) are not "
+                        "finite in {4}",
+                        t.op == PlanTensor::Op::Contract
+                            ? "folding the bias"
+                            : "summing the columns of",
                         t.name, t.source, bad, t.dtype));
     writeAt(outFD, buffer.data(), buffer.size(), job.offset);
     return;

@@ -166,7 +166,9 @@ def DeferScale : Pass<"flashnorm-defer-scale", "func::FuncOp"> {
     projections are followed by `centered_post_scale(projection(x), 1/std,
     mean, colsum)` with both statistics from one `layer_stats(x)` and the
     column sums of the weight as stored, summed at compile time (a constant
-    weight; refused for a checkpoint's). The projection no longer waits for
+    weight) or by flashnorm-fold-checkpoint (a checkpoint's weight whose
+    fold fold-gains planned: the projection's `flashnorm.column_sums` names
+    their global). The projection no longer waits for
     the reduction. All projections
     of one norm share one statistic (one per input and epsilon). Reshapes
     that keep the feature dimension and slices of whole rows are read

@@ -14,13 +14,21 @@
 //       "vector": {"tensor": "<gain>", "scale": 1.0, "offset": 1.0}},
 //      {"name": "<new bias>", "op": "contract", "source": "<weight>",
 //       "dtype": "F32", "shape": [N], "axis": 1,
-//       "vector": {"values": [...]}}],
+//       "vector": {"values": [...]}},
+//      {"name": "<sums>", "op": "column_sums", "source": "<weight>",
+//       "dtype": "F32", "shape": [N], "axis": 1,
+//       "vector": {"tensor": "<gain>"}}],
 //    "drop": ["<weights the program no longer loads>"],
 //    "loads": ["<every tensor the rewritten program loads>"]}
 //
 // scale:    out = round(W * G along `axis`) (minus each column's mean over
 //           `axis` with `center`), G = vector; out has W's dtype and shape.
 // contract: out[n] = round(sum_k G[k] * W[.., k, ..]), in `dtype`.
+// column_sums: out[n] = round(sum_k S[.., k, ..]), in `dtype`, where S is
+//           what `scale` writes with the same vector (W * G rounded to W's
+//           dtype, not centered): the exact column sums of a folded f16/bf16
+//           weight, which a deferred LayerNorm's post-scale subtracts the
+//           mean's share with (docs/MATH.md §4).
 // loads:    optional; the tool requires the output to hold each (a shard
 //           left out is an error then, not a model that fails to load).
 // vector:   G = scale * tensor + offset (a norm's gain, `1 + g` has offset 1,
@@ -47,7 +55,7 @@ struct PlanVector {
 };
 
 struct PlanTensor {
-  enum class Op { Scale, Contract };
+  enum class Op { Scale, Contract, ColumnSums };
   Op op = Op::Scale;
   /// The tensor to write and the weight it is computed from.
   std::string name, source;

@@ -18,6 +18,7 @@ catch, plus a good one to break plans against, into the directory argv[1]:
   unindexable           [2^63 - 1, 0]: no bytes, but loops over 2^63 rows
   empty                 w [4, 0] F32, g [0] F32: no elements (folds to nothing)
   nan-gain              good's w, and a g holding a NaN and an inf
+  colsum                w [2, 3] BF16, for a plan of column sums
 """
 import json
 import os
@@ -133,6 +134,19 @@ bias = {"name": "w.bias", "op": "contract", "source": "w",
         "shape": [2], "axis": 1, "vector": {"values": [1e5, 1e5, 1e5]}}
 plan("bias-overflow.json", [bias])
 plan("center-bias.json", [dict(bias, dtype="F32", center=True)])
+# Column sums of a folded bf16 weight (a deferred LayerNorm's): w times 1/3
+# rounds to bf16 (1/3 -> 0.333984375), so the sums of the folded weight
+# (2.001953125, -3.00390625) are not those of the unrounded products (2,
+# -3).
+write("colsum.safetensors", {"w": entry("BF16", [2, 3], 0, 12)},
+      struct.pack("<6H", 0x3F80, 0x4000, 0x4040, 0xC000, 0xC040, 0xC080))
+third = {"values": [1 / 3, 1 / 3, 1 / 3]}
+colsum = {"name": "w.flashnorm_colsum", "op": "column_sums", "source": "w",
+          "source_dtype": "BF16", "source_shape": [2, 3], "dtype": "F32",
+          "shape": [2], "axis": 1, "vector": third}
+plan("colsum.json", [scale(source_dtype="BF16", dtype="BF16", vector=third),
+                     colsum], drop=["w"])
+plan("colsum-center.json", [dict(colsum, center=True)])
 plan("deep.json", None, raw='{"format": ' + "[" * 50000 + "]" * 50000 + "}")
 plan("unindexable.json", [dict(bias, source_shape=[0, 2**62 + 1, 4],
                                dtype="F32", shape=[4], axis=0,

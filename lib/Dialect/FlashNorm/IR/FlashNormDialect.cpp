@@ -49,6 +49,9 @@ FlashNormDialect::verifyOperationAttribute(Operation *op,
                   "#flashnorm.async_role<stat|proj|post|post_fused>");
   if (name == kSerialPanelsAttr || name == kCenteredWeightsAttr)
     return expect(isa<UnitAttr>(value), "a unit attribute");
+  if (name == kColumnSumsAttr)
+    return expect(isa<SymbolRefAttr>(value),
+                  "a symbol reference (the global of the column sums)");
   return op->emitOpError() << "attribute '" << name
                            << "' is not one the flashnorm dialect declares";
 }

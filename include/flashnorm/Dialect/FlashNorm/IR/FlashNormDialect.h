@@ -41,6 +41,8 @@ inline constexpr llvm::StringLiteral kSerialPanelsAttr =
     FlashNormDialect::SerialPanelsAttrHelper::getNameStr();
 inline constexpr llvm::StringLiteral kCenteredWeightsAttr =
     FlashNormDialect::CenteredWeightsAttrHelper::getNameStr();
+inline constexpr llvm::StringLiteral kColumnSumsAttr =
+    FlashNormDialect::ColumnSumsAttrHelper::getNameStr();
 
 /// A unit attribute on the arguments of `@f` that take the results of its
 /// generated `@f_flashnorm_prepare` (fold-gains' prepare-function), in

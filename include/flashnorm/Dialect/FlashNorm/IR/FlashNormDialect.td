@@ -45,7 +45,13 @@ def FlashNorm_Dialect : Dialect {
     "::mlir::UnitAttr":$serial_panels,
     // On a projection whose weight fold-gains has mean-centered for a
     // LayerNorm, so that defer-scale does not again.
-    "::mlir::UnitAttr":$centered_weights
+    "::mlir::UnitAttr":$centered_weights,
+    // On a projection of a LayerNorm whose f16/bf16 weight fold-gains
+    // folded into a checkpoint (fold-plan): the extern global the plan
+    // writes the folded weight's column sums to, which defer-scale's
+    // centered post-scale reads (a checkpoint's sums are not known before
+    // it is read).
+    "::mlir::SymbolRefAttr":$column_sums
   );
   let hasOperationAttrVerify = 1;
   // flashnorm.folded, on function arguments (kFoldedArgAttr).
