@@ -272,6 +272,49 @@ static FailureOr<Value> throughLayout(Value weight, int64_t &axis,
   return weight;
 }
 
+bool flashnorm::columnSumsFollowOutputs(const Projection &p,
+                                        ArrayRef<int64_t> stored,
+                                        int64_t storedAxis) {
+  // The one dimension of `shape` besides `axis` that is not a unit, -1 if
+  // there is none, or nothing if there are more.
+  auto onlyOther = [](ArrayRef<int64_t> shape,
+                      int64_t axis) -> std::optional<int64_t> {
+    std::optional<int64_t> found = -1;
+    for (auto [d, size] : llvm::enumerate(shape))
+      if (int64_t(d) != axis && size != 1) {
+        if (*found != -1)
+          return std::nullopt;
+        found = d;
+      }
+    return found;
+  };
+  auto result = dyn_cast<ShapedType>(p.op->getResult(0).getType());
+  auto operand = dyn_cast<ShapedType>(p.getWeight().getType());
+  if (!result || !operand || !result.hasRank() || result.getRank() == 0 ||
+      !operand.hasStaticShape() || ShapedType::isDynamicShape(stored))
+    return false;
+  int64_t n = result.getShape().back();
+  std::optional<int64_t> storedN = onlyOther(stored, storedAxis);
+  std::optional<int64_t> operandN = onlyOther(operand.getShape(), p.weightAxis);
+  if (!storedN || !operandN || (*storedN == -1) != (*operandN == -1))
+    return false;
+  if (*operandN == -1) // One output.
+    return n == 1;
+  if (stored[*storedN] != n || operand.getDimSize(*operandN) != n)
+    return false;
+  if (auto linalgOp = dyn_cast<linalg::LinalgOp>(p.op)) {
+    AffineMap weightMap =
+        linalgOp.getMatchingIndexingMap(&linalgOp->getOpOperand(p.weightIndex));
+    AffineMap resultMap =
+        linalgOp.getIndexingMapMatchingResult(linalgOp->getResult(0));
+    auto w = dyn_cast<AffineDimExpr>(weightMap.getResult(*operandN));
+    auto o = dyn_cast<AffineDimExpr>(resultMap.getResults().back());
+    return w && o && w.getPosition() == o.getPosition();
+  }
+  // tosa.matmul: B x K x N, its N the result's last dimension.
+  return isa<tosa::MatMulOp>(p.op) && *operandN == operand.getRank() - 1;
+}
+
 bool flashnorm::onlyRelayouts(ArrayRef<Operation *> chain) {
   return llvm::none_of(chain, [](Operation *layout) {
     if (isa<linalg::BroadcastOp>(layout))

@@ -191,11 +191,15 @@ public:
                   bool zeroScaleIsZero = false, Value shiftFactor = Value()) {
     SmallVector<Value> inputs{x, scale};
     SmallVector<AffineMap> maps{fullMap(), rowMap()};
-    for (Value v : {shift, shiftFactor, gain, bias}) {
+    // (By position, not by value: one value may be two of them.)
+    for (auto [v, map] : {std::pair(shift, rowMap()),
+                          {shiftFactor, featureMap()},
+                          {gain, featureMap()},
+                          {bias, featureMap()}}) {
       if (!v)
         continue;
       inputs.push_back(v);
-      maps.push_back(v == shift ? rowMap() : featureMap());
+      maps.push_back(map);
     }
     maps.push_back(fullMap());
     SmallVector<OpFoldResult> sizes = tensor::getMixedSizes(b, loc, x);

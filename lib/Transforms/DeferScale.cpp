@@ -65,14 +65,7 @@ FailureOr<ElementsAttr> columnSums(const Projection &p,
   ShapedType weight = source.value.getShapedType();
   int64_t k = weight.getDimSize(source.axis);
   int64_t n = cast<ShapedType>(p.op->getResult(0).getType()).getShape().back();
-  // The sums are the outputs' in order only where the weight has one
-  // dimension besides k that is not a unit (a transpose or unit reshape on
-  // the way keeps that order; the product of the others is then n).
-  int64_t others =
-      llvm::count_if(llvm::enumerate(weight.getShape()), [&](auto dim) {
-        return int64_t(dim.index()) != source.axis && dim.value() != 1;
-      });
-  if (others > 1 || weight.getNumElements() != k * n) {
+  if (!columnSumsFollowOutputs(p, weight.getShape(), source.axis)) {
     why = "the column sums of its weight (which a narrow weight needs in "
           "place of the mean-centering) are not one per output";
     return failure();

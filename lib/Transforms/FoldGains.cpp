@@ -828,22 +828,17 @@ template <typename NormOp> struct FoldGainsPattern : OpRewritePattern<NormOp> {
   /// Records the column sums of `source` folded with `vector` (what the
   /// plan's scale writes, or the weight itself) as a new extern global of
   /// `type` elements, one per output, and names it on the projection.
-  /// Nothing where the sums would not be one per output in order (a weight
-  /// with more than one dimension besides k that is not a unit): defer-scale
-  /// then leaves the norm, and says why.
+  /// Nothing where the sums would not be one per output in order
+  /// (columnSumsFollowOutputs): defer-scale then leaves the norm, and says
+  /// why.
   void recordColumnSums(PatternRewriter &rewriter, const FoldTarget &t,
                         const PlanTensor &source, PlanVector vector,
                         Type type) const {
-    auto result =
-        cast<RankedTensorType>(t.projection.op->getResult(0).getType());
-    int64_t n = result.getShape().back(), others = 0, elements = 1;
-    for (auto [d, size] : llvm::enumerate(source.sourceShape))
-      if (int64_t(d) != source.axis) {
-        others += size != 1;
-        elements *= size;
-      }
-    if (others > 1 || elements != n)
+    if (!columnSumsFollowOutputs(t.projection, source.sourceShape, source.axis))
       return;
+    int64_t n = cast<ShapedType>(t.projection.op->getResult(0).getType())
+                    .getShape()
+                    .back();
     auto sumsType = RankedTensorType::get({n}, type);
     MLIRContext *ctx = rewriter.getContext();
     auto load =

@@ -111,3 +111,31 @@ func.func @bad_sums(%x: tensor<5x4xbf16>, %w: tensor<4x3xbf16>) -> tensor<5x3xf3
   %p = linalg.matmul {flashnorm.column_sums = @sums} ins(%n, %w : tensor<5x4xbf16>, tensor<4x3xbf16>) outs(%z : tensor<5x3xf32>) -> tensor<5x3xf32>
   return %p : tensor<5x3xf32>
 }
+
+// -----
+
+// A weight whose one dimension besides k is not the loop of the result's
+// last dimension (here m, which the result's rows also index): its column
+// sums are not the outputs' (with M == N the counts agree, and only the
+// diagonal came out right). Refused.
+// CHECK-LABEL: func.func @odd_columns
+// CHECK: flashnorm.layer_norm
+// CHECK-NOT: flashnorm.layer_stats
+// REMARK: Function=odd_columns | Remark="not deferred; user 'linalg.generic' at {{.*}}: the column sums of its weight (which a narrow weight needs in place of the mean-centering) are not one per output"
+func.func @odd_columns(%x: tensor<3x8xbf16>) -> tensor<3x3xf32> {
+  %w = arith.constant dense<[[0.0, 0.71875, 0.390625], [0.484375, 0.609375, -0.390625], [0.734375, 0.03125, -0.75], [0.640625, -0.5625, -0.28125], [0.25, -0.734375, 0.5], [-0.265625, -0.34375, 0.734375], [-0.65625, 0.296875, 0.171875], [-0.734375, 0.71875, -0.578125]]> : tensor<8x3xbf16>
+  %n = flashnorm.layer_norm %x eps(1.0e-05) : tensor<3x8xbf16>
+  %z = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<3x3xf32>
+  %f = linalg.fill ins(%z : f32) outs(%e : tensor<3x3xf32>) -> tensor<3x3xf32>
+  %q = linalg.generic {indexing_maps = [affine_map<(m, n, k) -> (m, k)>, affine_map<(m, n, k) -> (k, m)>, affine_map<(m, n, k) -> (m, n)>], iterator_types = ["parallel", "parallel", "reduction"]}
+     ins(%n, %w : tensor<3x8xbf16>, tensor<8x3xbf16>) outs(%f : tensor<3x3xf32>) {
+  ^bb0(%a: bf16, %b: bf16, %o: f32):
+    %aa = arith.extf %a : bf16 to f32
+    %bb = arith.extf %b : bf16 to f32
+    %p = arith.mulf %aa, %bb : f32
+    %s = arith.addf %o, %p : f32
+    linalg.yield %s : f32
+  } -> tensor<3x3xf32>
+  return %q : tensor<3x3xf32>
+}

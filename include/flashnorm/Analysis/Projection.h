@@ -155,6 +155,17 @@ ml_program::GlobalOp getLoadedGlobal(Operation *op);
 /// Whether `global` is `#ml_program.extern`: its value is in a checkpoint.
 bool isExternGlobal(ml_program::GlobalOp global);
 
+/// Whether the sums over k of a stored weight (of shape `stored`, contracted
+/// along `storedAxis`; the constant or global `p`'s weight is traced to)
+/// are one per output of `p`, in the order of its last dimension: the
+/// stored weight and `p`'s weight operand each have one dimension besides
+/// k that is not a unit (none where `p` has one output), and the operand's
+/// is the loop that indexes the result's last dimension. (A transpose or a
+/// unit reshape between them keeps that order; a broadcast of another
+/// dimension would add one, and is refused.) A LayerNorm's centered
+/// post-scale subtracts the mean's share with these sums.
+bool columnSumsFollowOutputs(const Projection &p, ArrayRef<int64_t> stored,
+                             int64_t storedAxis);
 /// Follows `weight` (contracted along `axis`) back to a constant or a global
 /// or, with `allowArgument`, to a function argument.
 FailureOr<WeightSource> traceWeight(Value weight, int64_t axis,

@@ -15,7 +15,10 @@ def FlashNorm_Dialect : Dialect {
     deferred normalization is split into: the per-row statistic
     (`flashnorm.rms_inv`, 1/RMS; `flashnorm.layer_inv`, 1/std) and the
     per-row post-scale that applies it after a projection
-    (`flashnorm.post_scale`). These work on ranked tensors whose last
+    (`flashnorm.post_scale`); for a LayerNorm whose f16/bf16 weights cannot
+    carry the mean-centering, its mean and 1/std (`flashnorm.layer_stats`)
+    and a post-scale that also subtracts the mean's share of the product
+    (`flashnorm.centered_post_scale`). These work on ranked tensors whose last
     dimension is the normalized (feature) dimension; every other dimension
     indexes rows (tokens). The GPU lowering adds three ops of its own:
     `flashnorm.gemm_lt` (a cuBLASLt GEMM on a stream),
