@@ -64,6 +64,32 @@ static LogicalResult verifyHasRows(Operation *op, RankedTensorType t) {
   return success();
 }
 
+/// A per-row statistic of `input` (1/RMS, 1/std or the mean): rows to
+/// normalize, a valid epsilon, and one value per row in the statistic's type.
+static LogicalResult verifyStatistic(Operation *op, RankedTensorType input,
+                                     const APFloat &epsilon,
+                                     RankedTensorType result) {
+  if (failed(verifyHasRows(op, input)) ||
+      failed(verifyEpsilon(op, epsilon.convertToDouble(), input)) ||
+      failed(verifyStatisticType(op, input, result)))
+    return failure();
+  return verifyRowShape(op, input, result, "input", "result",
+                        /*exact=*/true);
+}
+
+/// A post-scale's rows: the result has the input's shape and `scale` one
+/// value per row of it.
+static LogicalResult verifyScaledRows(Operation *op, RankedTensorType input,
+                                      RankedTensorType result,
+                                      RankedTensorType scale) {
+  if (failed(verifyHasRows(op, input)))
+    return failure();
+  if (input.getShape() != result.getShape())
+    return op->emitOpError() << "result shape " << result
+                             << " differs from the input shape " << input;
+  return verifyRowShape(op, input, scale, "input", "scale", /*exact=*/false);
+}
+
 /// A per-feature operand (gain or bias) must match the normalized size.
 static LogicalResult verifyFeatureOperand(Operation *op, Value v,
                                           int64_t features, StringRef name) {
@@ -180,14 +206,8 @@ void LayerInvOp::build(OpBuilder &b, OperationState &state, Value input,
 }
 
 LogicalResult LayerInvOp::verify() {
-  if (failed(verifyHasRows(*this, getInput().getType())) ||
-      failed(verifyEpsilon(*this, getEpsilon().convertToDouble(),
-                           getInput().getType())) ||
-      failed(verifyStatisticType(*this, getInput().getType(),
-                                 getResult().getType())))
-    return failure();
-  return verifyRowShape(*this, getInput().getType(), getResult().getType(),
-                        "input", "result", /*exact=*/true);
+  return verifyStatistic(*this, getInput().getType(), getEpsilon(),
+                         getResult().getType());
 }
 
 //===----------------------------------------------------------------------===//
@@ -203,14 +223,8 @@ void RMSInvOp::build(OpBuilder &b, OperationState &state, Value input,
 }
 
 LogicalResult RMSInvOp::verify() {
-  RankedTensorType type = getInput().getType();
-  if (failed(verifyHasRows(*this, type)) ||
-      failed(verifyEpsilon(*this, getEpsilon().convertToDouble(),
-                           getInput().getType())) ||
-      failed(verifyStatisticType(*this, type, getResult().getType())))
-    return failure();
-  return verifyRowShape(*this, type, getResult().getType(), "input", "result",
-                        /*exact=*/true);
+  return verifyStatistic(*this, getInput().getType(), getEpsilon(),
+                         getResult().getType());
 }
 
 //===----------------------------------------------------------------------===//
@@ -218,14 +232,8 @@ LogicalResult RMSInvOp::verify() {
 //===----------------------------------------------------------------------===//
 
 LogicalResult PostScaleOp::verify() {
-  RankedTensorType in = getInput().getType(), out = getResult().getType();
-  if (failed(verifyHasRows(*this, in)))
-    return failure();
-  if (in.getShape() != out.getShape())
-    return emitOpError() << "result shape " << out
-                         << " differs from the input shape " << in;
-  return verifyRowShape(*this, in, getScale().getType(), "input", "scale",
-                        /*exact=*/false);
+  return verifyScaledRows(*this, getInput().getType(), getResult().getType(),
+                          getScale().getType());
 }
 
 //===----------------------------------------------------------------------===//
@@ -241,13 +249,9 @@ void LayerStatsOp::build(OpBuilder &b, OperationState &state, Value input,
 }
 
 LogicalResult LayerStatsOp::verify() {
-  RankedTensorType type = getInput().getType();
-  if (failed(verifyHasRows(*this, type)) ||
-      failed(verifyEpsilon(*this, getEpsilon().convertToDouble(), type)) ||
-      failed(verifyStatisticType(*this, type, getMean().getType())))
-    return failure();
-  return verifyRowShape(*this, type, getMean().getType(), "input", "result",
-                        /*exact=*/true);
+  // (1/std has the mean's type: AllTypesMatch.)
+  return verifyStatistic(*this, getInput().getType(), getEpsilon(),
+                         getMean().getType());
 }
 
 //===----------------------------------------------------------------------===//
@@ -255,12 +259,10 @@ LogicalResult LayerStatsOp::verify() {
 //===----------------------------------------------------------------------===//
 
 LogicalResult CenteredPostScaleOp::verify() {
-  RankedTensorType in = getInput().getType(), out = getResult().getType();
-  if (failed(verifyHasRows(*this, in)))
+  RankedTensorType in = getInput().getType();
+  if (failed(verifyScaledRows(*this, in, getResult().getType(),
+                              getScale().getType())))
     return failure();
-  if (in.getShape() != out.getShape())
-    return emitOpError() << "result shape " << out
-                         << " differs from the input shape " << in;
   Type scale = getScale().getType().getElementType();
   if (getColsum().getType().getElementType() != scale)
     return emitOpError() << "colsum must be of the scale's type " << scale
@@ -271,8 +273,7 @@ LogicalResult CenteredPostScaleOp::verify() {
                          << " elements but the input's last dimension has "
                          << n;
   // (The mean has the scale's type: AllTypesMatch.)
-  return verifyRowShape(*this, in, getScale().getType(), "input", "scale",
-                        /*exact=*/false);
+  return success();
 }
 
 #define GET_OP_CLASSES
