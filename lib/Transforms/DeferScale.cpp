@@ -281,8 +281,16 @@ template <typename NormOp> struct DeferScalePattern : OpRewritePattern<NormOp> {
         Operation *anchor = view == norm.getResult() ? norm.getOperation()
                                                      : view.getDefiningOp();
         // Another norm of x with the same epsilon (two LayerNorms of one
-        // residual stream): one statistic serves both.
-        if (Operation *same = findSameStatistic(x, eps, anchor, shifted)) {
+        // residual stream): one statistic serves both. A 1/std made for
+        // another norm's centered weights becomes the mean and 1/std where
+        // this one needs the mean too (one pass over x, not two).
+        if (Operation *same = findSameStatistic(x, eps, anchor)) {
+          if (auto inv = dyn_cast<LayerInvOp>(same); inv && shifted) {
+            rewriter.setInsertionPoint(inv);
+            auto stats = LayerStatsOp::create(rewriter, inv.getLoc(), x, eps);
+            rewriter.replaceOp(inv, stats.getInv());
+            same = stats;
+          }
           if (!same->isBeforeInBlock(anchor))
             rewriter.moveOpBefore(same, anchor);
           it->second = statisticsOf(input, same);
@@ -376,15 +384,13 @@ template <typename NormOp> struct DeferScalePattern : OpRewritePattern<NormOp> {
 
   /// A statistic of this norm's kind on `x` with epsilon `eps` in the
   /// block of `anchor` (moving it before `anchor` keeps it valid: x
-  /// dominates `anchor`): with `withMean`, a LayerNorm's that has the mean
-  /// too.
-  static Operation *findSameStatistic(Value x, double eps, Operation *anchor,
-                                      bool withMean) {
+  /// dominates `anchor`).
+  static Operation *findSameStatistic(Value x, double eps, Operation *anchor) {
     for (Operation *user : x.getUsers()) {
       std::optional<APFloat> epsilon;
       if (auto stat = dyn_cast<RMSInvOp>(user); stat && !layer)
         epsilon = stat.getEpsilon();
-      if (auto stat = dyn_cast<LayerInvOp>(user); stat && layer && !withMean)
+      if (auto stat = dyn_cast<LayerInvOp>(user); stat && layer)
         epsilon = stat.getEpsilon();
       if (auto stat = dyn_cast<LayerStatsOp>(user); stat && layer)
         epsilon = stat.getEpsilon();

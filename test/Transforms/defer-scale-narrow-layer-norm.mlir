@@ -139,3 +139,36 @@ func.func @odd_columns(%x: tensor<3x8xbf16>) -> tensor<3x3xf32> {
   } -> tensor<3x3xf32>
   return %q : tensor<3x3xf32>
 }
+
+// -----
+
+// Two LayerNorms of one x, one before a bf16 weight (it needs the mean
+// and 1/std), one before an f32 weight (centered: 1/std alone), which the
+// driver rewrites first. The 1/std made for it becomes the mean and 1/std
+// the other needs: one statistic of x, not a layer_inv beside a
+// layer_stats.
+// CHECK-LABEL: func.func @upgraded_statistic
+// CHECK-SAME: (%[[X:.*]]: tensor<5x4xbf16>
+// CHECK-NOT: flashnorm.layer_inv
+// CHECK: %[[M:.*]], %[[S:.*]] = flashnorm.layer_stats %[[X]] eps(1.000000e-05)
+// CHECK-NOT: flashnorm.layer_inv
+// CHECK-NOT: flashnorm.layer_stats
+// CHECK: %[[Q:.*]] = linalg.matmul ins(%[[X]], %{{.*}} : tensor<5x4xbf16>, tensor<4x3xbf16>)
+// CHECK: flashnorm.centered_post_scale %[[Q]], %[[S]], %[[M]], %{{.*}} : tensor<5x3xf32>, tensor<5xf32>, tensor<3xf32> -> tensor<5x3xf32>
+// CHECK-NOT: flashnorm.layer_inv
+// CHECK: %[[V:.*]] = linalg.matmul ins(%[[X]], %{{.*}} : tensor<5x4xbf16>, tensor<4x2xf32>)
+// CHECK: flashnorm.post_scale %[[V]], %[[S]] : tensor<5x2xf32>, tensor<5xf32> -> tensor<5x2xf32>
+func.func @upgraded_statistic(%x: tensor<5x4xbf16>) -> (tensor<5x3xf32>, tensor<5x2xf32>) {
+  %wv = arith.constant dense<[[1.0, 0.5], [2.0, 0.5], [3.0, 0.5], [4.0, 0.5]]> : tensor<4x2xf32>
+  %wq = arith.constant dense<[[1.0, 2.0, 3.0], [4.0, 5.0, 6.0], [7.0, 8.0, 9.0], [10.0, 11.0, 12.0]]> : tensor<4x3xbf16>
+  %f0 = arith.constant 0.0 : f32
+  %n2 = flashnorm.layer_norm %x eps(1.0e-05) : tensor<5x4xbf16>
+  %e2 = tensor.empty() : tensor<5x3xf32>
+  %z2 = linalg.fill ins(%f0 : f32) outs(%e2 : tensor<5x3xf32>) -> tensor<5x3xf32>
+  %q = linalg.matmul ins(%n2, %wq : tensor<5x4xbf16>, tensor<4x3xbf16>) outs(%z2 : tensor<5x3xf32>) -> tensor<5x3xf32>
+  %n1 = flashnorm.layer_norm %x eps(1.0e-05) : tensor<5x4xbf16>
+  %e1 = tensor.empty() : tensor<5x2xf32>
+  %z1 = linalg.fill ins(%f0 : f32) outs(%e1 : tensor<5x2xf32>) -> tensor<5x2xf32>
+  %v = linalg.matmul ins(%n1, %wv : tensor<5x4xbf16>, tensor<4x2xf32>) outs(%z1 : tensor<5x2xf32>) -> tensor<5x2xf32>
+  return %q, %v : tensor<5x3xf32>, tensor<5x2xf32>
+}
