@@ -202,6 +202,9 @@ struct NormFold {
   /// A LayerNorm without gain or bias whose mean-centering alone is left
   /// for the prepare function or the checkpoint.
   bool centerOnly = false;
+  /// A LayerNorm without gain or bias whose checkpoint weights cannot
+  /// carry the mean-centering: the plan records their column sums alone.
+  bool sumsOnly = false;
   /// The mean-centering goes into the weights (every one can carry it).
   bool center = false;
   /// A runtime gain, folded through the prepare function.
@@ -280,16 +283,22 @@ template <typename NormOp> struct FoldGainsPattern : OpRewritePattern<NormOp> {
     // A weightless LayerNorm still has its centering to fold; defer-scale
     // does that for constant weights, only the prepare function can for
     // argument ones and only a plan for weights in a checkpoint.
-    f.centerOnly =
-        f.layer && !f.gainValue && !f.biasValue && (argFolds || checkpoint);
+    bool weightless = f.layer && !f.gainValue && !f.biasValue;
+    f.centerOnly = weightless && (argFolds || checkpoint);
     if ((!f.gainValue && !f.biasValue && !f.centerOnly) ||
-        norm.getResult().use_empty())
+        norm.getResult().use_empty()) {
+      if (weightless && !f.centerOnly)
+        noteUnfoldedCentering(norm, why);
       return failure();
-    // Centered already, by the fold that dropped this norm's gain or bias.
+    }
+    // Centered already, or given column sums, by the fold that dropped
+    // this norm's gain or bias (or by this pattern, visiting again).
     if (f.centerOnly &&
         llvm::any_of(getUsesThroughRowRegrouping(norm.getResult()),
                      [](OpOperand *use) {
-                       return use->getOwner()->hasAttr(kCenteredWeightsAttr);
+                       Operation *user = use->getOwner();
+                       return user->hasAttr(kCenteredWeightsAttr) ||
+                              user->hasAttr(kColumnSumsAttr);
                      }))
       return failure();
     auto fail = [&](const Twine &msg) {
@@ -312,12 +321,65 @@ template <typename NormOp> struct FoldGainsPattern : OpRewritePattern<NormOp> {
         return failure();
     for (ArgFold &a : f.argFolds)
       a.center = f.center;
-    if (f.centerOnly &&
-        (!f.center || (f.argFolds.empty() && f.checkpointTargets.empty()))) {
-      why.clear(); // Nothing for this pass (defer-scale says why).
+    if (f.centerOnly && !f.center) {
+      // defer-scale subtracts the mean's share after the projections, with
+      // each weight's column sums: it sums constant weights itself, only
+      // the plan can sum checkpoint ones, and nothing argument ones.
+      f.sumsOnly = true;
+      f.targets.clear();
+      auto followsOutputs = [](FoldTarget &t) {
+        auto type = cast<RankedTensorType>(t.source.global.getType());
+        return columnSumsFollowOutputs(t.projection, type.getShape(),
+                                       t.source.axis);
+      };
+      if (!f.argFolds.empty() || f.checkpointTargets.empty() ||
+          !llvm::all_of(f.checkpointTargets, followsOutputs)) {
+        why.clear(); // Nothing for this pass (defer-scale says why).
+        return failure();
+      }
+    } else if (f.centerOnly && f.argFolds.empty() &&
+               f.checkpointTargets.empty()) {
+      why.clear(); // Nothing for this pass: defer-scale centers constants.
       return failure();
     }
     return f;
+  }
+
+  /// A weightless LayerNorm that this pass (without a plan or a prepare
+  /// function) leaves, though one of them would take its mean-centering
+  /// (weights in a checkpoint: centered or summed by the plan; f32
+  /// argument weights: centered by the prepare function). Counted for the
+  /// warning, and said in `why`; left empty where nothing would (constant
+  /// weights are defer-scale's).
+  void noteUnfoldedCentering(NormOp norm, std::string &why) const {
+    for (OpOperand *use : getUsesThroughRowRegrouping(norm.getResult())) {
+      FailureOr<Projection> p = matchProjection(*use);
+      FailureOr<WeightSource> source =
+          succeeded(p) ? traceWeight(p->getWeight(), p->weightAxis,
+                                     /*allowArgument=*/true)
+                       : FailureOr<WeightSource>(failure());
+      if (failed(source))
+        continue;
+      std::string user = "the weight of '" +
+                         p->op->getName().getStringRef().str() + "' at " +
+                         formatLoc(p->op->getLoc());
+      if (source->global && !source->value) {
+        refusedForCheckpoint.insert(norm);
+        why = "the mean-centering, since " + user + " is the extern global @" +
+              source->global.getSymName().str() +
+              " (fold-plan=FILE records it for flashnorm-fold-checkpoint)";
+        return;
+      }
+      if (BlockArgument arg = source->argument;
+          arg && canCarryCentering(getElementTypeOrSelf(arg.getType()))) {
+        refusedForArguments.insert(norm);
+        why = "the mean-centering, since " + user + " is argument #" +
+              std::to_string(arg.getArgNumber()) +
+              " (prepare-function=true centers it through a prepare "
+              "function)";
+        return;
+      }
+    }
   }
 
   /// The gain's and bias's values: constants, a runtime gain (prepare
@@ -714,6 +776,15 @@ template <typename NormOp> struct FoldGainsPattern : OpRewritePattern<NormOp> {
       argFolds->append(f.argFolds.begin(), f.argFolds.end());
     rewriter.setInsertionPoint(norm);
     Operation *weightless = NormTraits::createWeightless(rewriter, norm);
+    if (f.sumsOnly) {
+      reporter.applied(weightless,
+                       "recorded the column sums of " +
+                           Twine(f.checkpointTargets.size()) +
+                           " projection weight(s) in the checkpoint, through "
+                           "the fold plan, for defer-scale (f16/bf16 weights "
+                           "cannot carry the mean-centering)");
+      return;
+    }
     if (!f.requantTargets.empty()) {
       reporter.approximated(
           weightless, "folded the gain into " +

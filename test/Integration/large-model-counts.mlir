@@ -13,6 +13,12 @@
 // RUN: flashnorm-gen --family=gpt2 --flavor=linalg --layers=32 --hidden=32 --heads=2 -o %t.gpt2.mlir
 // RUN: flashnorm-opt %t.gpt2.mlir --flashnorm --remarks-filter=flashnorm --remark-format=emitRemark -o /dev/null 2> %t.gpt2.remarks
 // RUN: %python %S/../check-counts.py %t.gpt2.mlir %t.gpt2.remarks | FileCheck %s --check-prefix=GPT2
+// OLMo's LayerNorms have no gain: nothing folds (defer-scale centers the
+// f32 weights), every norm before projections is deferred, and with no
+// gain to carry it the attention scale stays out of each query weight.
+// RUN: flashnorm-gen --family=olmo --flavor=linalg --layers=32 --hidden=32 --heads=2 -o %t.olmo.mlir
+// RUN: flashnorm-opt %t.olmo.mlir --flashnorm --remarks-filter=flashnorm --remark-format=emitRemark -o /dev/null 2> %t.olmo.remarks
+// RUN: %python %S/../check-counts.py %t.olmo.mlir %t.olmo.remarks | FileCheck %s --check-prefix=OLMO
 // RUN: flashnorm-gen --family=llama --flavor=tosa --weights=args --layers=32 --hidden=32 --heads=2 -o %t.args.mlir
 // RUN: flashnorm-opt %t.args.mlir --flashnorm --remarks-filter=flashnorm --remark-format=emitRemark -o /dev/null 2> %t.args.remarks
 // RUN: %python %S/../check-counts.py %t.args.mlir %t.args.remarks | FileCheck %s --check-prefix=ARGS
@@ -39,3 +45,5 @@
 // GPT2-NEXT: COUNTS OK
 // ARGS: norms=65 raised=65 foldable=64 folded=0 deferred=64 deferred_unfolded=64 ffn_moved=32 query_merged=0
 // ARGS-NEXT: COUNTS OK
+// OLMO: norms=65 raised=65 foldable=0 folded=0 deferred=64 deferred_unfolded=0 ffn_moved=32 query_merged=32
+// OLMO-NEXT: COUNTS OK

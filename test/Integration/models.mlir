@@ -36,6 +36,14 @@
 // mean's share of each product.
 // RUN: %check-model %t.gpt2-linalg-bf16 3e-2 3e-2 -- --family=gpt2 --flavor=linalg --dtype=bf16 --layers=2 | FileCheck %s --check-prefix=GPT2
 // RUN: %check-model %t.gpt2-tosa-bf16 3e-2 3e-2 -- --family=gpt2 --flavor=tosa --dtype=bf16 --layers=2 | FileCheck %s --check-prefix=GPT2
+// OLMo's LayerNorms have no gain or bias: with inline weights nothing
+// folds (defer-scale centers f32 weights itself, and sums bf16 ones
+// exactly for their centered post-scales); the prepare function centers
+// argument weights. Every norm that feeds projections is deferred.
+// RUN: %check-model %t.olmo-linalg-resource 1e-4 1e-4 -- --family=olmo --flavor=linalg --weights=resource --layers=2 | FileCheck %s --check-prefix=OLMO
+// RUN: %check-model %t.olmo-linalg-args 1e-4 1e-4 -- --family=olmo --flavor=linalg --weights=args --layers=2 | FileCheck %s --check-prefix=OLMO-ARGS
+// RUN: %check-model %t.olmo-tosa-bf16 3e-2 3e-2 -- --family=olmo --flavor=tosa --dtype=bf16 --layers=2 | FileCheck %s --check-prefix=OLMO
+// RUN: %check-model %t.olmo-torch 1e-4 1e-4 -- --family=olmo --style=torch-mlir --layers=2 | FileCheck %s --check-prefix=OLMO
 // The same families as torch-mlir's linalg lowering writes them (batch-1
 // literal-0 maps, gather and yield-only broadcasts, f64 variances and
 // epsilons, nn.Linear weights transposed by yield-only generics), and a
@@ -74,3 +82,11 @@
 // GPT2-ARGS-NEXT: raised=5 folded=0 deferred=0
 // GPT2-ARGS-NEXT: MATCH
 // GPT2-ARGS-NEXT: MATCH
+// OLMO: rms_norms=0 layer_norms=5 gains=0
+// OLMO-NEXT: raised=5 folded=0 deferred=4
+// OLMO-NEXT: MATCH
+// OLMO-NEXT: MATCH
+// OLMO-ARGS: rms_norms=0 layer_norms=5 gains=0
+// OLMO-ARGS-NEXT: raised=5 folded=4 deferred=4
+// OLMO-ARGS-NEXT: MATCH
+// OLMO-ARGS-NEXT: MATCH

@@ -1,12 +1,13 @@
 //===- flashnorm-gen.cpp - Write decoder stacks as frontend-style MLIR ----===//
 //
 // Writes the MLIR text of a small transformer decoder stack (Llama, Qwen2,
-// Gemma or GPT-2 semantics) the way frontends hand it over: normalizations
-// spelled out as squares, reductions, rsqrt and broadcast multiplies in many
-// equivalent forms (docs/MATH.md §7), projections in both weight layouts,
-// weights as dense_resource constants, as function arguments, or as extern
-// ml_program globals with a safetensors checkpoint beside the IR. The output
-// is test input and demo for flashnorm-raise and the rest of the pipeline;
+// Gemma, GPT-2 or OLMo semantics) the way frontends hand it over:
+// normalizations spelled out as squares, reductions, rsqrt and broadcast
+// multiplies in many equivalent forms (docs/MATH.md §7), projections in both
+// weight layouts, weights as dense_resource constants, as function arguments,
+// or as extern ml_program globals with a safetensors checkpoint beside the IR.
+// The output is test input and demo for flashnorm-raise and the rest of the
+// pipeline;
 // @main runs the model on a deterministic input and prints the result.
 //
 // Argument order of @forward with --weights=args: %x, then per layer the
@@ -43,7 +44,7 @@ constexpr double kPi = 3.14159265358979323846;
 // Options
 //===----------------------------------------------------------------------===//
 
-enum class Family { Llama, Qwen2, Gemma, Gpt2 };
+enum class Family { Llama, Qwen2, Gemma, Gpt2, Olmo };
 enum class Flavor { Linalg, Tosa };
 enum class Style { Mixed, TorchMlir };
 enum class WeightMode { Resource, Args, Checkpoint };
@@ -59,7 +60,10 @@ cl::opt<Family> familyOpt(
                clEnumValN(Family::Qwen2, "qwen2", "llama with q/k/v biases"),
                clEnumValN(Family::Gemma, "gemma",
                           "sandwich (1 + g) RMSNorms, QK-norm, GeGLU"),
-               clEnumValN(Family::Gpt2, "gpt2", "LayerNorm, GELU MLP")),
+               clEnumValN(Family::Gpt2, "gpt2", "LayerNorm, GELU MLP"),
+               clEnumValN(Family::Olmo, "olmo",
+                          "LayerNorm without gain or bias (OLMo's "
+                          "non-parametric one), SwiGLU")),
     cl::cat(genCategory));
 cl::opt<Flavor> flavorOpt("flavor",
                           cl::desc("Dialects the model is written in"),
@@ -223,6 +227,25 @@ const char *familyName(Family f) {
     return "gemma";
   case Family::Gpt2:
     return "gpt2";
+  case Family::Olmo:
+    return "olmo";
+  }
+  return "?";
+}
+
+/// The family as its papers write it, for the header.
+const char *familyTitle(Family f) {
+  switch (f) {
+  case Family::Llama:
+    return "Llama";
+  case Family::Qwen2:
+    return "Qwen2";
+  case Family::Gemma:
+    return "Gemma";
+  case Family::Gpt2:
+    return "GPT-2";
+  case Family::Olmo:
+    return "OLMo";
   }
   return "?";
 }
@@ -415,7 +438,12 @@ private:
 
 struct NormCounts {
   int rms = 0, layer = 0, gains = 0, qk = 0;
-  /// Norms whose every user is a projection: their gains can be folded.
+  /// Norms whose every user is a projection: --flashnorm defers them.
+  int deferrable = 0;
+  /// Of those, the ones fold-gains folds something of (the gain; a
+  /// LayerNorm without one, OLMo's, only where its weights are arguments or
+  /// in a checkpoint, whose centering or column sums the prepare function
+  /// or the fold plan makes).
   int foldable = 0;
   /// Of those, the ones --flashnorm defers without folding their gains
   /// (argument weights without prepare-function, checkpoint weights
@@ -434,6 +462,8 @@ struct NormSpec {
   Gain gain = Gain::Plain;
   double eps = 1e-5;
   bool layerNorm = false;
+  /// A learned gain (and a LayerNorm's bias); OLMo's LayerNorms have none.
+  bool affine = true;
   bool qk = false;
   /// Feeds projections only (the pre-attention and pre-MLP norms).
   bool projections = false;
@@ -464,8 +494,13 @@ public:
     b.comment(cat(spec.layerNorm ? "LayerNorm " : "RMSNorm ", spec.prefix,
                   " (eps ", fmtFloat(spec.eps),
                   spec.gain == Gain::OnePlus ? ", 1 + gain)" : ")"));
-    ++counts.gains; // Every norm of these families has a learned gain.
-    counts.foldable += spec.projections;
+    counts.gains += spec.affine;
+    // f16/bf16 argument weights can carry no centering, and nothing sums
+    // them: a LayerNorm without gain or bias before them stays.
+    bool stays = !spec.affine && cfg.bf16() && cfg.weights == WeightMode::Args;
+    counts.deferrable += spec.projections && !stays;
+    counts.foldable += spec.projections && !stays &&
+                       (spec.affine || cfg.weights != WeightMode::Resource);
     counts.deferredUnfolded += spec.projections && !spec.layerNorm &&
                                (cfg.weights != WeightMode::Resource ||
                                 (cfg.quant != Quant::None && !cfg.kscale));
@@ -1191,6 +1226,8 @@ protected:
     Val c = withRow(x, mu, "arith.subf", "centered");
     Row var = mean(sumLast(square(c, idx % 2), 1 - sumForm), k, 1 - meanForm);
     Val y = normalize(c, var, spec.eps, idx % 3);
+    if (!spec.affine)
+      return castTo(y, xIn.elt);
     Val g = weight(spec.prefix + ".weight", {k}, Init::PlainGain);
     Val bias = weight(spec.prefix + ".bias", {k}, Init::Bias);
     y = broadcastFeature(y, toF32(g), "arith.mulf", (idx + 1) % 3, "gained");
@@ -1441,6 +1478,8 @@ protected:
     }
     Val y = both(c, expandRow(invStd(var, spec.eps), k, (idx + 1) % 2),
                  "arith.mulf", "normed");
+    if (!spec.affine)
+      return unbatched(y);
     Val g = weight(spec.prefix + ".weight", {k}, Init::PlainGain);
     Val bias = weight(spec.prefix + ".bias", {k}, Init::Bias);
     y = withFeature(y, g, "arith.mulf", "gained");
@@ -1707,6 +1746,8 @@ protected:
     Val var = mean(reduce("reduce_sum", square(c, idx % 2)), k, 1 - meanForm);
     Val ve = binary("add", var, scalarConst(spec.eps, r));
     Val y = binary("mul", c, invSqrt(ve, (idx + 1) / 2 % 2));
+    if (!spec.affine)
+      return castTo(y, xIn.elt);
     Val g = weight(spec.prefix + ".weight", {k}, Init::PlainGain);
     Val bias = weight(spec.prefix + ".bias", {k}, Init::Bias);
     y = binary("mul", y, toF32(featureVector(g, r)));
@@ -1741,7 +1782,7 @@ public:
     }
     if (cfg.family == Family::Gpt2)
       return e.norm(x, lnSpec("ln_f"));
-    return e.norm(x, rmsSpec("norm", false));
+    return e.norm(x, preNormSpec("norm"));
   }
 
 private:
@@ -1763,28 +1804,40 @@ private:
     s.layerNorm = true;
     return s;
   }
+  /// The norm before attention, the MLP and the output: RMSNorm, or
+  /// OLMo's LayerNorm without gain or bias.
+  NormSpec preNormSpec(const std::string &prefix) const {
+    if (cfg.family != Family::Olmo)
+      return rmsSpec(prefix, false);
+    NormSpec s = lnSpec(prefix);
+    s.affine = false;
+    return s;
+  }
   NormSpec feedingProjections(NormSpec s) const {
     s.projections = true;
     return s;
   }
 
-  /// Llama, Qwen2 and Gemma layers: pre-norm attention and gated MLP;
-  /// Gemma adds post-norms (sandwich) and QK-norms.
+  /// Llama, Qwen2, Gemma and OLMo layers: pre-norm attention and gated
+  /// MLP; Gemma adds post-norms (sandwich) and QK-norms.
   Val rmsLayer(int64_t i, const Val &x) {
     std::string p = cat("layers.", i, ".");
     bool gemma = cfg.family == Family::Gemma;
     bool qkvBias = cfg.family == Family::Qwen2;
     e.comment(cat("layer ", i));
-    Val n =
-        e.norm(x, feedingProjections(rmsSpec(p + "input_layernorm", false)));
+    Val n = e.norm(x, feedingProjections(preNormSpec(p + "input_layernorm")));
     // The query's 1/RMS merges into the logits' scale where the scale stays
     // out of the query weight (deferred without folding) and nothing but
     // linear ops stand between: no bias (qwen2), no QK-norm (gemma), an f32
     // post-scale, the scale in a generic (not TOSA's mul).
     bool unfolded = cfg.weights != WeightMode::Resource ||
                     (cfg.quant != Quant::None && !cfg.kscale);
+    // (OLMo has no gain to carry the attention scale into the query
+    // weight, whatever the weights.)
+    bool olmo = cfg.family == Family::Olmo;
     e.counts.queryMerged +=
-        unfolded && cfg.family == Family::Llama && !cfg.tosa() && !cfg.bf16();
+        ((unfolded && cfg.family == Family::Llama) || olmo) && !cfg.tosa() &&
+        !cfg.bf16();
     Val q = e.projection(n, p + "self_attn.q_proj", cfg.hidden, qkvBias);
     Val k = e.projection(n, p + "self_attn.k_proj", cfg.hidden, qkvBias);
     Val v = e.projection(n, p + "self_attn.v_proj", cfg.hidden, qkvBias);
@@ -1802,14 +1855,14 @@ private:
       o = e.norm(o, rmsSpec(p + "post_attention_layernorm", false));
     Val h = e.add(x, o);
 
-    Val m = e.norm(
-        h, feedingProjections(rmsSpec(p + (gemma ? "pre_feedforward_layernorm"
-                                                 : "post_attention_layernorm"),
-                                      false)));
+    Val m = e.norm(h, feedingProjections(preNormSpec(
+                          p + (gemma ? "pre_feedforward_layernorm"
+                                     : "post_attention_layernorm"))));
     Val gate = e.projection(m, p + "mlp.gate_proj", cfg.mlp, false);
     Val up = e.projection(m, p + "mlp.up_proj", cfg.mlp, false);
     Val act = e.activation(gemma ? Act::GeluTanh : Act::Silu, gate, &up);
-    ++e.counts.ffnMoved;
+    // (A bf16 LayerNorm's centered post-scale stays where it is.)
+    e.counts.ffnMoved += !(olmo && cfg.bf16());
     Val down = e.projection(act, p + "mlp.down_proj", cfg.hidden, false);
     if (gemma)
       down = e.norm(down, rmsSpec(p + "post_feedforward_layernorm", false));
@@ -2185,10 +2238,9 @@ int writeModule(const Config &cfg, std::FILE *f, std::vector<Weight> &weights) {
   const NormCounts &n = emitter->counts;
 
   Out out(f);
-  const char *families[] = {"Llama", "Qwen2", "Gemma", "GPT-2"};
   out.write(cat(
       "// Generated by ", commandLine(cfg), "\n// A ", cfg.layers, "-layer ",
-      families[int(cfg.family)], "-style decoder stack (hidden ", cfg.hidden,
+      familyTitle(cfg.family), "-style decoder stack (hidden ", cfg.hidden,
       ", ", cfg.heads, " heads of ", cfg.headDim(), ", MLP ", cfg.mlp, ", ",
       cfg.tokens, " tokens, ", cfg.elt(), ")\n// in the ",
       cfg.tosa() ? "tosa" : "linalg", " flavor; weights ",
@@ -2203,9 +2255,9 @@ int writeModule(const Config &cfg, std::FILE *f, std::vector<Weight> &weights) {
       " flavor=", cfg.tosa() ? "tosa" : "linalg",
       cfg.style == Style::TorchMlir ? " style=torch-mlir" : "",
       " layers=", cfg.layers, " rms_norms=", n.rms, " layer_norms=", n.layer,
-      " gains=", n.gains, " qk_norms=", n.qk, " foldable=", n.foldable,
-      " deferred_unfolded=", n.deferredUnfolded, " ffn_moved=", n.ffnMoved,
-      " query_merged=", n.queryMerged, "\n\n"));
+      " gains=", n.gains, " qk_norms=", n.qk, " deferrable=", n.deferrable,
+      " foldable=", n.foldable, " deferred_unfolded=", n.deferredUnfolded,
+      " ffn_moved=", n.ffnMoved, " query_merged=", n.queryMerged, "\n\n"));
 
   if (cfg.weights == WeightMode::Args) {
     out.write(cfg.decode ? "// @forward arguments after %ids and %pos, in "
@@ -2397,8 +2449,9 @@ int main(int argc, char **argv) {
                       " elements is past the largest, ", kMaxElements));
   if (cfg.style == Style::TorchMlir && (cfg.tosa() || cfg.bf16()))
     return fail("--style=torch-mlir writes the linalg flavor in f32");
-  if (cfg.quant != Quant::None && (cfg.tosa() || cfg.family == Family::Gpt2 ||
-                                   cfg.weights == WeightMode::Checkpoint))
+  if (cfg.quant != Quant::None &&
+      (cfg.tosa() || cfg.family == Family::Gpt2 || cfg.family == Family::Olmo ||
+       cfg.weights == WeightMode::Checkpoint))
     return fail("--quant writes the linalg flavor of llama, qwen2 and gemma "
                 "with resource or argument weights");
   if (cfg.kscale && cfg.quant != Quant::Int8)
