@@ -25,8 +25,11 @@ void flashnorm::buildFlashNormPipeline(
   // Consecutive norms merge before any gain is folded: the merged norm's
   // gain (the outer gain times the merge's correction) is then folded like
   // any other. Merged after the fold, it would keep a gain nobody folds.
-  pm.addNestedPass<func::FuncOp>(
-      createDropRedundant({options.allowApproximate}));
+  // Its refusals are the second run's to report (once, after the fold).
+  DropRedundantOptions beforeFold;
+  beforeFold.allowApproximate = options.allowApproximate;
+  beforeFold.reportRefusals = false;
+  pm.addNestedPass<func::FuncOp>(createDropRedundant(beforeFold));
   // A module pass: with prepare-function it adds functions and edits calls.
   // By name: the options struct's order is Passes.td's, not this file's.
   FoldGainsOptions foldGains;
@@ -40,7 +43,9 @@ void flashnorm::buildFlashNormPipeline(
   OpPassManager &fpm = pm.nest<func::FuncOp>();
   // Again once the gains are folded: a norm whose scale a later
   // scale-invariant norm cancels must be weightless first (QK-norm).
-  fpm.addPass(createDropRedundant({options.allowApproximate}));
+  DropRedundantOptions afterFold;
+  afterFold.allowApproximate = options.allowApproximate;
+  fpm.addPass(createDropRedundant(afterFold));
   fpm.addPass(createDeferScale({options.partial}));
   if (options.moveScales)
     fpm.addPass(createMoveScale());

@@ -353,6 +353,8 @@ struct DropRedundantPass
     if (fn.isExternal())
       return;
     PassReporter reporter(fn, kPass);
+    if (!reportRefusals)
+      reporter.countRefusalsOnly();
     RewritePatternSet patterns(&getContext());
     patterns.add<MergeConsecutiveNorms>(&getContext(), reporter);
     patterns.add<CancelBeforeScaleInvariantNorm>(&getContext(), reporter,

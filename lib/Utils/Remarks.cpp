@@ -50,7 +50,7 @@ void PassReporter::approximated(Operation *op, const Twine &what) {
 }
 
 void PassReporter::refused(Operation *op, const Twine &why) {
-  if (silenced.contains(op) || !refusedOps.insert(op).second)
+  if (silenced.contains(op) || !refusedOps.insert(op).second || !reportRefusals)
     return;
   remark::missed(op->getLoc(), optsFor(op, pass)) << why.str();
 }

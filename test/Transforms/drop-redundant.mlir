@@ -2,6 +2,11 @@
 // RUN: flashnorm-opt %s --flashnorm-drop-redundant --split-input-file \
 // RUN:   --remarks-filter=flashnorm --remark-format=emitRemark 2>&1 >/dev/null \
 // RUN:   | FileCheck %s --check-prefix=REMARK
+// --flashnorm runs the pass before fold-gains and after it: each refusal
+// is reported once, by the second run.
+// RUN: flashnorm-opt %s --flashnorm --split-input-file \
+// RUN:   --remarks-filter=flashnorm --remark-format=emitRemark 2>&1 >/dev/null \
+// RUN:   | FileCheck %s --check-prefix=ONCE
 // RUN: flashnorm-opt %s --flashnorm-drop-redundant=allow-approximate=true \
 // RUN:   --split-input-file | FileCheck %s --check-prefix=APPROX-IR
 // RUN: flashnorm-opt %s --flashnorm-drop-redundant=allow-approximate=true \
@@ -129,6 +134,9 @@ func.func @qk_norm_exact(%x: tensor<4x8xf32>, %wq: tensor<8x8xf32>, %wv: tensor<
 // CHECK: %[[N:.*]] = flashnorm.rms_norm %[[X]]
 // CHECK: linalg.matmul ins(%[[N]], %{{.*}} :
 // REMARK: Function=qk_norm_eps | Remark="not cancelled: exact only for eps = 0 (this norm has eps 1e-06); enable allow-approximate"
+// ONCE: flashnorm-drop-redundant | Category:flashnorm | Function=qk_norm_eps | Remark="not cancelled: exact only for eps = 0 (this norm has eps 1e-06); enable allow-approximate"
+// ONCE-NOT: Function=qk_norm_eps | Remark="not cancelled
+// ONCE: flashnorm-drop-redundant | Category:flashnorm | Function=qk_norm_eps | Remark="0 rewritten (0 approximate), 1 refused"
 // APPROX-IR-LABEL: func.func @qk_norm_eps
 // APPROX-IR-NOT: flashnorm.rms_norm %arg0
 // APPROX-IR: linalg.matmul ins(%arg0, %{{.*}} :

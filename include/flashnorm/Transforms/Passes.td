@@ -268,6 +268,10 @@ def DropRedundant : Pass<"flashnorm-drop-redundant", "func::FuncOp"> {
     Option<"allowApproximate", "allow-approximate", "bool", /*default=*/"false",
            "Also cancel a norm before an eps > 0 norm (§3(b)); inexact, each "
            "rewrite is reported with its relative error bound">,
+    Option<"reportRefusals", "report-refusals", "bool", /*default=*/"true",
+           "Report each norm left as it is, and why, as a remark (--flashnorm "
+           "runs the pass before and after fold-gains; only the second run, "
+           "which sees the folded gains, reports them)">,
   ];
   let statistics = [
     Statistic<"numRewritten", "rewritten-norms",

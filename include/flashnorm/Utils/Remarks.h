@@ -55,6 +55,10 @@ public:
   /// driver may visit it again).
   void silence(Operation *op) { silenced.insert(op); }
 
+  /// Counts refusals without reporting each (a later run of the pass
+  /// reports those that still stand).
+  void countRefusalsOnly() { reportRefusals = false; }
+
   unsigned getNumApplied() const { return numApplied; }
 
 private:
@@ -62,6 +66,7 @@ private:
   StringRef pass;
   unsigned numApplied = 0;
   unsigned numApproximate = 0;
+  bool reportRefusals = true;
   llvm::DenseSet<Operation *> refusedOps, silenced;
 };
 
