@@ -21,7 +21,8 @@
 //   folds it;
 // - an extern global (fold-plan=FILE): the fold is recorded for
 //   flashnorm-fold-checkpoint, which applies it to the checkpoint (a
-//   query's attention scale times the plan's gain vector).
+//   query's attention scale times the plan's gain vector;
+//   FoldGainsCheckpoint.h).
 //
 // Plan, then apply (FoldGainsPattern): the plan reads the gain and every
 // projection's weight, the weight folder then makes every folded value in
@@ -29,6 +30,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "FoldGainsCheckpoint.h"
 #include "PrepareFunction.h"
 
 #include "flashnorm/Analysis/Projection.h"
@@ -64,15 +66,6 @@ using namespace mlir::flashnorm;
 namespace {
 constexpr StringLiteral kPass = "flashnorm-fold-gains";
 
-/// What folding one norm needs: its projections and their weight constants.
-struct FoldTarget {
-  Projection projection;
-  WeightSource source;
-  /// The attention scale the projection's result absorbs (folded with the
-  /// gain: one rounding).
-  std::optional<LogitScale> logit;
-};
-
 /// Whether a dequantized weight reaches only its projection (`dequant` and
 /// the layout ops after it have one use each): folding changes what it
 /// holds.
@@ -95,69 +88,6 @@ FailureOr<SmallVector<double>> readFeatureConstant(Value v, StringRef what,
   if (failed(values))
     why = (what + " is not foldable: " + why).str();
   return values;
-}
-
-/// What fold-gains records for weights in a checkpoint (fold-plan).
-struct CheckpointFolds {
-  FoldPlan plan;
-};
-
-/// The value `v` as `scale * T + offset` of an extern global T (a gain or
-/// bias whose values are in a checkpoint; set in `global`), through
-/// reshapes, widening casts and the uniform scales and offsets
-/// drop-redundant builds for a merged norm.
-FailureOr<PlanVector> matchCheckpointVector(Value v,
-                                            ml_program::GlobalOp &global) {
-  PlanVector vec;
-  auto uniform = [](Value c) -> std::optional<double> {
-    FailureOr<SmallVector<double>> values = readConstantAsDoubles(c, nullptr);
-    if (failed(values) || values->empty() ||
-        llvm::any_of(*values, [&](double x) { return x != values->front(); }))
-      return std::nullopt;
-    return values->front();
-  };
-  while (Operation *def = v.getDefiningOp()) {
-    if ((global = getLoadedGlobal(def))) {
-      if (!isExternGlobal(global))
-        return failure();
-      vec.tensor = global.getSymName().str();
-      return vec;
-    }
-    if (isa<tensor::ExpandShapeOp, tensor::CollapseShapeOp, tosa::ReshapeOp,
-            arith::ExtFOp>(def)) {
-      v = def->getOperand(0);
-      continue;
-    }
-    if (!isa<arith::MulFOp, arith::AddFOp>(def))
-      return failure();
-    // G = scale * X + offset, with X = c * Y or X = Y + c.
-    std::optional<double> c = uniform(def->getOperand(1));
-    Value next = def->getOperand(0);
-    if (!c) {
-      c = uniform(def->getOperand(0));
-      next = def->getOperand(1);
-    }
-    if (!c)
-      return failure();
-    if (isa<arith::MulFOp>(def))
-      vec.scale *= *c;
-    else
-      vec.offset += vec.scale * *c;
-    v = next;
-  }
-  return failure();
-}
-
-/// The safetensors dtype of an element type ("BF16"), or "".
-std::string getDType(Type elementType) {
-  return safetensors::getDTypeForElementName(printToString(elementType));
-}
-
-/// A plan vector of literal values.
-PlanVector literal(ArrayRef<double> values) {
-  PlanVector vec;
-  vec.values.assign(values.begin(), values.end());
-  return vec;
 }
 
 /// The norm-specific parts of the fold.
@@ -246,7 +176,7 @@ template <typename NormOp> struct FoldGainsPattern : OpRewritePattern<NormOp> {
   FoldGainsPattern(MLIRContext *ctx, PassReporter &reporter, bool cloneShared,
                    std::optional<double> requantizeTolerance,
                    bool foldAttentionScale, SmallVector<ArgFold> *argFolds,
-                   CheckpointFolds *checkpoint,
+                   CheckpointRecorder *checkpoint,
                    llvm::SetVector<Operation *> &replacedGlobals,
                    llvm::DenseSet<Operation *> &refusedForArguments,
                    llvm::DenseSet<Operation *> &refusedForCheckpoint)
@@ -753,15 +683,18 @@ template <typename NormOp> struct FoldGainsPattern : OpRewritePattern<NormOp> {
     // A LayerNorm whose weights cannot carry the centering: defer-scale's
     // post-scale subtracts the mean's share with each folded weight's
     // column sums, which the plan computes (in the statistic's type).
-    std::optional<Type> columnSums;
+    CheckpointNormFold recorded;
+    recorded.gainRef = f.gainValue ? f.gainRef : std::nullopt;
+    recorded.biasRef = f.biasValue ? f.biasRef : std::nullopt;
+    recorded.gain = f.gain;
+    recorded.bias = f.bias;
+    recorded.scale = f.gainValue || f.center;
+    recorded.center = f.center;
     if (f.layer && !f.center)
-      columnSums =
+      recorded.columnSums =
           getStatisticType(getElementTypeOrSelf(norm->getOperand(0).getType()));
     for (auto [i, t] : llvm::enumerate(f.checkpointTargets)) {
-      recordCheckpointFold(
-          rewriter, t, f.gainValue ? f.gainRef : std::nullopt, f.gain,
-          f.biasValue ? f.biasRef : std::nullopt, f.bias,
-          /*scale=*/f.gainValue || f.center, f.center, columnSums);
+      checkpoint->record(rewriter, t, recorded);
       if (t.logit)
         bypassLogitScale(rewriter, *t.logit, f.checkpointLogitBiases[i]);
     }
@@ -828,108 +761,6 @@ template <typename NormOp> struct FoldGainsPattern : OpRewritePattern<NormOp> {
                        " in the checkpoint, through the fold plan)"));
   }
 
-  /// Points `t`'s projection at a new extern global `<weight>.flashnorm`
-  /// (unless nothing scales it: a LayerNorm's bias alone) and its bias
-  /// at `<weight>.flashnorm_bias`, and records how the checkpoint makes
-  /// them: both times the attention scale `t` absorbs, if any. With
-  /// `columnSums` (a LayerNorm whose weights cannot carry the centering),
-  /// also the weight's column sums, in that type, at
-  /// `<weight>.flashnorm_colsum`, named on the projection for defer-scale.
-  void recordCheckpointFold(PatternRewriter &rewriter, const FoldTarget &t,
-                            std::optional<PlanVector> gainRef,
-                            ArrayRef<double> gain,
-                            std::optional<PlanVector> biasRef,
-                            ArrayRef<double> bias, bool scale, bool center,
-                            std::optional<Type> columnSums) const {
-    ml_program::GlobalOp source = t.source.global;
-    auto type = cast<RankedTensorType>(source.getType());
-    double c = t.logit ? t.logit->factor : 1.0;
-    auto times = [c](PlanVector v) {
-      v.scale *= c;
-      v.offset *= c;
-      for (double &x : v.values)
-        x *= c;
-      return v;
-    };
-    PlanTensor entry;
-    entry.source = source.getSymName().str();
-    entry.sourceDType = getDType(type.getElementType());
-    entry.sourceShape.assign(type.getShape().begin(), type.getShape().end());
-    entry.axis = t.source.axis;
-    MLIRContext *ctx = rewriter.getContext();
-    if (biasRef || !bias.empty()) {
-      auto result =
-          cast<RankedTensorType>(t.projection.op->getResult(0).getType());
-      auto biasType = RankedTensorType::get({result.getShape().back()},
-                                            result.getElementType());
-      auto load =
-          createGlobalBeside(rewriter, t.source, ".flashnorm_bias", biasType,
-                             ml_program::ExternAttr::get(ctx, biasType));
-      PlanTensor contract = entry;
-      contract.op = PlanTensor::Op::Contract;
-      contract.name = load.getGlobal().getLeafReference().str();
-      contract.dtype = getDType(result.getElementType());
-      contract.shape = {result.getShape().back()};
-      contract.vector = times(biasRef ? *biasRef : literal(bias));
-      checkpoint->plan.tensors.push_back(std::move(contract));
-      addOutputBias(rewriter, t.projection.op, load.getResult());
-    }
-    PlanVector folded = times(gainRef ? *gainRef : literal(gain));
-    if (columnSums)
-      recordColumnSums(rewriter, t, entry,
-                       scale ? folded
-                             : literal(SmallVector<double>(
-                                   type.getDimSize(t.source.axis), 1.0)),
-                       *columnSums);
-    if (!scale)
-      return;
-    auto load = createGlobalBeside(rewriter, t.source, ".flashnorm", type,
-                                   ml_program::ExternAttr::get(ctx, type));
-    entry.op = PlanTensor::Op::Scale;
-    entry.name = load.getGlobal().getLeafReference().str();
-    entry.dtype = entry.sourceDType;
-    entry.shape = entry.sourceShape;
-    entry.center = center;
-    entry.vector = folded;
-    checkpoint->plan.tensors.push_back(std::move(entry));
-    replacedGlobals.insert(source);
-    replaceWeight(rewriter, t.projection, t.source, load.getResult());
-  }
-
-  /// Records the column sums of `source` folded with `vector` (what the
-  /// plan's scale writes, or the weight itself) as a new extern global of
-  /// `type` elements, one per output, and names it on the projection.
-  /// Nothing where the sums would not be one per output in order
-  /// (columnSumsFollowOutputs): defer-scale then leaves the norm, and says
-  /// why.
-  void recordColumnSums(PatternRewriter &rewriter, const FoldTarget &t,
-                        const PlanTensor &source, PlanVector vector,
-                        Type type) const {
-    if (!columnSumsFollowOutputs(t.projection, source.sourceShape, source.axis))
-      return;
-    int64_t n = cast<ShapedType>(t.projection.op->getResult(0).getType())
-                    .getShape()
-                    .back();
-    auto sumsType = RankedTensorType::get({n}, type);
-    MLIRContext *ctx = rewriter.getContext();
-    auto load =
-        createGlobalBeside(rewriter, t.source, ".flashnorm_colsum", sumsType,
-                           ml_program::ExternAttr::get(ctx, sumsType));
-    PlanTensor sums = source;
-    sums.op = PlanTensor::Op::ColumnSums;
-    sums.name = load.getGlobal().getLeafReference().str();
-    sums.dtype = getDType(type);
-    sums.shape = {n};
-    sums.vector = std::move(vector);
-    checkpoint->plan.tensors.push_back(std::move(sums));
-    // defer-scale loads it where its post-scale needs it.
-    SymbolRefAttr global = load.getGlobal();
-    rewriter.eraseOp(load);
-    rewriter.modifyOpInPlace(t.projection.op, [&] {
-      t.projection.op->setAttr(kColumnSumsAttr, global);
-    });
-  }
-
   PassReporter &reporter;
   bool cloneShared;
   /// Set with allow-requantize: the largest RMS change (relative) allowed.
@@ -943,7 +774,8 @@ template <typename NormOp> struct FoldGainsPattern : OpRewritePattern<NormOp> {
     return succeeded(scale) ? std::optional(*scale) : std::nullopt;
   }
   SmallVector<ArgFold> *argFolds;
-  CheckpointFolds *checkpoint;
+  /// Set with fold-plan.
+  CheckpointRecorder *checkpoint;
   /// Globals whose loads were replaced: those nothing loads any more are
   /// erased (and, if extern, dropped from the checkpoint).
   llvm::SetVector<Operation *> &replacedGlobals;
@@ -977,8 +809,8 @@ struct FoldGainsPass : flashnorm::impl::FoldGainsBase<FoldGainsPass> {
       }
     }
     SmallVector<func::FuncOp> functions(module.getOps<func::FuncOp>());
-    CheckpointFolds checkpoint;
     llvm::SetVector<Operation *> replacedGlobals;
+    CheckpointRecorder checkpoint(replacedGlobals);
     for (func::FuncOp fn : functions) {
       if (fn.isExternal())
         continue;
@@ -1042,13 +874,13 @@ struct FoldGainsPass : flashnorm::impl::FoldGainsBase<FoldGainsPass> {
       if (!SymbolTable::symbolKnownUseEmpty(global, module))
         continue;
       if (isExternGlobal(global))
-        checkpoint.plan.drop.push_back(global.getSymName().str());
+        checkpoint.getPlan().drop.push_back(global.getSymName().str());
       global->erase();
     }
     for (auto global : module.getOps<ml_program::GlobalOp>())
       if (isExternGlobal(global))
-        checkpoint.plan.loads.push_back(global.getSymName().str());
-    if (!foldPlan.empty() && failed(writePlan(checkpoint.plan)))
+        checkpoint.getPlan().loads.push_back(global.getSymName().str());
+    if (!foldPlan.empty() && failed(writePlan(checkpoint.getPlan())))
       return signalPassFailure();
   }
 
