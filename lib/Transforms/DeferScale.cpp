@@ -286,6 +286,7 @@ template <typename NormOp> struct DeferScalePattern : OpRewritePattern<NormOp> {
         // this one needs the mean too (one pass over x, not two).
         if (Operation *same = findSameStatistic(x, eps, anchor)) {
           if (auto inv = dyn_cast<LayerInvOp>(same); inv && shifted) {
+            OpBuilder::InsertionGuard guard(rewriter);
             rewriter.setInsertionPoint(inv);
             auto stats = LayerStatsOp::create(rewriter, inv.getLoc(), x, eps);
             rewriter.replaceOp(inv, stats.getInv());

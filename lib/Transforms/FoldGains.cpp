@@ -257,8 +257,9 @@ template <typename NormOp> struct FoldGainsPattern : OpRewritePattern<NormOp> {
       // the plan can sum checkpoint ones, and nothing argument ones.
       f.sumsOnly = true;
       f.targets.clear();
-      auto followsOutputs = [](FoldTarget &t) {
-        auto type = cast<RankedTensorType>(t.source.global.getType());
+      auto followsOutputs = [](const FoldTarget &t) {
+        ml_program::GlobalOp global = t.source.global;
+        auto type = cast<RankedTensorType>(global.getType());
         return columnSumsFollowOutputs(t.projection, type.getShape(),
                                        t.source.axis);
       };

@@ -60,7 +60,7 @@ struct CheckpointNormFold {
 class CheckpointRecorder {
 public:
   /// `replacedGlobals` collects the globals whose loads a fold replaced.
-  CheckpointRecorder(llvm::SetVector<Operation *> &replacedGlobals)
+  explicit CheckpointRecorder(llvm::SetVector<Operation *> &replacedGlobals)
       : replacedGlobals(replacedGlobals) {}
 
   /// Points `t`'s projection at a new extern global `<weight>.flashnorm`
