@@ -3,7 +3,7 @@
 // tensor-core kernel: a block per output tile, eight warps (32 x 4 x 2
 // threads), k tiles of A and the weight copied by cp.async into rings of
 // shared-memory stages and read as fragments by ldmatrix. Its numbers are
-// checked on the CPU in test/Integration/gpu-kernels-on-cpu.test
+// checked on the CPU in test/Integration/gpu-tensor-cores-on-cpu.test
 // (Inputs/bf16-prefill.mlir, Inputs/ragged-prefill.mlir), its PTX in
 // gpu-tensor-cores.mlir.
 // RUN: flashnorm-opt %s --flashnorm-gpu-to-kernels=gemm=codegen | FileCheck %s

@@ -1,7 +1,7 @@
 // f16 and bf16 projections whose sizes are multiples of the 16 x 8 x 16
 // tile run on tensor cores: one warp per 16 x 8 output tile, mma.sync in the
 // PTX; for K x N and N x K weights. Their numbers are checked on the CPU in
-// test/Integration/gpu-kernels-on-cpu.test (same inputs).
+// test/Integration/gpu-tensor-cores-on-cpu.test (same inputs).
 // REQUIRES: cuda-toolkit
 // (Serial mode: fused mode, and so auto, the default, takes a norm's
 // statistic into these kernels: gpu-fused-kernel.mlir, and FUSED-PTX below.)
@@ -186,7 +186,7 @@ func.func @loop(%x: memref<16x512xbf16>, %w: memref<64x512xbf16>, %y: memref<16x
 // SPLIT-MMA-NOT: vector.store {{.*}}#gpu.address_space<workgroup>
 // SPLIT-MMA: gpu.barrier
 // Both layouts of test/Integration/Inputs/bf16-split-k.mlir (whose numbers
-// gpu-kernels-on-cpu.test checks) in PTX: 32 x 2 x 4 threads, the prologue
+// gpu-tensor-cores-on-cpu.test checks) in PTX: 32 x 2 x 4 threads, the prologue
 // and the loop's 8 mma.sync each, one barrier per kernel.
 // RUN: flashnorm-opt %S/../Integration/Inputs/bf16-split-k.mlir --flashnorm | flashnorm-opt --flashnorm-gpu-pipeline="defer-mode=serial format=isa gemm=codegen" | FileCheck %s --check-prefix=SPLIT-PTX
 // SPLIT-PTX: gpu.launch_func {{.*}} @f_kernels::@f_proj_mma_0
@@ -204,7 +204,7 @@ func.func @loop(%x: memref<16x512xbf16>, %w: memref<64x512xbf16>, %y: memref<16x
 // SPLIT-PTX-COUNT-16: mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32
 // SPLIT-PTX: bar.sync
 // Prefill through shared memory (test/Integration/Inputs/bf16-prefill.mlir,
-// whose numbers gpu-kernels-on-cpu.test checks; the kernel's structure in
+// whose numbers gpu-tensor-cores-on-cpu.test checks; the kernel's structure in
 // gpu-tensor-core-blocks.mlir): 32 x 4 x 2 threads, two rings of four
 // 64 x 40 stages in the block's dynamic shared memory (its base aligned to
 // 16 bytes, the weight's ring 20480 bytes on); the prologue commits three
