@@ -6,7 +6,8 @@
 #        gpu.launch turned into loops (flashnorm-test-gpu-launch-to-loops),
 #        the CPU lowering (gemm=codegen unless GPU_KERNEL_OPTIONS says
 #        otherwise: each flashnorm.gemm_lt then runs as loops computing
-#        what cuBLASLt computes);
+#        what cuBLASLt computes), bf16 fragments moved as their bits
+#        (flashnorm-test-bf16-vectors-as-bits: x86 has no bf16 vectors);
 #        the async tasks of streams mode run on the MLIR
 #        async runtime. Reference: the original, unrewritten program.
 #   gpu: the whole pipeline on a GPU with the project's CUDA runtime.
@@ -56,7 +57,8 @@ for mode in auto streams fused serial; do
     flashnorm-opt "$out.rewritten.mlir" \
       --flashnorm-gpu-to-kernels="defer-mode=$mode gemm=codegen ${GPU_KERNEL_OPTIONS:-}" \
       --flashnorm-test-gpu-launch-to-loops \
-      --flashnorm-cpu-buffers-to-llvm=vectorize=false |
+      --flashnorm-cpu-buffers-to-llvm=vectorize=false \
+      --flashnorm-test-bf16-vectors-as-bits |
       run "$async" > "$out.$mode"
   else
     flashnorm-opt "$out.rewritten.mlir" \

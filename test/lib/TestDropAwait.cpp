@@ -56,10 +56,12 @@ struct TestDropAwaitPass
 } // namespace
 
 namespace mlir::flashnorm::test {
+void registerTestBF16VectorsAsBitsPass();
 void registerTestDropJoinPass();
 void registerTestLaunchToLoopsPass();
 void registerTestPasses() {
   PassRegistration<TestDropAwaitPass>();
+  registerTestBF16VectorsAsBitsPass();
   registerTestDropJoinPass();
   registerTestLaunchToLoopsPass();
 }

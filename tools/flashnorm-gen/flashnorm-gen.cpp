@@ -7,8 +7,8 @@
 // weight layouts, weights as dense_resource constants, as function arguments,
 // or as extern ml_program globals with a safetensors checkpoint beside the IR.
 // The output is test input and demo for flashnorm-raise and the rest of the
-// pipeline;
-// @main runs the model on a deterministic input and prints the result.
+// pipeline; @main runs the model on a deterministic input and prints the
+// result.
 //
 // Argument order of @forward with --weights=args: %x, then per layer the
 // weights in the order the layer uses them (norm gain [and bias], q, k, v
