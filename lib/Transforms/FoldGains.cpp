@@ -15,7 +15,8 @@
 //   LayerNorm where the type can carry it);
 // - a dequantization's per-input-channel factor: the factor takes the gain,
 //   the integers stay; an int8 weight with per-output-channel scales is
-//   requantized only with allow-requantize, within its tolerance;
+//   requantized only with allow-requantize, within its tolerance
+//   (FoldGainsQuantized.h);
 // - a function argument (prepare-function=true): a generated
 //   @<fn>_flashnorm_prepare, which the caller runs once on the weights,
 //   folds it;
@@ -31,6 +32,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "FoldGainsCheckpoint.h"
+#include "FoldGainsQuantized.h"
 #include "PrepareFunction.h"
 
 #include "flashnorm/Analysis/Projection.h"
@@ -65,21 +67,6 @@ using namespace mlir::flashnorm;
 
 namespace {
 constexpr StringLiteral kPass = "flashnorm-fold-gains";
-
-/// Whether a dequantized weight reaches only its projection (`dequant` and
-/// the layout ops after it have one use each): folding changes what it
-/// holds.
-bool isUsedOnce(Operation *dequant, ArrayRef<Operation *> chain) {
-  return dequant->getResult(0).hasOneUse() &&
-         llvm::all_of(
-             chain, [](Operation *op) { return op->getResult(0).hasOneUse(); });
-}
-
-/// An int8 weight the gain goes into by requantizing (allow-requantize).
-struct RequantTarget {
-  Projection projection;
-  Int8Dequant dequant;
-};
 
 /// The per-feature values of a constant gain or bias, or why not.
 FailureOr<SmallVector<double>> readFeatureConstant(Value v, StringRef what,
@@ -395,56 +382,30 @@ template <typename NormOp> struct FoldGainsPattern : OpRewritePattern<NormOp> {
     FailureOr<WeightSource> source =
         traceWeight(projection->getWeight(), projection->weightAxis,
                     /*allowArgument=*/argFolds != nullptr, &why);
-    // A quantized weight with a per-input-channel factor: the gain folds
-    // into the factor, the integers stay (the factor becomes the target).
-    FailureOr<KFactorSource> kFactor =
-        failed(source) ? traceWeightToKFactor(projection->getWeight(),
-                                              projection->weightAxis)
-                       : FailureOr<KFactorSource>(failure());
-    if (succeeded(kFactor)) {
-      if (f.layer)
-        why = "its weight is quantized: a LayerNorm's mean-centering "
-              "cannot fold into the per-input-channel factor of its "
-              "dequantization";
-      else if (f.gainArg || f.valuesInCheckpoint())
-        why = "its weight's per-input-channel factor is a constant but "
-              "the gain is not";
-      else if (!isUsedOnce(kFactor->dequant, kFactor->chain))
-        why = "its dequantized weight has other users";
-      else {
-        Projection factorUse;
-        factorUse.op = kFactor->dequant;
-        factorUse.weightIndex = kFactor->factorOperand;
-        f.targets.push_back(
-            {factorUse, kFactor->factor, getLogitScale(*projection)});
-        ++f.numKFactors;
-        return success();
-      }
-      return userRefusal();
-    }
-    // Opt-in: an int8 weight with per-output-channel scales takes the
-    // gain by requantizing (inexact, reported with its error).
-    FailureOr<Int8Dequant> requant =
-        failed(source) && requantizeTolerance
-            ? traceWeightToInt8Dequant(projection->getWeight(),
-                                       projection->weightAxis)
-            : FailureOr<Int8Dequant>(failure());
-    if (succeeded(requant)) {
-      if (f.layer)
-        why = "its weight is quantized: a LayerNorm's mean-centering and "
-              "bias are not requantized";
-      else if (f.gainArg || f.valuesInCheckpoint())
-        why = "its weight is a constant int8 tensor but the gain is not "
-              "a constant";
-      else if (!isUsedOnce(requant->dequant, requant->chain))
-        why = "its dequantized weight has other users";
-      else {
-        f.requantTargets.push_back({*projection, *requant});
-        return success();
-      }
-      return userRefusal();
-    }
+    // A weight dequantized from integers: its per-input-channel factor, or
+    // (allow-requantize) its int8 values, take the gain.
     if (failed(source)) {
+      QuantizedFoldLimits limits;
+      limits.layer = f.layer;
+      limits.constantGain = !f.gainArg && !f.valuesInCheckpoint();
+      limits.requantizeTolerance = requantizeTolerance;
+      std::string quantizedWhy;
+      FailureOr<std::optional<QuantizedFold>> quantized =
+          planQuantizedFold(*projection, limits, quantizedWhy);
+      if (failed(quantized)) {
+        why = quantizedWhy;
+        return userRefusal();
+      }
+      if (*quantized) {
+        if (auto *factor = std::get_if<FoldTarget>(&**quantized)) {
+          factor->logit = getLogitScale(*projection);
+          f.targets.push_back(*factor);
+          ++f.numKFactors;
+        } else {
+          f.requantTargets.push_back(std::get<RequantTarget>(**quantized));
+        }
+        return success();
+      }
       if (!argFolds &&
           succeeded(traceWeight(projection->getWeight(), projection->weightAxis,
                                 /*allowArgument=*/true))) {
@@ -628,27 +589,10 @@ template <typename NormOp> struct FoldGainsPattern : OpRewritePattern<NormOp> {
       f.biases.push_back(*b);
     }
     for (const RequantTarget &t : f.requantTargets) {
-      const Int8Dequant &d = t.dequant;
       FailureOr<Requantized> r =
-          requantizeInt8(d.q.value, d.q.axis, d.scale.value, f.gain, &why);
+          requantize(t, f.gain, *requantizeTolerance, f.requantErrors, why);
       if (failed(r))
-        return fail("the int8 weight of '" +
-                    t.projection.op->getName().getStringRef() +
-                    "' cannot be requantized: " + why);
-      std::string stats = "max abs error " + formatNumber(r->maxAbsError) +
-                          ", RMS error " + formatNumber(r->relRmsError) +
-                          " of the weight's RMS, output error "
-                          "<= " +
-                          formatNumber(r->outputBound) + " per unit-RMS row";
-      if (!(r->relRmsError <= *requantizeTolerance))
-        return fail("requantizing the int8 weight of '" +
-                    t.projection.op->getName().getStringRef() + "' at " +
-                    formatLoc(t.projection.op->getLoc()) + " with the gain " +
-                    "exceeds requantize-tolerance=" +
-                    formatNumber(*requantizeTolerance) + " (" + stats + ")");
-      f.requantErrors +=
-          "; '" + t.projection.op->getName().getStringRef().str() + "' at " +
-          formatLoc(t.projection.op->getLoc()) + ": " + stats;
+        return failure();
       f.requantized.push_back(*r);
     }
     return success();
@@ -657,18 +601,8 @@ template <typename NormOp> struct FoldGainsPattern : OpRewritePattern<NormOp> {
   /// Replaces the weights with their folded values, records the checkpoint
   /// and prepare-function folds, and makes the norm weightless.
   void apply(PatternRewriter &rewriter, NormOp norm, NormFold &f) const {
-    for (auto [t, r] : llvm::zip(f.requantTargets, f.requantized)) {
-      const Int8Dequant &d = t.dequant;
-      Projection qUse, scaleUse;
-      qUse.op = scaleUse.op = d.dequant;
-      qUse.weightIndex = d.qOperand;
-      scaleUse.weightIndex = d.scaleOperand;
-      replaceWeight(rewriter, qUse, d.q, r.q);
-      replaceWeight(rewriter, scaleUse, d.scale, r.scales);
-      for (const WeightSource *src : {&d.q, &d.scale})
-        if (src->global)
-          replacedGlobals.insert(src->global);
-    }
+    for (auto [t, r] : llvm::zip_equal(f.requantTargets, f.requantized))
+      replaceRequantized(rewriter, t, r, replacedGlobals);
     for (auto [i, t] : llvm::enumerate(f.targets)) {
       if (t.source.global)
         replacedGlobals.insert(t.source.global);
