@@ -34,6 +34,7 @@ void flashnorm::buildFlashNormPipeline(
   // By name: the options struct's order is Passes.td's, not this file's.
   FoldGainsOptions foldGains;
   foldGains.cloneSharedWeights = options.cloneSharedWeights;
+  foldGains.partial = options.partial;
   foldGains.prepareFunction = options.prepareFunction;
   foldGains.foldPlan = options.foldPlan;
   foldGains.foldAttentionScaleOpt = options.foldAttentionScale;

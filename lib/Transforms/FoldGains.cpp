@@ -4,8 +4,10 @@
 // mean-centering) moves into the weights of the projections that read it,
 // (x / rms(x)) (diag(g) W) instead of ((x / rms(x)) diag(g)) W, and the
 // norm becomes weightless. Folded into all of its projections or none: a norm
-// with one reader it cannot fold keeps its gain, with a remark saying
-// which and why.
+// with one projection it cannot fold keeps its gain, with a remark saying
+// which and why. A user that is not a projection of the norm at all (a
+// post-norm block's residual add) keeps the gained norm (`partial`): the
+// projections read a weightless copy beside it.
 //
 // Where the gain goes depends on where each weight lives, found by the
 // shared projection analysis (matchProjection, traceWeight):
@@ -86,12 +88,12 @@ struct NormTraits {
   }
   static bool isOnePlus(LayerNormOp) { return false; }
   static Operation *createWeightless(RewriterBase &r, RMSNormOp op) {
-    return r.replaceOpWithNewOp<RMSNormOp>(op, op.getInput(), Value(),
-                                           op.getEpsilon().convertToDouble());
+    return RMSNormOp::create(r, op.getLoc(), op.getInput(), Value(),
+                             op.getEpsilon().convertToDouble());
   }
   static Operation *createWeightless(RewriterBase &r, LayerNormOp op) {
-    return r.replaceOpWithNewOp<LayerNormOp>(
-        op, op.getInput(), Value(), Value(), op.getEpsilon().convertToDouble());
+    return LayerNormOp::create(r, op.getLoc(), op.getInput(), Value(), Value(),
+                               op.getEpsilon().convertToDouble());
   }
 };
 
@@ -137,6 +139,15 @@ struct NormFold {
   SmallVector<RequantTarget, 1> requantTargets;
   SmallVector<ArgFold> argFolds;
   unsigned numKFactors = 0;
+  /// Users that are not projections of the norm (`partial`): they keep the
+  /// gained norm; and why each is not a projection, for the remark.
+  SmallVector<OpOperand *> keptUses;
+  SmallVector<std::string> keptWhy;
+
+  bool foldsSomething() const {
+    return !targets.empty() || !checkpointTargets.empty() ||
+           !requantTargets.empty() || !argFolds.empty();
+  }
 
   /// What computeFolded made, one per target.
   SmallVector<ElementsAttr> folded;
@@ -161,14 +172,15 @@ struct NormFold {
 /// replace anything.
 template <typename NormOp> struct FoldGainsPattern : OpRewritePattern<NormOp> {
   FoldGainsPattern(MLIRContext *ctx, PassReporter &reporter, bool cloneShared,
-                   std::optional<double> requantizeTolerance,
+                   bool partial, std::optional<double> requantizeTolerance,
                    bool foldAttentionScale, SmallVector<ArgFold> *argFolds,
                    CheckpointRecorder *checkpoint,
                    llvm::SetVector<Operation *> &replacedGlobals,
                    llvm::DenseSet<Operation *> &refusedForArguments,
                    llvm::DenseSet<Operation *> &refusedForCheckpoint)
       : OpRewritePattern<NormOp>(ctx), reporter(reporter),
-        cloneShared(cloneShared), requantizeTolerance(requantizeTolerance),
+        cloneShared(cloneShared), partial(partial),
+        requantizeTolerance(requantizeTolerance),
         foldAttentionScale(foldAttentionScale), argFolds(argFolds),
         checkpoint(checkpoint), replacedGlobals(replacedGlobals),
         refusedForArguments(refusedForArguments),
@@ -236,6 +248,12 @@ template <typename NormOp> struct FoldGainsPattern : OpRewritePattern<NormOp> {
     for (OpOperand *use : getUsesThroughRowRegrouping(norm.getResult()))
       if (failed(planUse(norm, use, f, why)))
         return failure();
+    // Users that are not projections alone: nothing to fold, and they say
+    // why, as the first of them would without `partial`.
+    if (!f.keptUses.empty() && !f.foldsSomething()) {
+      why = llvm::join(f.keptWhy, "; ");
+      return failure();
+    }
     for (ArgFold &a : f.argFolds)
       a.center = f.center;
     if (f.centerOnly && !f.center) {
@@ -372,6 +390,15 @@ template <typename NormOp> struct FoldGainsPattern : OpRewritePattern<NormOp> {
                   formatLoc(user->getLoc()) + ": " + why);
     };
     FailureOr<Projection> projection = matchProjection(*use, &why);
+    if (failed(projection) && partial && use->get() == norm.getResult()) {
+      // Not a projection of the norm: it reads the gained norm, which stays
+      // for it (through a reshape the projections may share, it could not).
+      f.keptUses.push_back(use);
+      f.keptWhy.push_back("user '" + user->getName().getStringRef().str() +
+                          "' at " + formatLoc(user->getLoc()) + ": " + why);
+      why.clear();
+      return success();
+    }
     if (failed(projection))
       return userRefusal();
     if (f.biasValue && !projection->rowPreserving) {
@@ -633,24 +660,42 @@ template <typename NormOp> struct FoldGainsPattern : OpRewritePattern<NormOp> {
       if (t.logit)
         bypassLogitScale(rewriter, *t.logit, f.checkpointLogitBiases[i]);
     }
+    llvm::SmallPtrSet<OpOperand *, 2> kept(f.keptUses.begin(),
+                                           f.keptUses.end());
     // Every projection's weight is now centered for a LayerNorm.
     if (f.center)
       for (OpOperand *use : getUsesThroughRowRegrouping(norm.getResult()))
-        rewriter.modifyOpInPlace(use->getOwner(), [&] {
-          use->getOwner()->setAttr(kCenteredWeightsAttr,
-                                   rewriter.getUnitAttr());
-        });
+        if (!kept.contains(use))
+          rewriter.modifyOpInPlace(use->getOwner(), [&] {
+            use->getOwner()->setAttr(kCenteredWeightsAttr,
+                                     rewriter.getUnitAttr());
+          });
     if (argFolds)
       argFolds->append(f.argFolds.begin(), f.argFolds.end());
+    // The projections read the weightless norm; users that are not
+    // projections keep the gained one.
     rewriter.setInsertionPoint(norm);
     Operation *weightless = NormTraits::createWeightless(rewriter, norm);
+    if (kept.empty()) {
+      rewriter.replaceOp(norm, weightless->getResults());
+    } else {
+      rewriter.replaceUsesWithIf(
+          norm.getResult(), weightless->getResult(0),
+          [&](OpOperand &use) { return !kept.contains(&use); });
+      reporter.silence(norm);
+    }
+    std::string keptRemark = f.keptWhy.empty()
+                                 ? ""
+                                 : "; kept the gained norm for the others; " +
+                                       llvm::join(f.keptWhy, "; ");
     if (f.sumsOnly) {
       reporter.applied(weightless,
                        "recorded the column sums of " +
                            Twine(f.checkpointTargets.size()) +
                            " projection weight(s) in the checkpoint, through "
                            "the fold plan, for defer-scale (f16/bf16 weights "
-                           "cannot carry the mean-centering)");
+                           "cannot carry the mean-centering)" +
+                           keptRemark);
       return;
     }
     if (!f.requantTargets.empty()) {
@@ -659,7 +704,7 @@ template <typename NormOp> struct FoldGainsPattern : OpRewritePattern<NormOp> {
                           Twine(f.targets.size() + f.requantTargets.size()) +
                           " projection weight(s), requantizing " +
                           Twine(f.requantTargets.size()) + " int8 one(s)" +
-                          f.requantErrors);
+                          f.requantErrors + keptRemark);
       return;
     }
     reporter.applied(
@@ -693,11 +738,15 @@ template <typename NormOp> struct FoldGainsPattern : OpRewritePattern<NormOp> {
             (f.checkpointTargets.empty()
                  ? ""
                  : " (" + Twine(f.checkpointTargets.size()) +
-                       " in the checkpoint, through the fold plan)"));
+                       " in the checkpoint, through the fold plan)") +
+            keptRemark);
   }
 
   PassReporter &reporter;
   bool cloneShared;
+  /// Users that are not projections keep the gained norm (else the norm is
+  /// not folded).
+  bool partial;
   /// Set with allow-requantize: the largest RMS change (relative) allowed.
   std::optional<double> requantizeTolerance;
   bool foldAttentionScale;
@@ -758,7 +807,7 @@ struct FoldGainsPass : flashnorm::impl::FoldGainsBase<FoldGainsPass> {
         RewritePatternSet patterns(&getContext());
         patterns
             .add<FoldGainsPattern<RMSNormOp>, FoldGainsPattern<LayerNormOp>>(
-                &getContext(), reporter, cloneSharedWeights,
+                &getContext(), reporter, cloneSharedWeights, partial,
                 allowRequantize ? std::optional<double>(requantizeTolerance)
                                 : std::nullopt,
                 foldAttentionScaleOpt,

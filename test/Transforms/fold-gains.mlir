@@ -232,11 +232,16 @@ func.func @weight_is_argument(%x: tensor<4x2xf32>, %w: tensor<2x3xf32>) -> tenso
 // -----
 
 // One foldable projection and one non-projection user (a residual add):
-// nothing is folded, not even the projection's weight.
+// the projection's weight takes the gain and reads a weightless copy of the
+// norm, the add keeps the gained norm (more in fold-gains-partial.mlir).
 // CHECK-LABEL: func.func @non_projection_user
-// CHECK-DAG: arith.constant dense<{{\[}}[1.000000e+00, 2.000000e+00, 3.000000e+00], [-2.000000e+00, -3.000000e+00, -4.000000e+00]]>
-// CHECK-DAG: flashnorm.rms_norm %{{.*}} gain(
-// REMARK: Function=non_projection_user | Remark="not folded: user 'arith.addf' at {{.*}}: it is not a projection (matmul-like op)"
+// CHECK-SAME: (%[[X:.*]]: tensor<4x2xf32>)
+// CHECK-DAG: %[[BARE:.*]] = flashnorm.rms_norm %[[X]] eps(1.000000e-05) : tensor<4x2xf32>
+// CHECK-DAG: %[[GAINED:.*]] = flashnorm.rms_norm %[[X]] gain(
+// CHECK-DAG: %[[W:.*]] = arith.constant dense<{{\[}}[2.000000e+00, 4.000000e+00, 6.000000e+00], [-1.000000e+00, -1.500000e+00, -2.000000e+00]]>
+// CHECK: linalg.matmul ins(%[[BARE]], %[[W]] :
+// CHECK: arith.addf %[[GAINED]], %[[X]]
+// REMARK: Function=non_projection_user | Remark="folded the gain into 1 projection weight(s); kept the gained norm for the others; user 'arith.addf' at {{.*}}: it is not a projection (matmul-like op)"
 func.func @non_projection_user(%x: tensor<4x2xf32>) -> (tensor<4x3xf32>, tensor<4x2xf32>) {
   %g = arith.constant dense<[2.0, 0.5]> : tensor<2xf32>
   %n = flashnorm.rms_norm %x gain(%g : tensor<2xf32>) eps(1.0e-05) : tensor<4x2xf32>

@@ -62,8 +62,9 @@ struct FlashNormPipelineOptions
       llvm::cl::init(0.01)};
   PassOptions::Option<bool> partial{
       *this, "partial",
-      llvm::cl::desc("flashnorm-defer-scale: defer projections of norms that "
-                     "have other users too"),
+      llvm::cl::desc("flashnorm-fold-gains and flashnorm-defer-scale: fold "
+                     "and defer the projections of norms that have other "
+                     "users too (those keep the norm)"),
       llvm::cl::init(true)};
   PassOptions::Option<bool> moveScales{
       *this, "move-scales",

@@ -63,9 +63,13 @@ def FoldGains : Pass<"flashnorm-fold-gains", "ModuleOp"> {
     the LM head); weights are `arith.constant`, `tosa.const` or immutable
     `ml_program` globals, possibly through `linalg.transpose`,
     `tosa.transpose` or `linalg.broadcast`, or the per-input-channel factor
-    of an int8 dequantization. If any user of a norm is not such a
-    projection, nothing is folded for that norm and a remark names that
-    user.
+    of an int8 dequantization. If a projection's weight cannot take the
+    fold, nothing is folded for that norm and a remark names that user. A
+    user that is not a projection of the norm at all (the residual add of a
+    post-norm block, as in BERT) keeps the gained norm: the projections
+    read a weightless copy of it instead, and the norm stays for that user
+    (`partial`, on by default; with `partial=false` such a norm is not
+    folded). Such a user must read the norm itself, not through a reshape.
 
     Weights as function arguments (`prepare-function=true`): for a function
     `@f` whose projection weights are arguments (and whose gains are
@@ -129,6 +133,10 @@ def FoldGains : Pass<"flashnorm-fold-gains", "ModuleOp"> {
            "Clone a weight that has users besides the projection (e.g. a "
            "tied embedding) and fold the clone; when false, such a norm is "
            "left unfolded so no weight memory is duplicated">,
+    Option<"partial", "partial", "bool", /*default=*/"true",
+           "Fold the gain of a norm that also has users that are not "
+           "projections (those keep the gained norm); when false such norms "
+           "are left alone">,
     Option<"prepareFunction", "prepare-function", "bool", /*default=*/"false",
            "Fold gains into weights that are function arguments through a "
            "companion @<fn>_flashnorm_prepare function">,
