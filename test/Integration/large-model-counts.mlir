@@ -19,6 +19,11 @@
 // RUN: flashnorm-gen --family=olmo --flavor=linalg --layers=32 --hidden=32 --heads=2 -o %t.olmo.mlir
 // RUN: flashnorm-opt %t.olmo.mlir --flashnorm --remarks-filter=flashnorm --remark-format=emitRemark -o /dev/null 2> %t.olmo.remarks
 // RUN: %python %S/../check-counts.py %t.olmo.mlir %t.olmo.remarks | FileCheck %s --check-prefix=OLMO
+// BERT (24 layers, as BERT-large): every post-LayerNorm but the last feeds
+// projections and its residual; those fold for the projections and defer.
+// RUN: flashnorm-gen --family=bert --flavor=tosa --layers=24 --hidden=32 --heads=2 -o %t.bert.mlir
+// RUN: flashnorm-opt %t.bert.mlir --flashnorm --remarks-filter=flashnorm --remark-format=emitRemark -o /dev/null 2> %t.bert.remarks
+// RUN: %python %S/../check-counts.py %t.bert.mlir %t.bert.remarks | FileCheck %s --check-prefix=BERT
 // RUN: flashnorm-gen --family=llama --flavor=tosa --weights=args --layers=32 --hidden=32 --heads=2 -o %t.args.mlir
 // RUN: flashnorm-opt %t.args.mlir --flashnorm --remarks-filter=flashnorm --remark-format=emitRemark -o /dev/null 2> %t.args.remarks
 // RUN: %python %S/../check-counts.py %t.args.mlir %t.args.remarks | FileCheck %s --check-prefix=ARGS
@@ -45,5 +50,7 @@
 // GPT2-NEXT: COUNTS OK
 // ARGS: norms=65 raised=65 foldable=64 folded=0 deferred=64 deferred_unfolded=64 ffn_moved=32 query_merged=0
 // ARGS-NEXT: COUNTS OK
+// BERT: norms=49 raised=49 foldable=48 folded=48 deferred=48 deferred_unfolded=0 ffn_moved=0 query_merged=0
+// BERT-NEXT: COUNTS OK
 // OLMO: norms=65 raised=65 foldable=0 folded=0 deferred=64 deferred_unfolded=0 ffn_moved=32 query_merged=32
 // OLMO-NEXT: COUNTS OK

@@ -44,6 +44,16 @@
 // RUN: %check-model %t.olmo-linalg-args 1e-4 1e-4 -- --family=olmo --flavor=linalg --weights=args --layers=2 | FileCheck %s --check-prefix=OLMO-ARGS
 // RUN: %check-model %t.olmo-tosa-bf16 3e-2 3e-2 -- --family=olmo --flavor=tosa --dtype=bf16 --layers=2 | FileCheck %s --check-prefix=OLMO
 // RUN: %check-model %t.olmo-torch 1e-4 1e-4 -- --family=olmo --style=torch-mlir --layers=2 | FileCheck %s --check-prefix=OLMO
+// BERT's post-LayerNorms: each norm's result is both the next projections'
+// input and the next residual. The projections read a weightless copy,
+// folded and deferred; the residual keeps the gained norm (the last layer's
+// norm feeds no projection). With argument weights the biases stay (the
+// prepare function folds no LayerNorm bias), as for GPT-2.
+// RUN: %check-model %t.bert-linalg-resource 1e-4 1e-4 -- --family=bert --flavor=linalg --weights=resource --layers=2 | FileCheck %s --check-prefix=BERT
+// RUN: %check-model %t.bert-tosa-resource 1e-4 1e-4 -- --family=bert --flavor=tosa --weights=resource --layers=2 | FileCheck %s --check-prefix=BERT
+// RUN: %check-model %t.bert-tosa-args 1e-4 1e-4 -- --family=bert --flavor=tosa --weights=args --layers=2 | FileCheck %s --check-prefix=GPT2-ARGS
+// RUN: %check-model %t.bert-linalg-bf16 3e-2 3e-2 -- --family=bert --flavor=linalg --dtype=bf16 --layers=2 | FileCheck %s --check-prefix=BERT
+// RUN: %check-model %t.bert-torch 1e-4 1e-4 -- --family=bert --style=torch-mlir --layers=2 | FileCheck %s --check-prefix=BERT
 // The same families as torch-mlir's linalg lowering writes them (batch-1
 // literal-0 maps, gather and yield-only broadcasts, f64 variances and
 // epsilons, nn.Linear weights transposed by yield-only generics), and a
@@ -82,6 +92,10 @@
 // GPT2-ARGS-NEXT: raised=5 folded=0 deferred=0
 // GPT2-ARGS-NEXT: MATCH
 // GPT2-ARGS-NEXT: MATCH
+// BERT: rms_norms=0 layer_norms=5 gains=5
+// BERT-NEXT: raised=5 folded=4 deferred=4
+// BERT-NEXT: MATCH
+// BERT-NEXT: MATCH
 // OLMO: rms_norms=0 layer_norms=5 gains=0
 // OLMO-NEXT: raised=5 folded=0 deferred=4
 // OLMO-NEXT: MATCH

@@ -93,12 +93,28 @@ func.func @unfoldable_projection(%x: tensor<4x2xf32>, %v: tensor<2x3xf32>) -> (t
 // -----
 
 // A user that reads the norm through a reshape the projection reads too
-// cannot keep the gained norm (the projection's reshape would need a copy):
-// refused, naming it.
+// (torch-mlir's view before both): the projection reads a copy of the
+// reshape on the weightless norm, the user the original.
 // CHECK-LABEL: func.func @through_reshape
-// CHECK: %[[N:.*]] = flashnorm.rms_norm %{{.*}} gain(
-// CHECK-NOT: flashnorm.rms_norm
-// REMARK: Function=through_reshape | Remark="not folded: user 'math.exp' at {{.*}}: it is not a projection (matmul-like op)"
+// CHECK-SAME: (%[[X:.*]]: tensor<1x4x2xf32>)
+// CHECK-DAG: %[[BARE:.*]] = flashnorm.rms_norm %[[X]] eps(1.000000e-05) : tensor<1x4x2xf32>
+// CHECK-DAG: %[[GAINED:.*]] = flashnorm.rms_norm %[[X]] gain(
+// CHECK-DAG: %[[FLAT:.*]] = tensor.collapse_shape %[[GAINED]] {{\[}}[0, 1], [2]]
+// CHECK-DAG: %[[BAREFLAT:.*]] = tensor.collapse_shape %[[BARE]] {{\[}}[0, 1], [2]]
+// CHECK: linalg.matmul ins(%[[BAREFLAT]], %{{.*}} :
+// CHECK: math.exp %[[FLAT]]
+// REMARK: Function=through_reshape | Remark="folded the gain into 1 projection weight(s); kept the gained norm for the others; user 'math.exp' at {{.*}}: it is not a projection (matmul-like op)"
+// A reshape only projections read moves to the weightless norm whole (no
+// copy is left behind).
+// CHECK-LABEL: func.func @projection_reshape
+// CHECK-SAME: (%[[X:.*]]: tensor<1x4x2xf32>)
+// CHECK-DAG: %[[BARE:.*]] = flashnorm.rms_norm %[[X]] eps(1.000000e-05) : tensor<1x4x2xf32>
+// CHECK-DAG: %[[GAINED:.*]] = flashnorm.rms_norm %[[X]] gain(
+// CHECK-NOT: tensor.collapse_shape %[[GAINED]]
+// CHECK: %[[BAREFLAT:.*]] = tensor.collapse_shape %[[BARE]]
+// CHECK-NOT: tensor.collapse_shape
+// CHECK: linalg.matmul ins(%[[BAREFLAT]], %{{.*}} :
+// CHECK: math.exp %[[GAINED]]
 func.func @through_reshape(%x: tensor<1x4x2xf32>) -> (tensor<4x3xf32>, tensor<4x2xf32>) {
   %g = arith.constant dense<[2.0, 0.5]> : tensor<2xf32>
   %n = flashnorm.rms_norm %x gain(%g : tensor<2xf32>) eps(1.0e-05) : tensor<1x4x2xf32>
@@ -110,4 +126,17 @@ func.func @through_reshape(%x: tensor<1x4x2xf32>) -> (tensor<4x3xf32>, tensor<4x
   %y = linalg.matmul ins(%flat, %w : tensor<4x2xf32>, tensor<2x3xf32>) outs(%z : tensor<4x3xf32>) -> tensor<4x3xf32>
   %a = math.exp %flat : tensor<4x2xf32>
   return %y, %a : tensor<4x3xf32>, tensor<4x2xf32>
+}
+
+func.func @projection_reshape(%x: tensor<1x4x2xf32>) -> (tensor<4x3xf32>, tensor<1x4x2xf32>) {
+  %g = arith.constant dense<[2.0, 0.5]> : tensor<2xf32>
+  %n = flashnorm.rms_norm %x gain(%g : tensor<2xf32>) eps(1.0e-05) : tensor<1x4x2xf32>
+  %flat = tensor.collapse_shape %n [[0, 1], [2]] : tensor<1x4x2xf32> into tensor<4x2xf32>
+  %w = arith.constant dense<[[1.0, 2.0, 3.0], [-2.0, -3.0, -4.0]]> : tensor<2x3xf32>
+  %c0 = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<4x3xf32>
+  %z = linalg.fill ins(%c0 : f32) outs(%e : tensor<4x3xf32>) -> tensor<4x3xf32>
+  %y = linalg.matmul ins(%flat, %w : tensor<4x2xf32>, tensor<2x3xf32>) outs(%z : tensor<4x3xf32>) -> tensor<4x3xf32>
+  %a = math.exp %n : tensor<1x4x2xf32>
+  return %y, %a : tensor<4x3xf32>, tensor<1x4x2xf32>
 }

@@ -44,7 +44,7 @@ constexpr double kPi = 3.14159265358979323846;
 // Options
 //===----------------------------------------------------------------------===//
 
-enum class Family { Llama, Qwen2, Gemma, Gpt2, Olmo };
+enum class Family { Llama, Qwen2, Gemma, Gpt2, Olmo, Bert };
 enum class Flavor { Linalg, Tosa };
 enum class Style { Mixed, TorchMlir };
 enum class WeightMode { Resource, Args, Checkpoint };
@@ -63,7 +63,11 @@ cl::opt<Family> familyOpt(
                clEnumValN(Family::Gpt2, "gpt2", "LayerNorm, GELU MLP"),
                clEnumValN(Family::Olmo, "olmo",
                           "LayerNorm without gain or bias (OLMo's "
-                          "non-parametric one), SwiGLU")),
+                          "non-parametric one), SwiGLU"),
+               clEnumValN(Family::Bert, "bert",
+                          "post-LayerNorm (each norm after its residual "
+                          "add, its result both the next projections' "
+                          "input and the next residual), GELU MLP")),
     cl::cat(genCategory));
 cl::opt<Flavor> flavorOpt("flavor",
                           cl::desc("Dialects the model is written in"),
@@ -229,6 +233,8 @@ const char *familyName(Family f) {
     return "gpt2";
   case Family::Olmo:
     return "olmo";
+  case Family::Bert:
+    return "bert";
   }
   return "?";
 }
@@ -246,6 +252,8 @@ const char *familyTitle(Family f) {
     return "GPT-2";
   case Family::Olmo:
     return "OLMo";
+  case Family::Bert:
+    return "BERT";
   }
   return "?";
 }
@@ -1777,6 +1785,14 @@ public:
   }
 
   Val forward(Val x) {
+    if (cfg.family == Family::Bert) {
+      // Post-norm: the embeddings' LayerNorm opens the stack, each layer's
+      // last one closes it (and feeds no projection after the last layer).
+      x = e.norm(x, feedingProjections(lnSpec("embeddings.LayerNorm")));
+      for (int64_t i = 0; i < cfg.layers; ++i)
+        x = bertLayer(i, x, i + 1 == cfg.layers);
+      return x;
+    }
     for (int64_t i = 0; i < cfg.layers; ++i) {
       x = cfg.family == Family::Gpt2 ? gpt2Layer(i, x) : rmsLayer(i, x);
     }
@@ -1887,6 +1903,31 @@ private:
     Val act = e.activation(Act::GeluTanh, fc, nullptr);
     Val proj = e.projection(act, p + "mlp.c_proj", cfg.hidden, true);
     return e.add(h, proj);
+  }
+
+  /// BERT: post-LayerNorm attention and GELU MLP, biases everywhere. Each
+  /// norm follows its residual add, and its result is both the next
+  /// projections' input and the next residual (fold-gains folds it for the
+  /// projections, the residual keeps the gained norm). The attention is the
+  /// generator's causal one: flashnorm reads the norms, not the mask.
+  Val bertLayer(int64_t i, const Val &x, bool last) {
+    std::string p = cat("encoder.layer.", i, ".");
+    e.comment(cat("layer ", i));
+    Val q = e.projection(x, p + "attention.self.query", cfg.hidden, true);
+    Val k = e.projection(x, p + "attention.self.key", cfg.hidden, true);
+    Val v = e.projection(x, p + "attention.self.value", cfg.hidden, true);
+    k = cached(i, 0, k);
+    v = cached(i, 1, v);
+    Val a = e.attention(q, k, v, nullptr, nullptr);
+    Val o = e.projection(a, p + "attention.output.dense", cfg.hidden, true);
+    Val h =
+        e.norm(e.add(x, o),
+               feedingProjections(lnSpec(p + "attention.output.LayerNorm")));
+    Val fc = e.projection(h, p + "intermediate.dense", cfg.mlp, true);
+    Val act = e.activation(Act::GeluTanh, fc, nullptr);
+    Val out = e.projection(act, p + "output.dense", cfg.hidden, true);
+    NormSpec closing = lnSpec(p + "output.LayerNorm");
+    return e.norm(e.add(h, out), last ? closing : feedingProjections(closing));
   }
 
   const Config &cfg;
@@ -2451,7 +2492,7 @@ int main(int argc, char **argv) {
     return fail("--style=torch-mlir writes the linalg flavor in f32");
   if (cfg.quant != Quant::None &&
       (cfg.tosa() || cfg.family == Family::Gpt2 || cfg.family == Family::Olmo ||
-       cfg.weights == WeightMode::Checkpoint))
+       cfg.family == Family::Bert || cfg.weights == WeightMode::Checkpoint))
     return fail("--quant writes the linalg flavor of llama, qwen2 and gemma "
                 "with resource or argument weights");
   if (cfg.kscale && cfg.quant != Quant::Int8)

@@ -69,7 +69,8 @@ def FoldGains : Pass<"flashnorm-fold-gains", "ModuleOp"> {
     post-norm block, as in BERT) keeps the gained norm: the projections
     read a weightless copy of it instead, and the norm stays for that user
     (`partial`, on by default; with `partial=false` such a norm is not
-    folded). Such a user must read the norm itself, not through a reshape.
+    folded). A reshape or row slice that both read is copied onto the
+    weightless norm for the projections (views: nothing is computed twice).
 
     Weights as function arguments (`prepare-function=true`): for a function
     `@f` whose projection weights are arguments (and whose gains are
