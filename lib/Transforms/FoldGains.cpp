@@ -679,8 +679,8 @@ template <typename NormOp> struct FoldGainsPattern : OpRewritePattern<NormOp> {
     if (kept.empty()) {
       rewriter.replaceOp(norm, weightless->getResults());
     } else {
-      readWeightless(rewriter, norm.getResult(), weightless->getResult(0),
-                     kept);
+      redirectUsesThroughRowRegrouping(rewriter, norm.getResult(),
+                                       weightless->getResult(0), kept);
       reporter.silence(norm);
     }
     std::string keptRemark = f.keptWhy.empty()
@@ -739,41 +739,6 @@ template <typename NormOp> struct FoldGainsPattern : OpRewritePattern<NormOp> {
                  : " (" + Twine(f.checkpointTargets.size()) +
                        " in the checkpoint, through the fold plan)") +
             keptRemark);
-  }
-
-  /// Points every use of `norm` (through row regroupings) but `kept` at
-  /// `weightless`: the reshapes and row slices on the way are copied onto
-  /// it (views: nothing is computed twice), and those left without users
-  /// erased.
-  static void readWeightless(RewriterBase &rewriter, Value norm,
-                             Value weightless,
-                             const llvm::SmallPtrSetImpl<OpOperand *> &kept) {
-    OpBuilder::InsertionGuard guard(rewriter);
-    DenseMap<Value, Value> copies{{norm, weightless}};
-    SmallVector<Operation *> copied;
-    std::function<Value(Value)> copyOf = [&](Value view) -> Value {
-      if (Value copy = copies.lookup(view))
-        return copy;
-      Operation *regrouping = view.getDefiningOp();
-      Value source = copyOf(regrouping->getOperand(0));
-      rewriter.setInsertionPointAfter(regrouping);
-      IRMapping mapping;
-      mapping.map(regrouping->getOperand(0), source);
-      Value copy = rewriter.clone(*regrouping, mapping)->getResult(0);
-      copies[view] = copy;
-      copied.push_back(regrouping);
-      return copy;
-    };
-    for (OpOperand *use : getUsesThroughRowRegrouping(norm)) {
-      if (kept.contains(use))
-        continue;
-      Value copy = copyOf(use->get());
-      rewriter.modifyOpInPlace(use->getOwner(), [&] { use->set(copy); });
-    }
-    // Each after the views it reads: the last copied goes first.
-    for (Operation *regrouping : llvm::reverse(copied))
-      if (regrouping->use_empty())
-        rewriter.eraseOp(regrouping);
   }
 
   PassReporter &reporter;

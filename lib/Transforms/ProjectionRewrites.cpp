@@ -7,6 +7,8 @@
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/SymbolTable.h"
 
+#include <functional>
+
 using namespace mlir;
 using namespace mlir::flashnorm;
 
@@ -75,6 +77,37 @@ void flashnorm::replaceWeight(RewriterBase &rewriter,
   rewriter.modifyOpInPlace(projection.op, [&] {
     projection.op->setOperand(projection.weightIndex, current);
   });
+}
+
+void flashnorm::redirectUsesThroughRowRegrouping(
+    RewriterBase &rewriter, Value from, Value to,
+    const llvm::SmallPtrSetImpl<OpOperand *> &keep) {
+  OpBuilder::InsertionGuard guard(rewriter);
+  DenseMap<Value, Value> copies{{from, to}};
+  SmallVector<Operation *> copied;
+  std::function<Value(Value)> copyOf = [&](Value view) -> Value {
+    if (Value copy = copies.lookup(view))
+      return copy;
+    Operation *regrouping = view.getDefiningOp();
+    Value source = copyOf(regrouping->getOperand(0));
+    rewriter.setInsertionPointAfter(regrouping);
+    IRMapping mapping;
+    mapping.map(regrouping->getOperand(0), source);
+    Value copy = rewriter.clone(*regrouping, mapping)->getResult(0);
+    copies[view] = copy;
+    copied.push_back(regrouping);
+    return copy;
+  };
+  for (OpOperand *use : getUsesThroughRowRegrouping(from)) {
+    if (keep.contains(use))
+      continue;
+    Value copy = copyOf(use->get());
+    rewriter.modifyOpInPlace(use->getOwner(), [&] { use->set(copy); });
+  }
+  // A view copied later may read one copied before it: the later first.
+  for (Operation *regrouping : llvm::reverse(copied))
+    if (regrouping->use_empty())
+      rewriter.eraseOp(regrouping);
 }
 
 void flashnorm::addOutputBias(RewriterBase &rewriter, Operation *projection,

@@ -4,7 +4,8 @@
 // projection the shared analysis (Projection.h) has described: a new weight
 // put in place of the old through its layout chain (never changing what
 // other users read), a folded bias added, the projection rebuilt on another
-// activation. Only accepted plans call them.
+// activation, a norm's projections pointed at another norm through their
+// reshapes. Only accepted plans call them.
 //
 //===----------------------------------------------------------------------===//
 #ifndef FLASHNORM_TRANSFORMS_PROJECTIONREWRITES_H
@@ -13,6 +14,7 @@
 #include "flashnorm/Analysis/LogitScale.h"
 #include "flashnorm/Analysis/Projection.h"
 #include "mlir/IR/PatternMatch.h"
+#include "llvm/ADT/SmallPtrSet.h"
 
 namespace mlir::flashnorm {
 
@@ -33,6 +35,14 @@ void replaceWeight(RewriterBase &rewriter, const Projection &projection,
 ml_program::GlobalLoadConstOp
 createGlobalBeside(RewriterBase &rewriter, const WeightSource &source,
                    StringRef suffix, RankedTensorType type, Attribute value);
+
+/// Points every use of `from` that getUsesThroughRowRegrouping lists, but
+/// those in `keep`, at `to` (of the same type): the reshapes and row slices
+/// on the way are copied onto `to` (views: nothing is computed twice), and
+/// those left without users are erased.
+void redirectUsesThroughRowRegrouping(
+    RewriterBase &rewriter, Value from, Value to,
+    const llvm::SmallPtrSetImpl<OpOperand *> &keep);
 
 /// Adds the per-output-feature `bias` (one value per element of the last
 /// dimension) to the projection's result for all of its current users.
