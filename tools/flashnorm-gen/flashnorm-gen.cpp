@@ -1,7 +1,7 @@
 //===- flashnorm-gen.cpp - Write decoder stacks as frontend-style MLIR ----===//
 //
 // Writes the MLIR text of a small transformer decoder stack (Llama, Qwen2,
-// Gemma, GPT-2 or OLMo semantics) the way frontends hand it over:
+// Gemma, GPT-2, OLMo or BERT semantics) the way frontends hand it over:
 // normalizations spelled out as squares, reductions, rsqrt and broadcast
 // multiplies in many equivalent forms (docs/MATH.md §7), projections in both
 // weight layouts, weights as dense_resource constants, as function arguments,
