@@ -22,6 +22,7 @@
 #include "llvm/Support/CommandLine.h"
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <cmath>
 #include <cstdint>
@@ -1885,18 +1886,28 @@ private:
     return e.add(h, down);
   }
 
+  /// Layer i's attention of `x` with biased q, k, v and output projections
+  /// named `names` (in that order), keys and values through the cache:
+  /// GPT-2's and BERT's, which differ only in where their norms stand.
+  Val biasedAttention(int64_t i, const Val &x,
+                      const std::array<std::string, 4> &names) {
+    Val q = e.projection(x, names[0], cfg.hidden, true);
+    Val k = e.projection(x, names[1], cfg.hidden, true);
+    Val v = e.projection(x, names[2], cfg.hidden, true);
+    k = cached(i, 0, k);
+    v = cached(i, 1, v);
+    Val a = e.attention(q, k, v, nullptr, nullptr);
+    return e.projection(a, names[3], cfg.hidden, true);
+  }
+
   /// GPT-2: pre-LayerNorm attention and GELU MLP, biases everywhere.
   Val gpt2Layer(int64_t i, const Val &x) {
     std::string p = cat("h.", i, ".");
     e.comment(cat("layer ", i));
     Val n = e.norm(x, feedingProjections(lnSpec(p + "ln_1")));
-    Val q = e.projection(n, p + "attn.q_proj", cfg.hidden, true);
-    Val k = e.projection(n, p + "attn.k_proj", cfg.hidden, true);
-    Val v = e.projection(n, p + "attn.v_proj", cfg.hidden, true);
-    k = cached(i, 0, k);
-    v = cached(i, 1, v);
-    Val a = e.attention(q, k, v, nullptr, nullptr);
-    Val o = e.projection(a, p + "attn.c_proj", cfg.hidden, true);
+    Val o = biasedAttention(i, n,
+                            {p + "attn.q_proj", p + "attn.k_proj",
+                             p + "attn.v_proj", p + "attn.c_proj"});
     Val h = e.add(x, o);
     Val m = e.norm(h, feedingProjections(lnSpec(p + "ln_2")));
     Val fc = e.projection(m, p + "mlp.c_fc", cfg.mlp, true);
@@ -1913,13 +1924,10 @@ private:
   Val bertLayer(int64_t i, const Val &x, bool last) {
     std::string p = cat("encoder.layer.", i, ".");
     e.comment(cat("layer ", i));
-    Val q = e.projection(x, p + "attention.self.query", cfg.hidden, true);
-    Val k = e.projection(x, p + "attention.self.key", cfg.hidden, true);
-    Val v = e.projection(x, p + "attention.self.value", cfg.hidden, true);
-    k = cached(i, 0, k);
-    v = cached(i, 1, v);
-    Val a = e.attention(q, k, v, nullptr, nullptr);
-    Val o = e.projection(a, p + "attention.output.dense", cfg.hidden, true);
+    Val o = biasedAttention(
+        i, x,
+        {p + "attention.self.query", p + "attention.self.key",
+         p + "attention.self.value", p + "attention.output.dense"});
     Val h =
         e.norm(e.add(x, o),
                feedingProjections(lnSpec(p + "attention.output.LayerNorm")));
