@@ -208,9 +208,13 @@ collectGlobalEffects(Operation *fn, llvm::SmallPtrSetImpl<Operation *> &seen,
   return success(known);
 }
 
-LogicalResult
-flashnorm::forEachGlobalEffectOfCall(CallOpInterface call,
-                                     function_ref<void(Value, Kind)> fn) {
+/// Calls `fn` for what `call` does to the globals its callee, and the
+/// functions that calls, name; fails where one has no body. It reads the
+/// callees' bodies: only at module scope (HappensBefore is built by
+/// flashnorm-verify-async, a module pass; function passes ask CallEffects).
+static LogicalResult
+forEachGlobalEffectOfCall(CallOpInterface call,
+                          function_ref<void(Value, Kind)> fn) {
   llvm::SmallPtrSet<Operation *, 4> seen;
   SmallVector<std::pair<Value, Kind>> effects;
   LogicalResult known =
@@ -218,6 +222,43 @@ flashnorm::forEachGlobalEffectOfCall(CallOpInterface call,
   for (auto [global, kind] : effects)
     fn(global, kind);
   return known;
+}
+
+CallEffects::CallEffects(Operation *module) {
+  for (Region &region : module->getRegions())
+    for (Block &block : region)
+      for (Operation &fn : block) {
+        if (!isa<FunctionOpInterface>(fn))
+          continue;
+        llvm::SmallPtrSet<Operation *, 4> seen;
+        SmallVector<std::pair<Value, Kind>> effects;
+        if (failed(collectGlobalEffects(&fn, seen, effects)))
+          continue;
+        SmallVector<GlobalAccess> &accesses = known[&fn];
+        for (auto [value, kind] : effects) {
+          Value root = HappensBefore::getRoot(value);
+          auto [name, resident] = *namedGlobal(root);
+          accesses.push_back({StringAttr::get(fn.getContext(), name), resident,
+                              isWritableGlobal(root), kind});
+        }
+      }
+}
+
+FailureOr<ArrayRef<GlobalAccess>>
+CallEffects::lookup(CallOpInterface call) const {
+  auto it = known.find(call.resolveCallable());
+  if (it == known.end())
+    return failure();
+  return ArrayRef<GlobalAccess>(it->second);
+}
+
+bool flashnorm::mayAliasGlobal(Value root, const GlobalAccess &access) {
+  if (!isKnownRoot(root))
+    return true;
+  if (auto global = namedGlobal(root))
+    return global->first == access.global.getValue() &&
+           global->second == access.resident;
+  return isFunctionArgument(root) && access.writable;
 }
 
 HappensBefore::HappensBefore(Operation *function) {

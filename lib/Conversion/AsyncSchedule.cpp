@@ -109,8 +109,16 @@ struct AsyncSchedulePass
   using AsyncScheduleBase::AsyncScheduleBase;
 
   void runOnOperation() override {
-    func::FuncOp fn = getOperation();
-    if (fn.isExternal() || (deviceFunctionsOnly && !isGpuDeviceFunction(fn)))
+    // What calls do, known before any function is rewritten (a task must
+    // not run beside a call that touches its buffers).
+    CallEffects calls(getOperation());
+    for (auto fn : llvm::to_vector(getOperation().getOps<func::FuncOp>()))
+      runOnFunction(fn, calls);
+  }
+
+  void runOnFunction(func::FuncOp fn, const CallEffects &calls) {
+    if (fn.isExternal() ||
+        (deviceFunctionsOnly && !isGpuDeviceFunction(fn, calls)))
       return;
     PassReporter reporter(fn, kSchedulePass);
     llvm::MapVector<int64_t, Group> groups;
@@ -134,7 +142,7 @@ struct AsyncSchedulePass
                        [](Operation *op) { return op->getNumResults() != 0; });
       if (!group.post.empty())
         adoptDeallocations(group.stat, group.post.front());
-      schedule(group, reporter);
+      schedule(group, reporter, calls);
     }
     // The marks have done their job.
     if (keepMarks)
@@ -212,7 +220,8 @@ struct AsyncSchedulePass
   /// Whether an op after the start of `task` (in its block, not in it) and
   /// before `until` conflicts with it: one of the two writes a buffer the
   /// other uses (a call: through the globals its callees name too).
-  static bool racesWithTask(ArrayRef<Operation *> task, Operation *until) {
+  static bool racesWithTask(ArrayRef<Operation *> task, Operation *until,
+                            const CallEffects &calls) {
     SmallVector<std::pair<Value, bool>> uses; // root, written
     for (Operation *op : task)
       forEachMemoryEffect(op, [&](Value v, BufferAccess::Kind kind) {
@@ -225,30 +234,42 @@ struct AsyncSchedulePass
       if (llvm::is_contained(task, op))
         continue;
       bool conflict = false;
-      auto check = [&](Value v, BufferAccess::Kind kind) {
-        Value root = HappensBefore::getRoot(v);
+      auto check = [&](BufferAccess::Kind kind,
+                       function_ref<bool(Value)> mayAlias) {
         bool writes = kind != BufferAccess::Kind::Read;
         for (auto [taskRoot, taskWrites] : uses)
-          conflict |= (writes || taskWrites) && mayAliasRoots(root, taskRoot) &&
+          conflict |= (writes || taskWrites) && mayAlias(taskRoot) &&
                       kind != BufferAccess::Kind::Alloc;
       };
-      forEachMemoryEffect(op, check);
+      forEachMemoryEffect(op, [&](Value v, BufferAccess::Kind kind) {
+        Value root = HappensBefore::getRoot(v);
+        check(kind,
+              [&](Value taskRoot) { return mayAliasRoots(root, taskRoot); });
+      });
       // A call also touches the globals its callee names; one without a
       // body may write any memory its caller can name (an argument, a
       // global that is not constant), its own pointers to it included.
-      if (auto call = dyn_cast<CallOpInterface>(op);
-          call && failed(forEachGlobalEffectOfCall(call, check)) &&
-          llvm::any_of(uses, [&](const std::pair<Value, bool> &use) {
-            return mayBeWrittenElsewhere(use.first);
-          }))
-        return true;
+      if (auto call = dyn_cast<CallOpInterface>(op)) {
+        FailureOr<ArrayRef<GlobalAccess>> globals = calls.lookup(call);
+        if (failed(globals) &&
+            llvm::any_of(uses, [&](const std::pair<Value, bool> &use) {
+              return mayBeWrittenElsewhere(use.first);
+            }))
+          return true;
+        for (const GlobalAccess &access :
+             succeeded(globals) ? *globals : ArrayRef<GlobalAccess>())
+          check(access.kind, [&](Value taskRoot) {
+            return mayAliasGlobal(taskRoot, access);
+          });
+      }
       if (conflict)
         return true;
     }
     return false;
   }
 
-  void schedule(Group &g, PassReporter &reporter) const {
+  void schedule(Group &g, PassReporter &reporter,
+                const CallEffects &calls) const {
     Operation *anchor = g.stat.empty() ? nullptr : g.stat.front();
     if (g.stat.empty() || g.post.empty())
       return;
@@ -290,11 +311,12 @@ struct AsyncSchedulePass
     // write what it reads or touch what it writes (an in-place update of the
     // statistic's input would race with it).
     Operation *firstPost = g.post.front();
-    if (racesWithTask(g.stat, firstPost) ||
+    if (racesWithTask(g.stat, firstPost, calls) ||
         (projectionTasks && llvm::any_of(g.proj, [&](Operation *proj) {
            auto post = llvm::find_if(
                g.post, [&](Operation *p) { return pairOf(p) == pairOf(proj); });
-           return racesWithTask(proj, post == g.post.end() ? firstPost : *post);
+           return racesWithTask(proj, post == g.post.end() ? firstPost : *post,
+                                calls);
          }))) {
       reporter.refused(anchor, "kept serial: an op before the post-scale "
                                "writes a buffer the statistic or a "

@@ -47,7 +47,8 @@ using namespace mlir;
 using namespace mlir::flashnorm;
 using namespace mlir::flashnorm::kernels;
 
-std::string flashnorm::whyHostFunction(func::FuncOp fn) {
+std::string flashnorm::whyHostFunction(func::FuncOp fn,
+                                       const CallEffects &calls) {
   if (fn.isExternal())
     return "it is a declaration";
   // The mutable globals it names: a device function works on a copy of
@@ -73,12 +74,12 @@ std::string flashnorm::whyHostFunction(func::FuncOp fn) {
     // host's copy while the function's kernels use theirs; one without a
     // body may use any of them.
     Value shared;
-    LogicalResult known =
-        forEachGlobalEffectOfCall(call, [&](Value value, BufferAccess::Kind) {
-          for (Value global : mutableGlobals)
-            if (!shared && mayAliasRoots(HappensBefore::getRoot(value), global))
-              shared = global;
-        });
+    FailureOr<ArrayRef<GlobalAccess>> known = calls.lookup(call);
+    if (succeeded(known))
+      for (const GlobalAccess &access : *known)
+        for (Value global : mutableGlobals)
+          if (!shared && mayAliasGlobal(global, access))
+            shared = global;
     if (!shared && (succeeded(known) || mutableGlobals.empty()))
       return WalkResult::advance();
     if (!shared)
@@ -94,8 +95,8 @@ std::string flashnorm::whyHostFunction(func::FuncOp fn) {
   return why;
 }
 
-bool flashnorm::isGpuDeviceFunction(func::FuncOp fn) {
-  if (!whyHostFunction(fn).empty())
+bool flashnorm::isGpuDeviceFunction(func::FuncOp fn, const CallEffects &calls) {
+  if (!whyHostFunction(fn, calls).empty())
     return false;
   WalkResult gpu = fn.walk([](Operation *op) {
     return isa<gpu::LaunchOp, gpu::LaunchFuncOp>(op) ? WalkResult::interrupt()
@@ -126,24 +127,36 @@ struct GpuKernelsPass : flashnorm::impl::GpuKernelsBase<GpuKernelsPass> {
   using GpuKernelsBase::GpuKernelsBase;
 
   void runOnOperation() override {
-    func::FuncOp fn = getOperation();
+    ModuleOp module = getOperation();
     for (auto [name, value] :
          {std::pair<StringRef, int64_t>{"threads", threads},
           {"reduce-threads", reduceThreads}})
       if (value < 1 || value > 1024) {
-        fn.emitError() << kPass << ": " << name
-                       << " must be between 1 and 1024, not " << value;
+        module.emitError() << kPass << ": " << name
+                           << " must be between 1 and 1024, not " << value;
         return signalPassFailure();
       }
-    if (std::string host = whyHostFunction(fn); !host.empty()) {
+    // Which functions are device functions, judged on the module as it
+    // comes in: a caller's verdict reads its callees, which this pass
+    // rewrites.
+    CallEffects calls(module);
+    bool failedAny = false;
+    for (auto fn : llvm::to_vector(module.getOps<func::FuncOp>()))
+      failedAny |= failed(runOnFunction(fn, calls));
+    if (failedAny)
+      signalPassFailure();
+  }
+
+  LogicalResult runOnFunction(func::FuncOp fn, const CallEffects &calls) {
+    if (std::string host = whyHostFunction(fn, calls); !host.empty()) {
       // Never silently: a function with work in it says why it stays.
       if (!fn.isExternal() && !collect<linalg::LinalgOp>(fn).empty())
         PassReporter(fn, kPass).refused(fn, "@" + fn.getSymName() +
                                                 " stays on the host: " + host);
-      return;
+      return success();
     }
-    if (!isGpuDeviceFunction(fn)) // GPU code already
-      return;
+    if (!isGpuDeviceFunction(fn, calls)) // GPU code already
+      return success();
     // Every strategy plans on buffers (flashnorm-gpu-pipeline bufferizes
     // first); linalg on tensors is an input from before that.
     for (linalg::LinalgOp op : collect<linalg::LinalgOp>(fn))
@@ -152,7 +165,7 @@ struct GpuKernelsPass : flashnorm::impl::GpuKernelsBase<GpuKernelsPass> {
                         << ": linalg on tensors; kernels are built from "
                            "linalg on buffers (bufferize first, as "
                            "flashnorm-gpu-pipeline does)";
-        return signalPassFailure();
+        return failure();
       }
     PassReporter reporter(fn, kPass);
     KernelBuilder builder(fn, threads, reporter);
@@ -199,7 +212,7 @@ struct GpuKernelsPass : flashnorm::impl::GpuKernelsBase<GpuKernelsPass> {
       return kernel;
     };
     if (fused && failed(fuseNormProjections(builder, kernelOf)))
-      return signalPassFailure();
+      return failure();
     std::string why;
     // Before any kernel exists: the zero fill of each accumulator is still
     // visible. Selected before any is built: a GEMM erases the post-scale
@@ -225,7 +238,7 @@ struct GpuKernelsPass : flashnorm::impl::GpuKernelsBase<GpuKernelsPass> {
                              : "";
       FailureOr<PreScale> how = buildGemmLt(builder, *plan, preScaled);
       if (failed(how))
-        return signalPassFailure();
+        return failure();
       std::string reader;
       if (*how != PreScale::None)
         reader = ", its post-scale before it as a scale of the activation (" +
@@ -274,7 +287,7 @@ struct GpuKernelsPass : flashnorm::impl::GpuKernelsBase<GpuKernelsPass> {
       StringRef role = roleOf(op);
       if (failed(buildParallelLoops(builder, op,
                                     role.empty() ? kindOf(op) : role)))
-        return signalPassFailure();
+        return failure();
     }
     // Host code left around the kernels (loops of loads and stores) runs on
     // the device too: every buffer of a device function is there.
@@ -295,13 +308,14 @@ struct GpuKernelsPass : flashnorm::impl::GpuKernelsBase<GpuKernelsPass> {
         reporter.refused(op, "host code runs as a kernel of one thread: " +
                                  plan->serialWhy);
       if (failed(buildHostLoop(builder, *plan)))
-        return signalPassFailure();
+        return failure();
     }
     fn.walk([](Operation *op) {
       op->removeAttr(kAsyncGroupAttr);
       op->removeAttr(kAsyncRoleAttr);
       op->removeAttr(kAsyncPairAttr);
     });
+    return success();
   }
 };
 } // namespace

@@ -569,9 +569,19 @@ struct GpuStreamsPass : flashnorm::impl::GpuStreamsBase<GpuStreamsPass> {
   using GpuStreamsBase::GpuStreamsBase;
 
   void runOnOperation() override {
-    func::FuncOp fn = getOperation();
+    // Which functions are device functions, judged on the module as it
+    // comes in (a caller's verdict reads its callees, rewritten here).
+    CallEffects calls(getOperation());
+    bool failedAny = false;
+    for (auto fn : llvm::to_vector(getOperation().getOps<func::FuncOp>()))
+      failedAny |= failed(runOnFunction(fn, calls));
+    if (failedAny)
+      signalPassFailure();
+  }
+
+  LogicalResult runOnFunction(func::FuncOp fn, const CallEffects &calls) {
     if (fn.isExternal())
-      return;
+      return success();
     // Device work: kernels, or a cuBLASLt GEMM alone (a projection whose
     // only reader rounds its product).
     bool hasDeviceWork = false;
@@ -579,8 +589,8 @@ struct GpuStreamsPass : flashnorm::impl::GpuStreamsBase<GpuStreamsPass> {
       if (isa<gpu::LaunchOp, GemmLtOp>(op))
         hasDeviceWork = true;
     });
-    if (!hasDeviceWork || !whyHostFunction(fn).empty())
-      return;
+    if (!hasDeviceWork || !whyHostFunction(fn, calls).empty())
+      return success();
     // On streams already (this pass ran, or the code was written so: host
     // waits, asynchronous launches): its tokens order the work as they are.
     WalkResult streamed = fn.walk([](Operation *op) {
@@ -590,15 +600,14 @@ struct GpuStreamsPass : flashnorm::impl::GpuStreamsBase<GpuStreamsPass> {
                  : WalkResult::advance();
     });
     if (streamed.wasInterrupted())
-      return;
+      return success();
     if (!fn.getBody().hasOneBlock()) {
       fn.emitError("flashnorm-gpu-streams: device functions must be one "
                    "block");
-      return signalPassFailure();
+      return failure();
     }
     PassReporter reporter(fn, kPass);
-    if (failed(StreamBuilder(fn, hostBuffers, reporter).run()))
-      signalPassFailure();
+    return StreamBuilder(fn, hostBuffers, reporter).run();
   }
 };
 } // namespace

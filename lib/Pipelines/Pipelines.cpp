@@ -180,7 +180,7 @@ static LogicalResult buildCpuToBuffers(OpPassManager &pm,
   // takes the frees of its own buffers along).
   pm.addPass(createFreeBuffers());
   if (options.concurrent)
-    pm.addNestedPass<func::FuncOp>(createAsyncSchedule());
+    pm.addPass(createAsyncSchedule());
   return success();
 }
 
@@ -449,13 +449,13 @@ static LogicalResult buildGpuToKernels(OpPassManager &pm,
   // eager fork and join cost more host time than a one-token projection's
   // kernel).
   if (mode == DeferMode::Streams || mode == DeferMode::Auto)
-    pm.addNestedPass<func::FuncOp>(
+    pm.addPass(
         createAsyncSchedule({/*projectionTasks=*/false, /*keepMarks=*/true,
                              /*deviceFunctionsOnly=*/true}));
-  OpPassManager &fpm = pm.nest<func::FuncOp>();
-  fpm.addPass(createGpuKernels(
+  pm.addPass(createGpuKernels(
       {mode == DeferMode::Fused || mode == DeferMode::Auto, options.threads,
        options.reduceThreads, options.tensorCores, options.gemm}));
+  OpPassManager &fpm = pm.nest<func::FuncOp>();
   fpm.addPass(createCanonicalizerPass());
   fpm.addPass(createCSEPass());
   return success();
@@ -468,13 +468,13 @@ static LogicalResult buildGpuToStreams(OpPassManager &pm,
                                        raw_ostream &errors) {
   if (failed(buildGpuToKernels(pm, options, errors)))
     return failure();
-  OpPassManager &fpm = pm.nest<func::FuncOp>();
   // Tensor-core kernels: vector.contract fragments to nvgpu.mma.sync.
   if (options.tensorCores) {
+    OpPassManager &fpm = pm.nest<func::FuncOp>();
     fpm.addPass(createGpuMma());
     fpm.addPass(createCanonicalizerPass());
   }
-  fpm.addPass(createGpuStreams({options.hostBuffers}));
+  pm.addPass(createGpuStreams({options.hostBuffers}));
   return success();
 }
 

@@ -5,8 +5,8 @@
 // static size gives (at most 16 bytes), and gpu-to-llvm lowers the check to
 // mgpuFlashNormCheckAlignment. (test/Runtime/argument-alignment.mlir runs a
 // misaligned call.)
-// RUN: flashnorm-opt %s --pass-pipeline='builtin.module(func.func(flashnorm-gpu-streams{host-buffers=false}))' | FileCheck %s
-// RUN: flashnorm-opt %s --pass-pipeline='builtin.module(func.func(flashnorm-gpu-streams{host-buffers=false}))' | flashnorm-opt --flashnorm-gpu-streams-to-llvm=format=isa | FileCheck %s --check-prefix=LLVM
+// RUN: flashnorm-opt %s --pass-pipeline='builtin.module(flashnorm-gpu-streams{host-buffers=false})' | FileCheck %s
+// RUN: flashnorm-opt %s --pass-pipeline='builtin.module(flashnorm-gpu-streams{host-buffers=false})' | flashnorm-opt --flashnorm-gpu-streams-to-llvm=format=isa | FileCheck %s --check-prefix=LLVM
 // (Host buffers are copied into driver allocations, with nothing to check:
 // gpu-resident.mlir.)
 

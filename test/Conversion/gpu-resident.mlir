@@ -4,8 +4,8 @@
 // call; gpu-to-llvm lowers the resident copy to mgpuFlashNormResident on the
 // main stream. (test/Runtime/resident-weights.test counts the copies over
 // repeated calls.)
-// RUN: flashnorm-opt %s --pass-pipeline='builtin.module(func.func(flashnorm-gpu-streams))' | FileCheck %s
-// RUN: flashnorm-opt %s --pass-pipeline='builtin.module(func.func(flashnorm-gpu-streams))' | flashnorm-opt --flashnorm-gpu-streams-to-llvm=format=isa | FileCheck %s --check-prefix=LLVM
+// RUN: flashnorm-opt %s --pass-pipeline='builtin.module(flashnorm-gpu-streams)' | FileCheck %s
+// RUN: flashnorm-opt %s --pass-pipeline='builtin.module(flashnorm-gpu-streams)' | flashnorm-opt --flashnorm-gpu-streams-to-llvm=format=isa | FileCheck %s --check-prefix=LLVM
 
 memref.global "private" constant @w : memref<4xf32> = dense<[1.0, 2.0, 3.0, 4.0]>
 memref.global "private" @state : memref<4xf32> = dense<0.0>
@@ -56,7 +56,7 @@ func.func @f(%out: memref<4xf32>) {
 
 // With device buffers (host-buffers=false) the caller owns and frees what
 // it gets: a returned constant is a copy of its device copy.
-// RUN: flashnorm-opt %s --pass-pipeline='builtin.module(func.func(flashnorm-gpu-streams{host-buffers=false}))' | FileCheck %s --check-prefix=OWNED
+// RUN: flashnorm-opt %s --pass-pipeline='builtin.module(flashnorm-gpu-streams{host-buffers=false})' | FileCheck %s --check-prefix=OWNED
 // OWNED-LABEL: func.func @returns_constant(
 // OWNED: flashnorm.check_alignment %arg0, 16, "argument #0 of @returns_constant (memref<4xf32>)"
 // OWNED: %[[DEV:.*]], %{{.*}} = flashnorm.resident

@@ -1,6 +1,6 @@
 // What flashnorm-gpu-streams cannot turn into host code on streams is an
 // error at the op or argument, never a kernel reading host memory.
-// RUN: flashnorm-opt %s -split-input-file -verify-diagnostics --pass-pipeline='builtin.module(func.func(flashnorm-gpu-streams))'
+// RUN: flashnorm-opt %s -split-input-file -verify-diagnostics --pass-pipeline='builtin.module(flashnorm-gpu-streams)'
 
 // An unranked host buffer has no size to copy: its ranked cast would be
 // read in host memory by the kernel.

@@ -37,7 +37,7 @@ PASSES = [
     "--flashnorm-gpu-pipeline=defer-mode=serial format=isa gemm=cublaslt",
     "--flashnorm-gpu-pipeline=format=isa gemm=codegen",
     "--pass-pipeline=builtin.module(func.func(flashnorm-gpu-weight-layout))",
-    "--pass-pipeline=builtin.module(func.func(flashnorm-gpu-streams))",
+    "--pass-pipeline=builtin.module(flashnorm-gpu-streams)",
     "--flashnorm-verify-async", "--flashnorm-verify-streams",
     "--flashnorm-pack-prepared-weights=panel=16",
     "--pass-pipeline=builtin.module(flashnorm{prepare-function=true},flashnorm-pack-prepared-weights)",

@@ -11,6 +11,11 @@
 // completes %t's work before anything the host issues later, and a
 // synchronous op completes before the host goes on.
 //
+// Beside it, the memory effects it is built from, which the passes share:
+// an op's on buffers (forEachMemoryEffect), whether two buffers may alias,
+// and a call's on the globals its callees name (CallEffects, a summary of
+// the module, built where no other thread rewrites a function).
+//
 //===----------------------------------------------------------------------===//
 #ifndef FLASHNORM_ANALYSIS_HAPPENSBEFORE_H
 #define FLASHNORM_ANALYSIS_HAPPENSBEFORE_H
@@ -42,13 +47,49 @@ struct BufferAccess {
 void forEachMemoryEffect(Operation *root,
                          function_ref<void(Value, BufferAccess::Kind)> fn);
 
-/// Calls `fn` for what `call` does besides its effects on the buffers it
-/// passes: what its callee, and the functions that calls, do to the
-/// globals they name. Fails where a callee has no body to read (it may
-/// touch any global its symbol can reach).
-LogicalResult
-forEachGlobalEffectOfCall(CallOpInterface call,
-                          function_ref<void(Value, BufferAccess::Kind)> fn);
+/// One access of a function (or of one it calls) to a global, named by
+/// its symbol rather than by a value in the function's body, so that it
+/// stays true while the function is rewritten.
+struct GlobalAccess {
+  StringAttr global;
+  /// The global's device copy (`flashnorm.resident`), not the host one.
+  bool resident;
+  /// A host global the program may write (isWritableGlobal).
+  bool writable;
+  BufferAccess::Kind kind;
+};
+
+/// What each function of a module, and the functions it calls, does to the
+/// globals they name: what a call does besides its effects on the buffers
+/// it passes.
+///
+/// Built at module scope, before a pass rewrites any function. A pass that
+/// works function by function may not read another function's body: the
+/// pass manager runs it on several functions at once, and the callee may be
+/// under rewrite on another thread. So the passes that ask what a call does
+/// (which functions the GPU lowering takes, whether a task may run beside a
+/// call) are module passes that build this first and then rewrite one
+/// function at a time; every function is judged on the program as it came
+/// in, whatever order they are rewritten in.
+class CallEffects {
+public:
+  /// Summarizes the functions directly in `module`.
+  explicit CallEffects(Operation *module);
+
+  /// What `call`'s callee, and the functions it calls, do to the globals
+  /// they name. Fails where one of them has no body to read, or is not a
+  /// function of the module (it may touch any global its symbol can
+  /// reach).
+  FailureOr<ArrayRef<GlobalAccess>> lookup(CallOpInterface call) const;
+
+private:
+  /// Per function with a body whose callees all have one, its accesses.
+  DenseMap<Operation *, SmallVector<GlobalAccess>> known;
+};
+
+/// Whether the buffer `root` (from HappensBefore::getRoot) may be the
+/// global `access` names: as mayAliasRoots, for a global known by name.
+bool mayAliasGlobal(Value root, const GlobalAccess &access);
 
 /// Whether `op` can reach no buffer, whatever its effects: no region, and
 /// no buffer or pointer among its operands and results (a print of a host

@@ -30,6 +30,8 @@
 
 namespace mlir::flashnorm {
 
+class CallEffects;
+
 #define GEN_PASS_DECL
 #include "flashnorm/Conversion/Passes.h.inc"
 
@@ -41,12 +43,13 @@ namespace mlir::flashnorm {
 /// tensors, and use no mutable global it names (its kernels work on a
 /// device copy of those). Helpers such as a timer stay host calls in it, in
 /// order; a function that hands buffers to another is a driver and stays on
-/// the host.
-std::string whyHostFunction(func::FuncOp fn);
+/// the host. What its callees do comes from `calls`, built for the module
+/// before any of its functions is rewritten.
+std::string whyHostFunction(func::FuncOp fn, const CallEffects &calls);
 
 /// Whether flashnorm-gpu-kernels compiles `fn` for the GPU: a device
 /// function that holds no GPU code yet.
-bool isGpuDeviceFunction(func::FuncOp fn);
+bool isGpuDeviceFunction(func::FuncOp fn, const CallEffects &calls);
 
 /// Whether flashnorm-gpu-kernels under `gemm` hands contraction `op` (on
 /// tensors or buffers) to cuBLASLt: every contraction for `cublaslt`,

@@ -52,7 +52,7 @@ def AsyncMark : Pass<"flashnorm-async-mark", "func::FuncOp"> {
   ];
 }
 
-def AsyncSchedule : Pass<"flashnorm-async-schedule", "func::FuncOp"> {
+def AsyncSchedule : Pass<"flashnorm-async-schedule", "ModuleOp"> {
   let summary = "Run each deferred norm's statistic and projection concurrently";
   let description = [{
     On bufferized code marked by `flashnorm-async-mark`: the ops of each
@@ -61,6 +61,10 @@ def AsyncSchedule : Pass<"flashnorm-async-schedule", "func::FuncOp"> {
     and before every post-scale an `async.await` of the statistic's token and
     of its projection's token (the explicit join, docs/MATH.md §6). Groups
     whose ops are not all in one block are left serial (reported).
+
+    A module pass that rewrites its functions one by one: whether a task may
+    run beside a call depends on what the callee does (CallEffects), read
+    before any function is rewritten.
 
     Remarks: `--remarks-filter=flashnorm`.
   }];
@@ -169,7 +173,7 @@ def CpuCodegen : Pass<"flashnorm-cpu-codegen", "func::FuncOp"> {
   ];
 }
 
-def GpuKernels : Pass<"flashnorm-gpu-kernels", "func::FuncOp"> {
+def GpuKernels : Pass<"flashnorm-gpu-kernels", "ModuleOp"> {
   let summary = "Turn the linalg ops of a device function into GPU kernels";
   let description = [{
     In every device function (one whose calls pass no buffers or tensors:
@@ -225,7 +229,9 @@ def GpuKernels : Pass<"flashnorm-gpu-kernels", "func::FuncOp"> {
 
     Each strategy is a pure plan and a build (lib/Conversion/GpuKernels/).
     A function that hands buffers to another stays on the host, with a
-    remark.
+    remark. A module pass that rewrites its functions one by one: whether a
+    function is a device function depends on its callees (CallEffects), read
+    before any function is rewritten.
 
     Remarks (`--remarks-filter=flashnorm`) name each kernel and each
     projection that was not fused, with the reason.
@@ -376,7 +382,7 @@ def GpuWeightLayout : Pass<"flashnorm-gpu-weight-layout", "func::FuncOp"> {
   ];
 }
 
-def GpuStreams : Pass<"flashnorm-gpu-streams", "func::FuncOp"> {
+def GpuStreams : Pass<"flashnorm-gpu-streams", "ModuleOp"> {
   let summary = "Device buffers and the async token graph of a device function";
   let description = [{
     On a function whose kernels are `gpu.launch`es (flashnorm-gpu-kernels):
@@ -400,6 +406,9 @@ def GpuStreams : Pass<"flashnorm-gpu-streams", "func::FuncOp"> {
     as a driver allocation's alignment allows (up to 16 bytes, as far as
     its static size shows), so a view at an element offset aborts with a
     message that names it instead of faulting in a kernel.
+
+    A module pass, like flashnorm-gpu-kernels: it takes the same device
+    functions, judged on the module before any function is rewritten.
   }];
   let dependentDialects = [
     "::mlir::flashnorm::FlashNormDialect",
