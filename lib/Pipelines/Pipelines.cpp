@@ -270,7 +270,8 @@ static std::string gpuTail(const GpuPipelineOptions &options) {
           "convert-scf-to-cf,convert-math-to-llvm,convert-math-to-libm,"
           "gpu-to-llvm,convert-to-llvm,"
           "reconcile-unrealized-casts,gpu-module-to-binary{format=" +
-          formatName(options.format).str() + "}";
+          formatName(options.format).str() +
+          "},flashnorm-gpu-reproducible-binaries";
   if (options.verify)
     text += ",flashnorm-verify-streams";
   return text;

@@ -305,6 +305,23 @@ def GpuMma : Pass<"flashnorm-gpu-mma", "func::FuncOp"> {
   let options = [];
 }
 
+def GpuReproducibleBinaries : Pass<"flashnorm-gpu-reproducible-binaries",
+                                   "ModuleOp"> {
+  let summary = "Kernel binaries without their compile times, so that the "
+                "pipeline's output depends on its input alone";
+  let description = [{
+    `gpu-module-to-binary` records in each `#gpu.object`'s properties how
+    long the NVVM target took to compile it (`LLVMIRToISATimeInMs`,
+    `ISAToBinaryTimeInMs`): two runs on the same module differ in those
+    numbers, and in nothing else. This pass drops every property whose name
+    ends in `TimeInMs` and keeps the others (the optimization level), so
+    that the same input gives the same output, byte for byte (a build cache
+    can key on it, a test can compare two runs). flashnorm-gpu-pipeline
+    runs it right after `gpu-module-to-binary`.
+  }];
+  let dependentDialects = ["::mlir::gpu::GPUDialect"];
+}
+
 def GpuAlignWorkgroup : Pass<"flashnorm-gpu-align-workgroup", "ModuleOp"> {
   let summary = "Shared-memory buffers of outlined kernels aligned to 16 "
                 "bytes";
