@@ -199,6 +199,10 @@ cp "$kit/obj/programs/configs.json" "$kit/bench/"
   # A bf16 LayerNorm decode step: the fused kernels' epilogues subtract the
   # mean's share (bf16 weights cannot carry the centering).
   echo "check gpt2-bf16-decode -- --family=gpt2 --flavor=linalg --dtype=bf16 --layers=2 --tokens=1"
+  # The same with argument weights, folded by the prepare function on the
+  # GPU: each LayerNorm's bias through the weights and the folded weights'
+  # column sums go into arguments it appends.
+  echo "FLASHNORM_OPTIONS=prepare-function=true check gpt2-bf16-args -- --family=gpt2 --flavor=linalg --dtype=bf16 --weights=args --layers=2 --tokens=1"
   # Prefill: 64 rows take cuBLASLt (gemm=auto), the post-scales in its
   # epilogue (row-scaled, f32 and bf16 results).
   echo "check llama-prefill -- --family=llama --flavor=linalg --layers=2 --tokens=64"

@@ -223,6 +223,10 @@ struct PackPreparedWeightsPass
       return;
     SmallVector<ArgumentPlan> plans;
     for (auto [result, arg] : llvm::enumerate(folded)) {
+      // A prepared vector (a folded bias, column sums) has no panels.
+      auto type = dyn_cast<RankedTensorType>(fn.getArgument(arg).getType());
+      if (type && type.getRank() == 1)
+        continue;
       std::string why;
       FailureOr<ArgumentPlan> plan =
           planArgument(module, fn, prepare, arg, result, options, why);

@@ -15,6 +15,7 @@
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/IR/SymbolTable.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
 
 #include <functional>
 
@@ -41,17 +42,21 @@ struct Centering {
   WeightSource source;
   /// The weight, centered, to replace it; or
   ElementsAttr centered;
-  /// sum_k W[k, n] per output n, in the statistic's type: a constant, or
-  /// the extern global fold-gains planned them in (a checkpoint's weight).
+  /// sum_k W[k, n] per output n, in the statistic's type: a constant, the
+  /// extern global fold-gains planned them in (a checkpoint's weight), or
+  /// the argument the prepare function fills (an argument weight).
   ElementsAttr colsum;
   SymbolRefAttr colsumGlobal;
+  Value colsumArgument;
   RankedTensorType colsumType;
 
-  bool isShifted() const { return colsum || colsumGlobal; }
+  bool isShifted() const { return colsum || colsumGlobal || colsumArgument; }
   /// The column sums, made at `loc`.
   Value createColumnSums(OpBuilder &b, Location loc) const {
     if (colsum)
       return arith::ConstantOp::create(b, loc, cast<TypedAttr>(colsum));
+    if (colsumArgument)
+      return colsumArgument;
     return ml_program::GlobalLoadConstOp::create(b, loc, colsumType,
                                                  colsumGlobal);
   }
@@ -100,6 +105,25 @@ computeCentering(const Projection &p, FloatType statType, std::string &why) {
     }
     Centering c;
     c.colsumGlobal = ref;
+    c.colsumType = type;
+    return std::optional<Centering>(c);
+  }
+  // An argument weight's, which the prepare function sums.
+  if (auto index = p.op->getAttrOfType<IntegerAttr>(kColumnSumsArgumentAttr)) {
+    int64_t n =
+        cast<ShapedType>(p.op->getResult(0).getType()).getShape().back();
+    auto type = RankedTensorType::get({n}, statType);
+    auto fn = p.op->getParentOfType<FunctionOpInterface>();
+    int64_t i = index.getInt();
+    if (!fn || fn.isExternal() || i >= int64_t(fn.getNumArguments()) ||
+        fn.getArgument(i).getType() != type) {
+      why = "its column sums (flashnorm.column_sums_argument) are not an "
+            "argument of " +
+            printToString(type);
+      return failure();
+    }
+    Centering c;
+    c.colsumArgument = fn.getArgument(i);
     c.colsumType = type;
     return std::optional<Centering>(c);
   }
@@ -317,7 +341,8 @@ template <typename NormOp> struct DeferScalePattern : OpRewritePattern<NormOp> {
         firstStat = raw.scale.getDefiningOp();
       if (centering && centering->centered)
         replaceWeight(rewriter, p, centering->source, centering->centered);
-      for (StringRef mark : {kCenteredWeightsAttr, kColumnSumsAttr})
+      for (StringRef mark :
+           {kCenteredWeightsAttr, kColumnSumsAttr, kColumnSumsArgumentAttr})
         if (p.op->hasAttr(mark))
           rewriter.modifyOpInPlace(p.op, [&] { p.op->removeAttr(mark); });
       Type originalType = p.op->getResult(0).getType();

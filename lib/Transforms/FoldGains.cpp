@@ -126,8 +126,8 @@ struct NormFold {
   bool sumsOnly = false;
   /// The mean-centering goes into the weights (every one can carry it).
   bool center = false;
-  /// A runtime gain, folded through the prepare function.
-  std::optional<unsigned> gainArg;
+  /// A runtime gain or bias, folded through the prepare function.
+  std::optional<unsigned> gainArg, biasArg;
   SmallVector<double> gain, bias;
   /// A gain or bias whose values are in a checkpoint (fold-plan only), and
   /// the globals that hold them.
@@ -138,6 +138,9 @@ struct NormFold {
   SmallVector<FoldTarget, 3> targets, checkpointTargets;
   SmallVector<RequantTarget, 1> requantTargets;
   SmallVector<ArgFold> argFolds;
+  /// The projection of each of `argFolds`, and the shape of its weight
+  /// argument.
+  SmallVector<std::pair<Projection, ArrayRef<int64_t>>> argProjections;
   unsigned numKFactors = 0;
   /// Users that are not projections of the norm (`partial`): they keep the
   /// gained norm; and why each is not a projection, for the remark.
@@ -161,6 +164,9 @@ struct NormFold {
   std::string requantErrors;
 
   bool valuesInCheckpoint() const { return gainRef || biasRef; }
+  /// A narrow weight under a LayerNorm: defer-scale's centered post-scale
+  /// needs the column sums of every one (as folded and stored).
+  bool needsColumnSums() const { return layer && !center; }
 };
 
 /// Folds a norm's gain (and a LayerNorm's bias and mean-centering) into the
@@ -227,7 +233,8 @@ template <typename NormOp> struct FoldGainsPattern : OpRewritePattern<NormOp> {
                      [](OpOperand *use) {
                        Operation *user = use->getOwner();
                        return user->hasAttr(kCenteredWeightsAttr) ||
-                              user->hasAttr(kColumnSumsAttr);
+                              user->hasAttr(kColumnSumsAttr) ||
+                              user->hasAttr(kColumnSumsArgumentAttr);
                      }))
       return failure();
     auto fail = [&](const Twine &msg) {
@@ -254,12 +261,23 @@ template <typename NormOp> struct FoldGainsPattern : OpRewritePattern<NormOp> {
       why = llvm::join(f.keptWhy, "; ");
       return failure();
     }
-    for (ArgFold &a : f.argFolds)
+    for (auto [a, use] : llvm::zip_equal(f.argFolds, f.argProjections)) {
       a.center = f.center;
+      // A weightless LayerNorm's narrow weight stays as it is; only its
+      // column sums are prepared.
+      a.foldsWeight = !f.centerOnly || f.center;
+      if (f.needsColumnSums() &&
+          !columnSumsFollowOutputs(use.first, use.second, a.axis))
+        return fail("the column sums of weight argument #" +
+                    Twine(a.weightArg) +
+                    " (which its f16/bf16 values need in place of the "
+                    "mean-centering) are not one per output");
+    }
     if (f.centerOnly && !f.center) {
       // defer-scale subtracts the mean's share after the projections, with
       // each weight's column sums: it sums constant weights itself, only
-      // the plan can sum checkpoint ones, and nothing argument ones.
+      // the plan can sum checkpoint ones, and the prepare function argument
+      // ones.
       f.sumsOnly = true;
       f.targets.clear();
       auto followsOutputs = [](const FoldTarget &t) {
@@ -268,7 +286,7 @@ template <typename NormOp> struct FoldGainsPattern : OpRewritePattern<NormOp> {
         return columnSumsFollowOutputs(t.projection, type.getShape(),
                                        t.source.axis);
       };
-      if (!f.argFolds.empty() || f.checkpointTargets.empty() ||
+      if ((f.argFolds.empty() && f.checkpointTargets.empty()) ||
           !llvm::all_of(f.checkpointTargets, followsOutputs)) {
         why.clear(); // Nothing for this pass (defer-scale says why).
         return failure();
@@ -366,10 +384,21 @@ template <typename NormOp> struct FoldGainsPattern : OpRewritePattern<NormOp> {
     if (f.biasValue) {
       FailureOr<SmallVector<double>> b =
           readFeatureConstant(f.biasValue, "bias", why);
-      if (succeeded(b))
+      if (succeeded(b)) {
         f.bias = *b;
-      else if (failed(inCheckpoint(f.biasValue, f.biasRef, "the bias")))
+      } else if (succeeded(inCheckpoint(f.biasValue, f.biasRef, "the bias"))) {
+      } else if (refusedForCheckpoint.contains(norm)) {
         return failure();
+      } else if (!argFolds) {
+        if (getArgumentThroughReshapes(f.biasValue)) {
+          refusedForArguments.insert(norm);
+          why += " (prepare-function=true folds it through a prepare "
+                 "function)";
+        }
+        return failure();
+      } else if (!(f.biasArg = getArgumentThroughReshapes(f.biasValue))) {
+        return failure();
+      }
     }
     return success();
   }
@@ -462,8 +491,9 @@ template <typename NormOp> struct FoldGainsPattern : OpRewritePattern<NormOp> {
       // The weight is in a checkpoint: the fold goes into the plan, which
       // holds values, not a gain the function receives.
       std::string name = source->global.getSymName().str();
-      if (f.gainArg)
-        return fail("the gain is an argument but the weight of '" +
+      if (f.gainArg || f.biasArg)
+        return fail("the " + Twine(f.gainArg ? "gain" : "bias") +
+                    " is an argument but the weight of '" +
                     user->getName().getStringRef() +
                     "' is in the checkpoint (the extern global @" + name + ")");
       if (!checkpoint) {
@@ -509,9 +539,13 @@ template <typename NormOp> struct FoldGainsPattern : OpRewritePattern<NormOp> {
           : !cast<ShapedType>(arg.getType()).hasStaticShape()
               ? "weight argument #" + std::to_string(index) +
                     " has a dynamic shape"
-          : !f.bias.empty()
-              ? "a LayerNorm bias cannot be folded through argument "
-                "weights"
+          : f.biasValue &&
+                  !columnSumsFollowOutputs(
+                      *projection, cast<ShapedType>(arg.getType()).getShape(),
+                      source->axis)
+              ? "the bias cannot be folded through weight argument #" +
+                    std::to_string(index) +
+                    " (it needs one output-feature dimension)"
           : llvm::any_of(*argFolds,
                          [&](const ArgFold &a) { return a.weightArg == index; })
               ? "weight argument #" + std::to_string(index) +
@@ -524,12 +558,20 @@ template <typename NormOp> struct FoldGainsPattern : OpRewritePattern<NormOp> {
       ArgFold fold{index, source->axis, f.gainArg, {}, f.onePlus, f.layer};
       if (!f.gainArg)
         fold.gainValues = f.gain;
+      if (f.biasValue) {
+        fold.biasArg = f.biasArg;
+        if (!f.biasArg)
+          fold.biasValues = f.bias;
+      }
       f.argFolds.push_back(fold);
+      f.argProjections.push_back(
+          {*projection, cast<ShapedType>(arg.getType()).getShape()});
       return success();
     }
-    if (f.gainArg)
+    if (f.gainArg || f.biasArg)
       return fail("user '" + user->getName().getStringRef() +
-                  "' has a constant weight but the gain is an argument");
+                  "' has a constant weight but the " +
+                  Twine(f.gainArg ? "gain" : "bias") + " is an argument");
     if (!cloneShared &&
         (!source->constant->getResult(0).hasOneUse() || sharedVia()))
       return sharedRefusal();
@@ -670,8 +712,18 @@ template <typename NormOp> struct FoldGainsPattern : OpRewritePattern<NormOp> {
             use->getOwner()->setAttr(kCenteredWeightsAttr,
                                      rewriter.getUnitAttr());
           });
-    if (argFolds)
+    if (argFolds) {
+      std::optional<Type> sums;
+      if (f.needsColumnSums())
+        sums = getStatisticType(
+            getElementTypeOrSelf(norm->getOperand(0).getType()));
+      appendDerivedArguments(
+          rewriter, norm->template getParentOfType<func::FuncOp>(), f.argFolds,
+          llvm::map_to_vector(f.argProjections,
+                              [](const auto &p) { return p.first.op; }),
+          sums);
       argFolds->append(f.argFolds.begin(), f.argFolds.end());
+    }
     // The projections read the weightless norm; users that are not
     // projections keep the gained one.
     rewriter.setInsertionPoint(norm);
@@ -688,13 +740,22 @@ template <typename NormOp> struct FoldGainsPattern : OpRewritePattern<NormOp> {
                                  : "; kept the gained norm for the others; " +
                                        llvm::join(f.keptWhy, "; ");
     if (f.sumsOnly) {
-      reporter.applied(weightless,
-                       "recorded the column sums of " +
-                           Twine(f.checkpointTargets.size()) +
-                           " projection weight(s) in the checkpoint, through "
-                           "the fold plan, for defer-scale (f16/bf16 weights "
-                           "cannot carry the mean-centering)" +
-                           keptRemark);
+      std::string where;
+      if (!f.checkpointTargets.empty())
+        where = std::to_string(f.checkpointTargets.size()) +
+                " in the checkpoint, through the fold plan";
+      if (!f.argFolds.empty())
+        where += (where.empty() ? "" : "; ") +
+                 std::to_string(f.argFolds.size()) +
+                 " argument(s), through the prepare function";
+      reporter.applied(
+          weightless,
+          "recorded the column sums of " +
+              Twine(f.checkpointTargets.size() + f.argFolds.size()) +
+              " projection weight(s) (" + where +
+              ") for defer-scale (f16/bf16 weights cannot carry "
+              "the mean-centering)" +
+              keptRemark);
       return;
     }
     if (!f.requantTargets.empty()) {

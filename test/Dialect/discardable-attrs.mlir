@@ -13,13 +13,23 @@
 // ROUND: flashnorm.serial_panels
 // ROUND: flashnorm.centered_weights
 // ROUND: flashnorm.column_sums = @w.flashnorm_colsum
+// ROUND: flashnorm.column_sums_argument = 1 : i64
 func.func @marks(%x: tensor<4x8xf32>, %w: tensor<8x2xf32> {flashnorm.folded}) -> tensor<4xf32> {
   %s = flashnorm.rms_inv %x eps(1.0e-05) {flashnorm.async_group = 0 : i64, flashnorm.async_role = #flashnorm.async_role<stat>} : tensor<4x8xf32> -> tensor<4xf32>
   %e = tensor.empty() {flashnorm.async_group = 0 : i64, flashnorm.async_pair = 1 : i64, flashnorm.async_role = #flashnorm.async_role<post_fused>} : tensor<4x2xf32>
   %f = tensor.empty() {flashnorm.serial_panels} : tensor<4x2xf32>
   %p = linalg.matmul {flashnorm.centered_weights} ins(%x, %w : tensor<4x8xf32>, tensor<8x2xf32>) outs(%f : tensor<4x2xf32>) -> tensor<4x2xf32>
   %q = linalg.matmul {flashnorm.column_sums = @w.flashnorm_colsum} ins(%x, %w : tensor<4x8xf32>, tensor<8x2xf32>) outs(%f : tensor<4x2xf32>) -> tensor<4x2xf32>
+  %r = linalg.matmul {flashnorm.column_sums_argument = 1 : i64} ins(%x, %w : tensor<4x8xf32>, tensor<8x2xf32>) outs(%f : tensor<4x2xf32>) -> tensor<4x2xf32>
   return %s : tensor<4xf32>
+}
+
+// -----
+
+func.func @column_sums_argument_negative(%x: tensor<4x8xf32>, %w: tensor<8x2xf32>, %f: tensor<4x2xf32>) -> tensor<4x2xf32> {
+  // expected-error @+1 {{attribute 'flashnorm.column_sums_argument' must be a non-negative i64, not -1 : i64}}
+  %q = linalg.matmul {flashnorm.column_sums_argument = -1 : i64} ins(%x, %w : tensor<4x8xf32>, tensor<8x2xf32>) outs(%f : tensor<4x2xf32>) -> tensor<4x2xf32>
+  return %q : tensor<4x2xf32>
 }
 
 // -----

@@ -21,9 +21,9 @@
 // RUN: %check-model %t.gemma-tosa-resource 1e-4 1e-4 -- --family=gemma --flavor=tosa --weights=resource --layers=2 | FileCheck %s --check-prefix=GEMMA
 // RUN: %check-model %t.gemma-tosa-args 1e-4 1e-4 -- --family=gemma --flavor=tosa --weights=args --layers=2 | FileCheck %s --check-prefix=GEMMA
 // RUN: %check-model %t.gpt2-linalg-resource 1e-4 1e-4 -- --family=gpt2 --flavor=linalg --weights=resource --layers=2 | FileCheck %s --check-prefix=GPT2
-// RUN: %check-model %t.gpt2-linalg-args 1e-4 1e-4 -- --family=gpt2 --flavor=linalg --weights=args --layers=2 | FileCheck %s --check-prefix=GPT2-ARGS
+// RUN: %check-model %t.gpt2-linalg-args 1e-4 1e-4 -- --family=gpt2 --flavor=linalg --weights=args --layers=2 | FileCheck %s --check-prefix=GPT2
 // RUN: %check-model %t.gpt2-tosa-resource 1e-4 1e-4 -- --family=gpt2 --flavor=tosa --weights=resource --layers=2 | FileCheck %s --check-prefix=GPT2
-// RUN: %check-model %t.gpt2-tosa-args 1e-4 1e-4 -- --family=gpt2 --flavor=tosa --weights=args --layers=2 | FileCheck %s --check-prefix=GPT2-ARGS
+// RUN: %check-model %t.gpt2-tosa-args 1e-4 1e-4 -- --family=gpt2 --flavor=tosa --weights=args --layers=2 | FileCheck %s --check-prefix=GPT2
 // RUN: %check-model %t.llama-linalg-bf16 3e-2 3e-2 -- --family=llama --flavor=linalg --dtype=bf16 --layers=2 | FileCheck %s --check-prefix=LLAMA
 // RUN: %check-model %t.llama-tosa-bf16 3e-2 3e-2 -- --family=llama --flavor=tosa --dtype=bf16 --layers=2 | FileCheck %s --check-prefix=LLAMA
 // RUN: %check-model %t.qwen2-linalg-bf16 3e-2 3e-2 -- --family=qwen2 --flavor=linalg --dtype=bf16 --layers=2 | FileCheck %s --check-prefix=QWEN2
@@ -36,22 +36,27 @@
 // mean's share of each product.
 // RUN: %check-model %t.gpt2-linalg-bf16 3e-2 3e-2 -- --family=gpt2 --flavor=linalg --dtype=bf16 --layers=2 | FileCheck %s --check-prefix=GPT2
 // RUN: %check-model %t.gpt2-tosa-bf16 3e-2 3e-2 -- --family=gpt2 --flavor=tosa --dtype=bf16 --layers=2 | FileCheck %s --check-prefix=GPT2
+// The same with argument weights: the prepare function folds the gains,
+// the biases through the weights and the folded weights' column sums.
+// RUN: %check-model %t.gpt2-linalg-bf16-args 3e-2 3e-2 -- --family=gpt2 --flavor=linalg --dtype=bf16 --weights=args --layers=2 | FileCheck %s --check-prefix=GPT2
 // OLMo's LayerNorms have no gain or bias: with inline weights nothing
 // folds (defer-scale centers f32 weights itself, and sums bf16 ones
 // exactly for their centered post-scales); the prepare function centers
-// argument weights. Every norm that feeds projections is deferred.
+// f32 argument weights, and sums bf16 ones. Every norm that feeds
+// projections is deferred.
 // RUN: %check-model %t.olmo-linalg-resource 1e-4 1e-4 -- --family=olmo --flavor=linalg --weights=resource --layers=2 | FileCheck %s --check-prefix=OLMO
 // RUN: %check-model %t.olmo-linalg-args 1e-4 1e-4 -- --family=olmo --flavor=linalg --weights=args --layers=2 | FileCheck %s --check-prefix=OLMO-ARGS
 // RUN: %check-model %t.olmo-tosa-bf16 3e-2 3e-2 -- --family=olmo --flavor=tosa --dtype=bf16 --layers=2 | FileCheck %s --check-prefix=OLMO
+// RUN: %check-model %t.olmo-tosa-bf16-args 3e-2 3e-2 -- --family=olmo --flavor=tosa --dtype=bf16 --weights=args --layers=2 | FileCheck %s --check-prefix=OLMO-ARGS
 // RUN: %check-model %t.olmo-torch 1e-4 1e-4 -- --family=olmo --style=torch-mlir --layers=2 | FileCheck %s --check-prefix=OLMO
 // BERT's post-LayerNorms: each norm's result is both the next projections'
 // input and the next residual. The projections read a weightless copy,
 // folded and deferred; the residual keeps the gained norm (the last layer's
-// norm feeds no projection). With argument weights the biases stay (the
-// prepare function folds no LayerNorm bias), as for GPT-2.
+// norm feeds no projection). With argument weights, the prepare function
+// folds them, biases included, as for GPT-2.
 // RUN: %check-model %t.bert-linalg-resource 1e-4 1e-4 -- --family=bert --flavor=linalg --weights=resource --layers=2 | FileCheck %s --check-prefix=BERT
 // RUN: %check-model %t.bert-tosa-resource 1e-4 1e-4 -- --family=bert --flavor=tosa --weights=resource --layers=2 | FileCheck %s --check-prefix=BERT
-// RUN: %check-model %t.bert-tosa-args 1e-4 1e-4 -- --family=bert --flavor=tosa --weights=args --layers=2 | FileCheck %s --check-prefix=GPT2-ARGS
+// RUN: %check-model %t.bert-tosa-args 1e-4 1e-4 -- --family=bert --flavor=tosa --weights=args --layers=2 | FileCheck %s --check-prefix=BERT
 // RUN: %check-model %t.bert-linalg-bf16 3e-2 3e-2 -- --family=bert --flavor=linalg --dtype=bf16 --layers=2 | FileCheck %s --check-prefix=BERT
 // RUN: %check-model %t.bert-torch 1e-4 1e-4 -- --family=bert --style=torch-mlir --layers=2 | FileCheck %s --check-prefix=BERT
 // The same families as torch-mlir's linalg lowering writes them (batch-1
@@ -60,7 +65,7 @@
 // 12-layer GPT-2 in that style: every LayerNorm raised, 24 folded and
 // deferred (ln_f feeds no projection).
 // RUN: %check-model %t.gpt2-torch-12 1e-4 1e-4 -- --family=gpt2 --style=torch-mlir --layers=12 | FileCheck %s --check-prefix=GPT2-12
-// RUN: %check-model %t.gpt2-torch-args 1e-4 1e-4 -- --family=gpt2 --style=torch-mlir --weights=args --layers=2 | FileCheck %s --check-prefix=GPT2-ARGS
+// RUN: %check-model %t.gpt2-torch-args 1e-4 1e-4 -- --family=gpt2 --style=torch-mlir --weights=args --layers=2 | FileCheck %s --check-prefix=GPT2
 // RUN: %check-model %t.llama-torch-args 1e-4 1e-4 -- --family=llama --style=torch-mlir --weights=args --layers=2 | FileCheck %s --check-prefix=LLAMA
 // RUN: %check-model %t.qwen2-torch 1e-4 1e-4 -- --family=qwen2 --style=torch-mlir --layers=2 | FileCheck %s --check-prefix=QWEN2
 // RUN: %check-model %t.gemma-torch 1e-4 1e-4 -- --family=gemma --style=torch-mlir --layers=2 | FileCheck %s --check-prefix=GEMMA
@@ -86,12 +91,6 @@
 // GPT2-NEXT: raised=5 folded=4 deferred=4
 // GPT2-NEXT: MATCH
 // GPT2-NEXT: MATCH
-// A LayerNorm bias cannot be folded through argument weights (it would need
-// a new argument): GPT-2 with argument weights keeps its LayerNorms.
-// GPT2-ARGS: rms_norms=0 layer_norms=5 gains=5
-// GPT2-ARGS-NEXT: raised=5 folded=0 deferred=0
-// GPT2-ARGS-NEXT: MATCH
-// GPT2-ARGS-NEXT: MATCH
 // BERT: rms_norms=0 layer_norms=5 gains=5
 // BERT-NEXT: raised=5 folded=4 deferred=4
 // BERT-NEXT: MATCH

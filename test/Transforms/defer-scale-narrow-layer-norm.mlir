@@ -114,6 +114,34 @@ func.func @bad_sums(%x: tensor<5x4xbf16>, %w: tensor<4x3xbf16>) -> tensor<5x3xf3
 
 // -----
 
+// A flashnorm.column_sums_argument mark (fold-gains' for an argument
+// weight, which the prepare function sums) that names no argument of one
+// sum per output in the statistic's type (here past the last one, and one
+// of f64): refused.
+// CHECK-LABEL: func.func @bad_sums_argument
+// CHECK: flashnorm.layer_norm
+// CHECK-NOT: flashnorm.layer_stats
+// REMARK: Function=bad_sums_argument | Remark="not deferred; user 'linalg.matmul' at {{.*}}: its column sums (flashnorm.column_sums_argument) are not an argument of tensor<3xf32>"
+// REMARK: Function=sums_argument_f64 | Remark="not deferred; user 'linalg.matmul' at {{.*}}: its column sums (flashnorm.column_sums_argument) are not an argument of tensor<3xf32>"
+func.func @bad_sums_argument(%x: tensor<5x4xbf16>, %w: tensor<4x3xbf16>) -> tensor<5x3xf32> {
+  %n = flashnorm.layer_norm %x eps(1.0e-05) : tensor<5x4xbf16>
+  %f0 = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<5x3xf32>
+  %z = linalg.fill ins(%f0 : f32) outs(%e : tensor<5x3xf32>) -> tensor<5x3xf32>
+  %p = linalg.matmul {flashnorm.column_sums_argument = 2 : i64} ins(%n, %w : tensor<5x4xbf16>, tensor<4x3xbf16>) outs(%z : tensor<5x3xf32>) -> tensor<5x3xf32>
+  return %p : tensor<5x3xf32>
+}
+func.func @sums_argument_f64(%x: tensor<5x4xbf16>, %w: tensor<4x3xbf16>, %sums: tensor<3xf64>) -> tensor<5x3xf32> {
+  %n = flashnorm.layer_norm %x eps(1.0e-05) : tensor<5x4xbf16>
+  %f0 = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<5x3xf32>
+  %z = linalg.fill ins(%f0 : f32) outs(%e : tensor<5x3xf32>) -> tensor<5x3xf32>
+  %p = linalg.matmul {flashnorm.column_sums_argument = 2 : i64} ins(%n, %w : tensor<5x4xbf16>, tensor<4x3xbf16>) outs(%z : tensor<5x3xf32>) -> tensor<5x3xf32>
+  return %p : tensor<5x3xf32>
+}
+
+// -----
+
 // A weight whose one dimension besides k is not the loop of the result's
 // last dimension (here m, which the result's rows also index): its column
 // sums are not the outputs' (with M == N the counts agree, and only the

@@ -21,7 +21,7 @@
 // CHECK: %[[N:.*]] = flashnorm.layer_norm %arg0 eps
 // CHECK: linalg.matmul indexing_maps = {{.*}} {flashnorm.column_sums = @q.weight.flashnorm_colsum} ins(%[[N]], %[[Q]] :
 // CHECK: linalg.matmul {flashnorm.column_sums = @up.weight.flashnorm_colsum} ins(%[[N]], %[[U]] :
-// REMARK: Function=olmo | Remark="recorded the column sums of 2 projection weight(s) in the checkpoint, through the fold plan, for defer-scale (f16/bf16 weights cannot carry the mean-centering)"
+// REMARK: Function=olmo | Remark="recorded the column sums of 2 projection weight(s) (2 in the checkpoint, through the fold plan) for defer-scale (f16/bf16 weights cannot carry the mean-centering)"
 // REMARK-NOT: [Missed]
 // PLAN: q.weight.flashnorm_colsum column_sums q.weight BF16 F32 [6] axis 1 {'values': [1, 1, 1, 1, 1, 1, 1, 1]}
 // PLAN-NEXT: up.weight.flashnorm_colsum column_sums up.weight BF16 F32 [4] axis 0 {'values': [1, 1, 1, 1, 1, 1, 1, 1]}

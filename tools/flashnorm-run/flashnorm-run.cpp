@@ -1081,7 +1081,11 @@ int main(int argc, char **argv) {
         invoke(**engine, prepareName, *prepareType, *inputs);
     if (failed(weights))
       exitWith(1);
+    // The prepared values replace the weights they were, and fill the
+    // arguments the fold appended (a LayerNorm's bias through a weight,
+    // column sums).
     SmallVector<HostValue> preparedInputs(*inputs);
+    preparedInputs.resize(preparedType->getNumInputs());
     for (auto [arg, weight] : llvm::zip(folded, *weights))
       preparedInputs[arg] = std::move(weight);
     FailureOr<SmallVector<HostValue>> result =

@@ -38,7 +38,8 @@ FlashNormDialect::verifyOperationAttribute(Operation *op,
     return op->emitOpError() << "attribute '" << name << "' must be " << what
                              << ", not " << value;
   };
-  if (name == kAsyncGroupAttr || name == kAsyncPairAttr) {
+  if (name == kAsyncGroupAttr || name == kAsyncPairAttr ||
+      name == kColumnSumsArgumentAttr) {
     auto integer = dyn_cast<IntegerAttr>(value);
     return expect(integer && integer.getType().isSignlessInteger(64) &&
                       integer.getInt() >= 0,

@@ -43,11 +43,15 @@ inline constexpr llvm::StringLiteral kCenteredWeightsAttr =
     FlashNormDialect::CenteredWeightsAttrHelper::getNameStr();
 inline constexpr llvm::StringLiteral kColumnSumsAttr =
     FlashNormDialect::ColumnSumsAttrHelper::getNameStr();
+inline constexpr llvm::StringLiteral kColumnSumsArgumentAttr =
+    FlashNormDialect::ColumnSumsArgumentAttrHelper::getNameStr();
 
 /// A unit attribute on the arguments of `@f` that take the results of its
 /// generated `@f_flashnorm_prepare` (fold-gains' prepare-function), in
-/// argument order: folded weights, and on the CPU their panels. Verified by
-/// the dialect (verifyRegionArgAttribute).
+/// argument order: folded weights (on the CPU, their panels), and values
+/// derived from the weights (a LayerNorm's bias folded through a weight,
+/// the column sums of a narrow one) in arguments fold-gains appended.
+/// Verified by the dialect (verifyRegionArgAttribute).
 inline constexpr llvm::StringLiteral kFoldedArgAttr = "flashnorm.folded";
 
 /// The async role of `op`, or none when it carries no valid mark.

@@ -54,7 +54,12 @@ def FlashNorm_Dialect : Dialect {
     // writes the folded weight's column sums to, which defer-scale's
     // centered post-scale reads (a checkpoint's sums are not known before
     // it is read).
-    "::mlir::SymbolRefAttr":$column_sums
+    "::mlir::SymbolRefAttr":$column_sums,
+    // The same for an f16/bf16 argument weight folded by the prepare
+    // function (prepare-function): the index of the argument of the
+    // enclosing function, appended by fold-gains, that takes the folded
+    // weight's column sums from the prepare function.
+    "::mlir::IntegerAttr":$column_sums_argument
   );
   let hasOperationAttrVerify = 1;
   // flashnorm.folded, on function arguments (kFoldedArgAttr).
