@@ -27,6 +27,14 @@
 // RUN: flashnorm-gen --family=llama --flavor=tosa --weights=args --layers=32 --hidden=32 --heads=2 -o %t.args.mlir
 // RUN: flashnorm-opt %t.args.mlir --flashnorm --remarks-filter=flashnorm --remark-format=emitRemark -o /dev/null 2> %t.args.remarks
 // RUN: %python %S/../check-counts.py %t.args.mlir %t.args.remarks | FileCheck %s --check-prefix=ARGS
+// bf16 GPT-2 with argument weights, through the prepare function: every
+// LayerNorm before projections folds (its bias through each of the 128
+// weights, and the folded weights' column sums: 256 arguments the fold
+// appends) and defers, each projection's post-scale centered.
+// RUN: flashnorm-gen --family=gpt2 --flavor=linalg --dtype=bf16 --weights=args --layers=32 --hidden=32 --heads=2 -o %t.gpt2-args.mlir
+// RUN: flashnorm-opt %t.gpt2-args.mlir --flashnorm=prepare-function=true --remarks-filter=flashnorm --remark-format=emitRemark -o %t.gpt2-args.fn.mlir 2> %t.gpt2-args.remarks
+// RUN: %python %S/../check-counts.py %t.gpt2-args.mlir %t.gpt2-args.remarks --folded | FileCheck %s --check-prefix=GPT2-ARGS
+// RUN: grep -c "flashnorm.centered_post_scale" %t.gpt2-args.fn.mlir | FileCheck %s --check-prefix=GPT2-ARGS-SCALES
 // Quantized (weight-only): int4 keeps every gain unfolded and defers every
 // 1/RMS, and the attention scale stays out of its query weights, so each
 // query's 1/RMS merges into its logits' scale; int8 with a per-input-channel
@@ -54,3 +62,6 @@
 // BERT-NEXT: COUNTS OK
 // OLMO: norms=65 raised=65 foldable=0 folded=0 deferred=64 deferred_unfolded=0 ffn_moved=32 query_merged=32
 // OLMO-NEXT: COUNTS OK
+// GPT2-ARGS: norms=65 raised=65 foldable=64 folded=64 deferred=64 deferred_unfolded=0 ffn_moved=0 query_merged=0
+// GPT2-ARGS-NEXT: COUNTS OK
+// GPT2-ARGS-SCALES: 128

@@ -504,11 +504,8 @@ public:
                   " (eps ", fmtFloat(spec.eps),
                   spec.gain == Gain::OnePlus ? ", 1 + gain)" : ")"));
     counts.gains += spec.affine;
-    // f16/bf16 argument weights can carry no centering, and nothing sums
-    // them: a LayerNorm without gain or bias before them stays.
-    bool stays = !spec.affine && cfg.bf16() && cfg.weights == WeightMode::Args;
-    counts.deferrable += spec.projections && !stays;
-    counts.foldable += spec.projections && !stays &&
+    counts.deferrable += spec.projections;
+    counts.foldable += spec.projections &&
                        (spec.affine || cfg.weights != WeightMode::Resource);
     counts.deferredUnfolded += spec.projections && !spec.layerNorm &&
                                (cfg.weights != WeightMode::Resource ||
