@@ -112,6 +112,13 @@ std::optional<unsigned> getArgumentThroughReshapes(Value v) {
   return arg.getArgNumber();
 }
 
+/// Whether a projection reads `norm`: a fold would have somewhere to go.
+bool feedsProjection(Operation *norm) {
+  return llvm::any_of(
+      getUsesThroughRowRegrouping(norm->getResult(0)),
+      [](OpOperand *use) { return succeeded(matchProjection(*use)); });
+}
+
 /// One norm's fold, decided before anything changes: where the gain (and a
 /// LayerNorm's bias and mean-centering) goes for each projection, and then
 /// (`computeFolded`) the folded values themselves.
@@ -219,16 +226,9 @@ template <typename NormOp> struct FoldGainsPattern : OpRewritePattern<NormOp> {
     // does that for constant weights, only the prepare function can for
     // argument ones and only a plan for weights in a checkpoint.
     bool weightless = f.layer && !f.gainValue && !f.biasValue;
-    f.centerOnly = weightless && (argFolds || checkpoint);
-    if ((!f.gainValue && !f.biasValue && !f.centerOnly) ||
-        norm.getResult().use_empty()) {
-      if (weightless && !f.centerOnly)
-        noteUnfoldedCentering(norm, why);
-      return failure();
-    }
     // Centered already, or given column sums, by the fold that dropped
     // this norm's gain or bias (or by this pattern, visiting again).
-    if (f.centerOnly &&
+    if (weightless &&
         llvm::any_of(getUsesThroughRowRegrouping(norm.getResult()),
                      [](OpOperand *use) {
                        Operation *user = use->getOwner();
@@ -237,6 +237,13 @@ template <typename NormOp> struct FoldGainsPattern : OpRewritePattern<NormOp> {
                               user->hasAttr(kColumnSumsArgumentAttr);
                      }))
       return failure();
+    f.centerOnly = weightless && (argFolds || checkpoint);
+    if ((!f.gainValue && !f.biasValue && !f.centerOnly) ||
+        norm.getResult().use_empty()) {
+      if (weightless && !f.centerOnly)
+        noteUnfoldedCentering(norm, why);
+      return failure();
+    }
     auto fail = [&](const Twine &msg) {
       why = msg.str();
       return failure();
@@ -357,6 +364,23 @@ template <typename NormOp> struct FoldGainsPattern : OpRewritePattern<NormOp> {
       f.vectorGlobals.push_back(global);
       return success();
     };
+    // A gain or bias passed as an argument: the prepare function's to
+    // fold; without one, a norm that has a projection to fold it into is
+    // counted for the warning.
+    auto inArgument = [&](Value v,
+                          std::optional<unsigned> &arg) -> LogicalResult {
+      std::optional<unsigned> index = getArgumentThroughReshapes(v);
+      if (!argFolds) {
+        if (index && feedsProjection(norm)) {
+          refusedForArguments.insert(norm);
+          why += " (prepare-function=true folds it through a prepare "
+                 "function)";
+        }
+        return failure();
+      }
+      arg = index;
+      return success(index.has_value());
+    };
     if (f.gainValue) {
       FailureOr<SmallVector<double>> g =
           readFeatureConstant(f.gainValue, "gain", why);
@@ -368,16 +392,8 @@ template <typename NormOp> struct FoldGainsPattern : OpRewritePattern<NormOp> {
       } else if (succeeded(inCheckpoint(f.gainValue, f.gainRef, "the gain"))) {
         if (f.onePlus)
           f.gainRef->offset += 1.0;
-      } else if (refusedForCheckpoint.contains(norm)) {
-        return failure();
-      } else if (!argFolds) {
-        if (getArgumentThroughReshapes(f.gainValue)) {
-          refusedForArguments.insert(norm);
-          why += " (prepare-function=true folds it through a prepare "
-                 "function)";
-        }
-        return failure();
-      } else if (!(f.gainArg = getArgumentThroughReshapes(f.gainValue))) {
+      } else if (refusedForCheckpoint.contains(norm) ||
+                 failed(inArgument(f.gainValue, f.gainArg))) {
         return failure();
       }
     }
@@ -387,16 +403,8 @@ template <typename NormOp> struct FoldGainsPattern : OpRewritePattern<NormOp> {
       if (succeeded(b)) {
         f.bias = *b;
       } else if (succeeded(inCheckpoint(f.biasValue, f.biasRef, "the bias"))) {
-      } else if (refusedForCheckpoint.contains(norm)) {
-        return failure();
-      } else if (!argFolds) {
-        if (getArgumentThroughReshapes(f.biasValue)) {
-          refusedForArguments.insert(norm);
-          why += " (prepare-function=true folds it through a prepare "
-                 "function)";
-        }
-        return failure();
-      } else if (!(f.biasArg = getArgumentThroughReshapes(f.biasValue))) {
+      } else if (refusedForCheckpoint.contains(norm) ||
+                 failed(inArgument(f.biasValue, f.biasArg))) {
         return failure();
       }
     }

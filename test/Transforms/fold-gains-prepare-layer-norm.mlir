@@ -2,6 +2,11 @@
 // RUN: flashnorm-opt %s --flashnorm-fold-gains=prepare-function=true --split-input-file \
 // RUN:   --remarks-filter=flashnorm --remark-format=emitRemark 2>&1 >/dev/null \
 // RUN:   | FileCheck %s --check-prefix=REMARK
+// Folded once: run again, the pass finds nothing to fold and says nothing
+// (the weights are centered or summed already, the prepare functions exist).
+// RUN: flashnorm-opt %s --flashnorm-fold-gains=prepare-function=true --split-input-file -o %t.once.mlir
+// RUN: flashnorm-opt %t.once.mlir --flashnorm-fold-gains=prepare-function=true --split-input-file -o %t.twice.mlir 2>&1 | count 0
+// RUN: diff %t.once.mlir %t.twice.mlir
 // Then defer-scale: the post-scales read the prepared column sums.
 // RUN: flashnorm-opt %s --split-input-file \
 // RUN:   --pass-pipeline="builtin.module(flashnorm-fold-gains{prepare-function=true},func.func(flashnorm-defer-scale))" \
