@@ -5,7 +5,9 @@
 // computed from x is described by a Term, a closed form in x
 // (RaiseInterpreter.cpp). A value whose Term is exactly a norm
 // (docs/MATH.md §7 lists the shapes real frontends produce) is replaced by
-// a flashnorm op here; the old computation is left to die.
+// a flashnorm op here; the old computation is left to die. Then norms
+// between a widening and a rounding back read the narrow type
+// (RaiseNarrow.cpp).
 //
 //===----------------------------------------------------------------------===//
 
@@ -239,6 +241,8 @@ struct RaisePass : flashnorm::impl::RaiseBase<RaisePass> {
       if (!consumed.contains(candidate))
         raiseFrom(candidate, reporter, replaced, consumed);
     }
+    // Norms between a widening and a rounding back read the narrow type.
+    narrowNorms(fn);
     // The old computations, now dead.
     cleanup.eraseNewlyDead();
     reportBufferReductions(fn, reporter);

@@ -136,6 +136,13 @@ findCandidates(func::FuncOp fn,
 /// and has one; factors 1/K are matched within `tol`.
 DenseMap<Value, Term> interpretFrom(Value x, double tol);
 
+// After raising (RaiseNarrow.cpp).
+
+/// Rewrites each f32 norm of `fn` whose input is widened from bf16 or f16
+/// and whose every use rounds back to that type into a norm of the narrow
+/// type (the same values: a norm rounds once to its input's type).
+void narrowNorms(func::FuncOp fn);
+
 } // namespace mlir::flashnorm::raise
 
 #endif // FLASHNORM_LIB_TRANSFORMS_RAISETERMS_H

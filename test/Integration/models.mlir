@@ -69,6 +69,15 @@
 // RUN: %check-model %t.llama-torch-args 1e-4 1e-4 -- --family=llama --style=torch-mlir --weights=args --layers=2 | FileCheck %s --check-prefix=LLAMA
 // RUN: %check-model %t.qwen2-torch 1e-4 1e-4 -- --family=qwen2 --style=torch-mlir --layers=2 | FileCheck %s --check-prefix=QWEN2
 // RUN: %check-model %t.gemma-torch 1e-4 1e-4 -- --family=gemma --style=torch-mlir --layers=2 | FileCheck %s --check-prefix=GEMMA
+// bf16 as torch-mlir lowers a bf16 model: the row widened by a casting
+// generic before the reshape to [1, T, K], rounded by another after the
+// norm (or after its collapse). Each norm is raised in f32 and then reads
+// the bf16 row (RaiseNarrow.cpp); before, none was folded or deferred.
+// RUN: %check-model %t.llama-torch-bf16 3e-2 3e-2 -- --family=llama --style=torch-mlir --dtype=bf16 --layers=2 | FileCheck %s --check-prefix=LLAMA
+// RUN: %check-model %t.gemma-torch-bf16-args 3e-2 3e-2 -- --family=gemma --style=torch-mlir --dtype=bf16 --weights=args --layers=2 | FileCheck %s --check-prefix=GEMMA
+// RUN: %check-model %t.gpt2-torch-bf16-args 3e-2 3e-2 -- --family=gpt2 --style=torch-mlir --dtype=bf16 --weights=args --layers=2 | FileCheck %s --check-prefix=GPT2
+// RUN: %check-model %t.olmo-torch-bf16 3e-2 3e-2 -- --family=olmo --style=torch-mlir --dtype=bf16 --layers=2 | FileCheck %s --check-prefix=OLMO
+// RUN: %check-model %t.bert-torch-bf16 3e-2 3e-2 -- --family=bert --style=torch-mlir --dtype=bf16 --layers=2 | FileCheck %s --check-prefix=BERT
 
 // GPT2-12: rms_norms=0 layer_norms=25 gains=25
 // GPT2-12-NEXT: raised=25 folded=24 deferred=24

@@ -88,7 +88,8 @@ cl::opt<Style> styleOpt(
                    "[1, T, K] with literal-0 batch maps, row statistics "
                    "broadcast by gather and yield-only generics, f64 "
                    "variances and epsilons, nn.Linear weights transposed "
-                   "by a yield-only generic")),
+                   "by a yield-only generic; in bf16 every dtype change "
+                   "a casting generic")),
     cl::cat(genCategory));
 cl::opt<int64_t> hiddenOpt("hidden", cl::desc("Hidden size"), cl::init(64),
                            cl::cat(genCategory));
@@ -1286,9 +1287,32 @@ protected:
 /// computes its variance in f64; epsilons are f64 constants truncated in
 /// the body. nn.Linear weights [N, K] are transposed by a yield-only generic
 /// (aten.t) and the bias is added after the matmul.
+///
+/// bf16 as torch-mlir lowers a bf16 HuggingFace model: every dtype change
+/// (`.to(torch.float32)`, `.type_as(x)`, the matmul's f32 accumulator back
+/// to bf16) is a generic whose body casts; RMSNorm's statistics are taken
+/// on the widened row and the normalized row is rounded before the bf16
+/// gain multiplies it (LlamaRMSNorm), Gemma's (1 + g) is applied in f32 and
+/// rounded after; LayerNorms are widened, gain and bias too, and rounded
+/// once; the bias of a projection is added in bf16 after the rounding.
 class TorchMlirEmitter : public LinalgEmitter {
 public:
   using LinalgEmitter::LinalgEmitter;
+
+  Val castTo(const Val &x, const std::string &elt) override {
+    if (x.elt == elt)
+      return x;
+    bool widen = elt == "f32";
+    int64_t r = x.rank();
+    return generic(widen ? "to_f32" : "to_bf16", {{x, identityMap(r)}},
+                   empty(x.shape, elt), identityMap(r),
+                   std::vector<std::string>(r, "parallel"),
+                   [&](Body &body, const std::vector<std::string> &a) {
+                     return body.op("c",
+                                    cat(widen ? "arith.extf " : "arith.truncf ",
+                                        a[0], " : ", x.elt, " to ", elt));
+                   });
+  }
 
   Val projection(const Val &xIn, const std::string &name, int64_t n,
                  bool bias) override {
@@ -1304,14 +1328,15 @@ public:
                  cat("linalg.matmul ins(", x.name, ", ", wt.name, " : ",
                      x.type(), ", ", wt.type(), ") outs(", acc.name, " : ",
                      acc.type(), ") -> ", acc.type()));
+    y = castTo(y, cfg.elt());
     if (!bias)
       return y;
     Val bv = weight(name + ".bias", {n}, Init::Bias);
     return generic(
         "biased", {{bv, "affine_map<(d0, d1) -> (d1)>"}, {y, identityMap(2)}},
         empty(y.shape, y.elt), identityMap(2), {"parallel", "parallel"},
-        [](Body &r, const std::vector<std::string> &a) {
-          return r.op("v", cat("arith.addf ", a[0], ", ", a[1], " : f32"));
+        [&](Body &r, const std::vector<std::string> &a) {
+          return r.op("v", cat("arith.addf ", a[0], ", ", a[1], " : ", y.elt));
         });
   }
 
@@ -1446,23 +1471,26 @@ protected:
     Val g =
         weight(spec.prefix + ".weight", {k},
                spec.gain == Gain::Plain ? Init::PlainGain : Init::OnePlusGain);
-    if (spec.gain == Gain::OnePlus) {
-      std::string one = b.scalar(1.0, "f32");
-      g = generic(
-          "one_plus", {{g, "affine_map<(d0) -> (d0)>"}}, empty(g.shape, "f32"),
-          "affine_map<(d0) -> (d0)>", {"parallel"},
-          [&](Body &r, const std::vector<std::string> &a) {
-            return r.op("o", cat("arith.addf ", a[0], ", ", one, " : f32"));
-          });
-    }
-    return unbatched(withFeature(y, g, "arith.mulf", "gained"));
+    if (spec.gain == Gain::Plain)
+      // LlamaRMSNorm: weight * hidden.to(input_dtype).
+      return unbatched(
+          withFeature(castTo(y, xIn.elt), g, "arith.mulf", "gained"));
+    std::string one = b.scalar(1.0, "f32");
+    g = generic("one_plus", {{toF32(g), "affine_map<(d0) -> (d0)>"}},
+                empty(g.shape, "f32"), "affine_map<(d0) -> (d0)>", {"parallel"},
+                [&](Body &r, const std::vector<std::string> &a) {
+                  return r.op("o",
+                              cat("arith.addf ", a[0], ", ", one, " : f32"));
+                });
+    return castTo(unbatched(withFeature(y, g, "arith.mulf", "gained")),
+                  xIn.elt);
   }
 
   Val layerNorm(const Val &xIn, const NormSpec &spec, int idx) override {
     // aten.native_layer_norm decomposed: mean, x - mean, var (two-pass; in
     // f64 every second norm), + eps, rsqrt, times, weight, bias.
     int64_t k = xIn.last();
-    Val x = batched(xIn);
+    Val x = batched(toF32(xIn));
     Val mu = divideBy(rowSum(x), k, "f32");
     Val c = both(x, expandRow(mu, k, idx % 2), "arith.subf", "centered");
     Val var;
@@ -1485,11 +1513,12 @@ protected:
     Val y = both(c, expandRow(invStd(var, spec.eps), k, (idx + 1) % 2),
                  "arith.mulf", "normed");
     if (!spec.affine)
-      return unbatched(y);
+      return castTo(unbatched(y), xIn.elt);
     Val g = weight(spec.prefix + ".weight", {k}, Init::PlainGain);
     Val bias = weight(spec.prefix + ".bias", {k}, Init::Bias);
-    y = withFeature(y, g, "arith.mulf", "gained");
-    return unbatched(withFeature(y, bias, "arith.addf", "biased"));
+    y = withFeature(y, toF32(g), "arith.mulf", "gained");
+    y = withFeature(y, toF32(bias), "arith.addf", "biased");
+    return castTo(unbatched(y), xIn.elt);
   }
 };
 
@@ -2493,8 +2522,8 @@ int main(int argc, char **argv) {
       return fail(cat("a tensor of ", rows, " x ",
                       std::max(cfg.hidden, cfg.mlp),
                       " elements is past the largest, ", kMaxElements));
-  if (cfg.style == Style::TorchMlir && (cfg.tosa() || cfg.bf16()))
-    return fail("--style=torch-mlir writes the linalg flavor in f32");
+  if (cfg.style == Style::TorchMlir && cfg.tosa())
+    return fail("--style=torch-mlir writes the linalg flavor");
   if (cfg.quant != Quant::None &&
       (cfg.tosa() || cfg.family == Family::Gpt2 || cfg.family == Family::Olmo ||
        cfg.family == Family::Bert || cfg.weights == WeightMode::Checkpoint))
