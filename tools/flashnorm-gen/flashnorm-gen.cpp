@@ -157,7 +157,7 @@ cl::opt<bool> quantKScaleOpt(
     cl::init(false), cl::cat(genCategory));
 cl::opt<bool> decodeOpt(
     "decode",
-    cl::desc("Write a decode step as importers do (linalg flavor, f32): "
+    cl::desc("Write a decode step as importers do (linalg flavor): "
              "@forward takes i64 token ids [tokens] and an i64 position, "
              "looks the tokens up in an embedding, writes each layer's keys "
              "and values into its KV cache (arguments [cache, hidden]) at "
@@ -648,7 +648,7 @@ public:
     b.comment("token embedding: a gather by id");
     return generic(
         "embed", {{ids, "affine_map<(d0, d1) -> (d0)>"}},
-        empty({t, hidden}, "f32"), identityMap(2), {"parallel", "parallel"},
+        empty({t, hidden}, table.elt), identityMap(2), {"parallel", "parallel"},
         [&](Body &r, const std::vector<std::string> &a) {
           std::string row =
               r.op("row", cat("arith.index_cast ", a[0], " : i64 to index"));
@@ -2160,9 +2160,17 @@ std::string writeDecodeMain(const Config &cfg, const Val &y,
   b.line(cat(res, ":", resultTypes.size(), " = func.call @forward(", join(args),
              ") : (", join(types), ") -> (", join(resultTypes), ")"));
   for (size_t i = 0; i < resultTypes.size(); ++i) {
+    std::string r = cat(res, "#", i), type = resultTypes[i];
+    if (cfg.bf16()) {
+      std::string wide =
+          tensorType(i == 0 ? y.shape : caches[i - 1].shape, "f32");
+      std::string f = b.fresh("f");
+      b.line(cat(f, " = arith.extf ", r, " : ", type, " to ", wide));
+      r = f;
+      type = wide;
+    }
     std::string u = b.fresh("u");
-    b.line(cat(u, " = tensor.cast ", res, "#", i, " : ", resultTypes[i],
-               " to tensor<*xf32>"));
+    b.line(cat(u, " = tensor.cast ", r, " : ", type, " to tensor<*xf32>"));
     b.line(cat("func.call @printMemrefF32(", u, ") : (tensor<*xf32>) -> ()"));
   }
   b.line("return");
@@ -2299,8 +2307,8 @@ int writeModule(const Config &cfg, std::FILE *f, std::vector<Weight> &weights) {
     emitter->position = "%pos_index";
     for (int64_t i = 0; i < cfg.layers; ++i)
       for (const char *kv : {"k", "v"})
-        writer.caches.push_back(
-            Val{cat("%cache_", kv, "_", i), {cfg.cache, cfg.hidden}, "f32"});
+        writer.caches.push_back(Val{
+            cat("%cache_", kv, "_", i), {cfg.cache, cfg.hidden}, cfg.elt()});
     x = emitter->embed(ids);
   }
   Val y = writer.forward(x);
@@ -2487,8 +2495,8 @@ int main(int argc, char **argv) {
   cfg.calls = callsOpt;
   if (cfg.calls < 1 || (cfg.calls > 1 && cfg.decode))
     return fail("--calls must be positive, and 1 with --decode");
-  if (cfg.decode && (cfg.tosa() || cfg.bf16()))
-    return fail("--decode writes the linalg flavor in f32");
+  if (cfg.decode && cfg.tosa())
+    return fail("--decode writes the linalg flavor");
   if (!cfg.decode && cacheWriteOpt.getNumOccurrences())
     return fail("--cache-write needs --decode");
   if (cfg.decode && (cfg.cache <= cfg.tokens || cfg.vocab <= 0))
