@@ -193,3 +193,16 @@ func.func @f8(%x: tensor<4x8xf8E4M3FN>) -> tensor<4x8xf8E4M3FN> {
   %r = arith.truncf %n : tensor<4x8xf32> to tensor<4x8xf8E4M3FN>
   return %r : tensor<4x8xf8E4M3FN>
 }
+
+// -----
+
+// TOSA's casts, f16: the same.
+// CHECK-LABEL: func.func @tosa_f16
+// CHECK-NEXT: %[[N:.*]] = flashnorm.rms_norm %arg0 eps({{.*}}) : tensor<1x4x8xf16>
+// CHECK-NEXT: return %[[N]]
+func.func @tosa_f16(%x: tensor<1x4x8xf16>) -> tensor<1x4x8xf16> {
+  %w = tosa.cast %x : (tensor<1x4x8xf16>) -> tensor<1x4x8xf32>
+  %n = flashnorm.rms_norm %w eps(1.0e-05) : tensor<1x4x8xf32>
+  %r = tosa.cast %n : (tensor<1x4x8xf32>) -> tensor<1x4x8xf16>
+  return %r : tensor<1x4x8xf16>
+}
