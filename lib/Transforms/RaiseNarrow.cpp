@@ -88,8 +88,8 @@ struct Narrowing {
   /// read when the plan is applied: an earlier norm's narrowing may have
   /// replaced it, with that norm's now narrow result.)
   Operation *widening = nullptr;
-  /// The row-preserving views from the widening to the norm, the nearest
-  /// to `source` first; cloned in the narrow type.
+  /// The row-preserving views from the widening to the norm, the
+  /// widening's first; cloned in the narrow type.
   SmallVector<Operation *> inputViews;
   /// The views between the norm and its roundings, retyped in place (all
   /// they feed is a rounding).
