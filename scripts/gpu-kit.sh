@@ -203,6 +203,10 @@ cp "$kit/obj/programs/configs.json" "$kit/bench/"
   # GPU: each LayerNorm's bias through the weights and the folded weights'
   # column sums go into arguments it appends.
   echo "FLASHNORM_OPTIONS=prepare-function=true check gpt2-bf16-args -- --family=gpt2 --flavor=linalg --dtype=bf16 --weights=args --layers=2 --tokens=1"
+  # A bf16 decode step as torch-mlir lowers a bf16 checkpoint: casting
+  # generics around each norm (raised, then read in bf16), bf16 caches
+  # written by memref.store loops, weights folded by the prepare function.
+  echo "FLASHNORM_OPTIONS=prepare-function=true check qwen2-bf16-decode -- --family=qwen2 --style=torch-mlir --decode --dtype=bf16 --cache-write=store-loop --weights=args --tokens=1 --layers=2"
   # Prefill: 64 rows take cuBLASLt (gemm=auto), the post-scales in its
   # epilogue (row-scaled, f32 and bf16 results).
   echo "check llama-prefill -- --family=llama --flavor=linalg --layers=2 --tokens=64"
@@ -230,8 +234,12 @@ cp "$kit/obj/programs/configs.json" "$kit/bench/"
   python3 -c 'import json,sys; [print("bench_build %s \"%s\"" % (b["name"], b["options"])) for b in json.load(open(sys.argv[1]))["builds"]]' \
     "$kit/obj/programs/configs.json"
 } > "$kit/obj/jobs"
-# Tolerances of each check (relative, absolute), read by run.sh.
+# Tolerances of each check (relative, absolute), read by run.sh: bf16
+# outputs within a few bf16 ulps (a different order of the f32 sums flips a
+# rounding), f32 within 1e-4.
 printf '%s\n' "llama-bf16 3e-2 3e-2" "llama-bf16-prefill 3e-2 3e-2" \
+  "gpt2-bf16-decode 3e-2 3e-2" "gpt2-bf16-args 3e-2 3e-2" \
+  "qwen2-bf16-decode 3e-2 3e-2" \
   "llama-bf16-prefill-codegen 3e-2 3e-2" "kn-prefill 3e-2 1e-1" \
   "few-tokens 3e-2 1e-1" "decode-fused 3e-2 1e-1" \
   "* 1e-4 1e-4" > "$kit/checks/tolerances"
