@@ -145,9 +145,8 @@ struct NormFold {
   SmallVector<FoldTarget, 3> targets, checkpointTargets;
   SmallVector<RequantTarget, 1> requantTargets;
   SmallVector<ArgFold> argFolds;
-  /// The projection of each of `argFolds`, and the shape of its weight
-  /// argument.
-  SmallVector<std::pair<Projection, ArrayRef<int64_t>>> argProjections;
+  /// The projection of each of `argFolds`.
+  SmallVector<Projection> argProjections;
   unsigned numKFactors = 0;
   /// Users that are not projections of the norm (`partial`): they keep the
   /// gained norm; and why each is not a projection, for the remark.
@@ -222,9 +221,6 @@ template <typename NormOp> struct FoldGainsPattern : OpRewritePattern<NormOp> {
     f.layer = std::is_same_v<NormOp, LayerNormOp>;
     f.gainValue = norm.getGain();
     f.biasValue = NormTraits::getBias(norm);
-    // A weightless LayerNorm still has its centering to fold; defer-scale
-    // does that for constant weights, only the prepare function can for
-    // argument ones and only a plan for weights in a checkpoint.
     bool weightless = f.layer && !f.gainValue && !f.biasValue;
     // Centered already, or given column sums, by the fold that dropped
     // this norm's gain or bias (or by this pattern, visiting again).
@@ -237,6 +233,9 @@ template <typename NormOp> struct FoldGainsPattern : OpRewritePattern<NormOp> {
                               user->hasAttr(kColumnSumsArgumentAttr);
                      }))
       return failure();
+    // A weightless LayerNorm still has its centering to fold; defer-scale
+    // does that for constant weights, only the prepare function can for
+    // argument ones and only a plan for weights in a checkpoint.
     f.centerOnly = weightless && (argFolds || checkpoint);
     if ((!f.gainValue && !f.biasValue && !f.centerOnly) ||
         norm.getResult().use_empty()) {
@@ -268,13 +267,18 @@ template <typename NormOp> struct FoldGainsPattern : OpRewritePattern<NormOp> {
       why = llvm::join(f.keptWhy, "; ");
       return failure();
     }
-    for (auto [a, use] : llvm::zip_equal(f.argFolds, f.argProjections)) {
+    auto fn = norm->template getParentOfType<func::FuncOp>();
+    for (auto [a, projection] : llvm::zip_equal(f.argFolds, f.argProjections)) {
       a.center = f.center;
       // A weightless LayerNorm's narrow weight stays as it is; only its
       // column sums are prepared.
       a.foldsWeight = !f.centerOnly || f.center;
       if (f.needsColumnSums() &&
-          !columnSumsFollowOutputs(use.first, use.second, a.axis))
+          !columnSumsFollowOutputs(
+              projection,
+              cast<ShapedType>(fn.getArgument(a.weightArg).getType())
+                  .getShape(),
+              a.axis))
         return fail("the column sums of weight argument #" +
                     Twine(a.weightArg) +
                     " (which its f16/bf16 values need in place of the "
@@ -572,8 +576,7 @@ template <typename NormOp> struct FoldGainsPattern : OpRewritePattern<NormOp> {
           fold.biasValues = f.bias;
       }
       f.argFolds.push_back(fold);
-      f.argProjections.push_back(
-          {*projection, cast<ShapedType>(arg.getType()).getShape()});
+      f.argProjections.push_back(*projection);
       return success();
     }
     if (f.gainArg || f.biasArg)
@@ -728,7 +731,7 @@ template <typename NormOp> struct FoldGainsPattern : OpRewritePattern<NormOp> {
       appendDerivedArguments(
           rewriter, norm->template getParentOfType<func::FuncOp>(), f.argFolds,
           llvm::map_to_vector(f.argProjections,
-                              [](const auto &p) { return p.first.op; }),
+                              [](const Projection &p) { return p.op; }),
           sums);
       argFolds->append(f.argFolds.begin(), f.argFolds.end());
     }
