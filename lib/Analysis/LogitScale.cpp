@@ -4,6 +4,7 @@
 #include "flashnorm/Analysis/ScaleDegree.h"
 #include "flashnorm/Dialect/FlashNorm/IR/FlashNormOps.h"
 
+#include "flashnorm/Utils/IndexingMaps.h"
 #include "flashnorm/Utils/Remarks.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -110,9 +111,21 @@ static bool isQueryOperand(OpOperand &use, bool &isContraction) {
                       [&](unsigned d) { return map.isFunctionOfDim(d); });
 }
 
+/// The logits a contraction computes as what follows reads them: past the
+/// reshapes they alone feed (torch-mlir computes a 4-D matmul as a
+/// batch_matmul over [batch * heads, ...] and expands its result back).
+/// A reshape keeps every value, so scaling past it is scaling before it.
+static Value getReshapedLogits(Value logits) {
+  while (
+      logits.hasOneUse() &&
+      isa<tensor::ExpandShapeOp, tensor::CollapseShapeOp>(*logits.user_begin()))
+    logits = logits.user_begin()->getResult(0);
+  return logits;
+}
+
 FailureOr<LogitScale> flashnorm::findScaleOfLogits(OpOperand &query,
                                                    std::string *whyNot) {
-  Value logits = query.getOwner()->getResult(0);
+  Value logits = getReshapedLogits(query.getOwner()->getResult(0));
   // c (q k^T + M) is not (c q) k^T + M: a mask or bias the contraction
   // accumulates into does not scale with q.
   if (auto contraction = dyn_cast<linalg::LinalgOp>(query.getOwner());
@@ -143,13 +156,61 @@ static bool isPathOp(Operation *op) {
   if (auto generic = dyn_cast<linalg::GenericOp>(op))
     return generic.hasPureTensorSemantics() && generic.getNumDpsInits() == 1 &&
            generic.getNumLoops() == generic.getNumParallelLoops() &&
-           generic.getIndexingMapsArray().back().isPermutation();
+           getUnitDimsMap(generic, generic.getDpsInitOperand(0))
+               .isPermutation();
   return isa<tensor::ExpandShapeOp, tensor::CollapseShapeOp,
              tensor::ExtractSliceOp, tensor::ConcatOp, linalg::TransposeOp,
              tosa::TransposeOp, tosa::ReshapeOp, arith::MulFOp, arith::DivFOp,
              arith::AddFOp, arith::SubFOp, arith::NegFOp, arith::ExtFOp,
              arith::TruncFOp, tosa::MulOp, tosa::AddOp, tosa::SubOp,
              tosa::NegateOp, tosa::CastOp>(op);
+}
+
+/// Where rows at `rowsIn` of a reshape's source are in its result, or
+/// failure where the reshape splits a row dimension or merges it with
+/// another that is not a unit.
+static FailureOr<SmallVector<int64_t>>
+getRowsPastReshape(Operation *reshape, ArrayRef<int64_t> rowsIn) {
+  auto shape = [](Value v) {
+    return cast<RankedTensorType>(v.getType()).getShape();
+  };
+  SmallVector<int64_t> r;
+  if (auto expand = dyn_cast<tensor::ExpandShapeOp>(reshape)) {
+    SmallVector<ReassociationIndices> groups = expand.getReassociationIndices();
+    for (int64_t p : rowsIn) {
+      if (p == kUnitRow) {
+        r.push_back(p);
+        continue;
+      }
+      // The row dimension stays one dimension (beside units).
+      SmallVector<int64_t> wide;
+      for (int64_t d : groups[p])
+        if (shape(expand.getResult())[d] != 1)
+          wide.push_back(d);
+      if (wide.size() > 1)
+        return failure();
+      r.push_back(wide.empty() ? groups[p].back() : wide.front());
+    }
+    return r;
+  }
+  auto collapse = cast<tensor::CollapseShapeOp>(reshape);
+  ArrayRef<int64_t> in = shape(collapse.getSrc());
+  SmallVector<ReassociationIndices> groups = collapse.getReassociationIndices();
+  for (int64_t p : rowsIn) {
+    if (p == kUnitRow) {
+      r.push_back(p);
+      continue;
+    }
+    for (auto [g, group] : llvm::enumerate(groups))
+      if (llvm::is_contained(group, p)) {
+        // Merged only with unit dimensions.
+        for (int64_t d : group)
+          if (d != p && in[d] != 1)
+            return failure();
+        r.push_back(g);
+      }
+  }
+  return r;
 }
 
 namespace {
@@ -161,7 +222,9 @@ public:
                               : q.getParentBlock()->getParentOp()),
         trackRows(rowDims > 0) {
     degrees[q] = Degree::scaledBy(key);
-    rows[q] = llvm::to_vector(llvm::seq<int64_t>(0, rowDims));
+    ArrayRef<int64_t> shape = cast<ShapedType>(q.getType()).getShape();
+    for (int64_t d : llvm::seq<int64_t>(0, rowDims))
+      rows[q].push_back(shape[d] == 1 ? kUnitRow : d);
   }
 
   /// Evaluates `op`; fails, saying why, unless its result is linear in q
@@ -246,15 +309,18 @@ private:
     auto shape = [](Value v) {
       return cast<RankedTensorType>(v.getType()).getShape();
     };
-    Value out = op->getResult(0);
     if (auto generic = dyn_cast<linalg::GenericOp>(op)) {
-      AffineMap outMap = generic.getIndexingMapsArray().back();
+      AffineMap outMap = getUnitDimsMap(generic, generic.getDpsInitOperand(0));
       for (OpOperand &use : generic->getOpOperands()) {
         if (!isPath(use.get()))
           continue;
-        AffineMap map = generic.getMatchingIndexingMap(&use);
+        AffineMap map = getUnitDimsMap(generic, &use);
         SmallVector<int64_t> r;
         for (int64_t p : rowsOfValue(use.get())) {
+          if (p == kUnitRow) {
+            r.push_back(p);
+            continue;
+          }
           std::optional<unsigned> at =
               outMap.getResultPosition(map.getResult(p));
           if (!at)
@@ -275,48 +341,22 @@ private:
     SmallVector<int64_t> r;
     if (auto transpose = dyn_cast<linalg::TransposeOp>(op)) {
       for (int64_t p : rowsIn)
-        r.push_back(llvm::find(transpose.getPermutation(), p) -
-                    transpose.getPermutation().begin());
+        r.push_back(p == kUnitRow ? p
+                                  : llvm::find(transpose.getPermutation(), p) -
+                                        transpose.getPermutation().begin());
       return r;
     }
-    if (auto expand = dyn_cast<tensor::ExpandShapeOp>(op)) {
-      SmallVector<ReassociationIndices> groups =
-          expand.getReassociationIndices();
-      for (int64_t p : rowsIn) {
-        // The row dimension stays one dimension (beside units).
-        SmallVector<int64_t> wide;
-        for (int64_t d : groups[p])
-          if (shape(out)[d] != 1)
-            wide.push_back(d);
-        if (wide.size() > 1)
-          return failure();
-        r.push_back(wide.empty() ? groups[p].back() : wide.front());
-      }
-      return r;
-    }
-    if (auto collapse = dyn_cast<tensor::CollapseShapeOp>(op)) {
-      SmallVector<ReassociationIndices> groups =
-          collapse.getReassociationIndices();
-      for (int64_t p : rowsIn)
-        for (auto [g, group] : llvm::enumerate(groups))
-          if (llvm::is_contained(group, p)) {
-            // Merged only with unit dimensions.
-            for (int64_t d : group)
-              if (d != p && shape(in)[d] != 1)
-                return failure();
-            r.push_back(g);
-          }
-      return r;
-    }
+    if (isa<tensor::ExpandShapeOp, tensor::CollapseShapeOp>(op))
+      return getRowsPastReshape(op, rowsIn);
     if (auto slice = dyn_cast<tensor::ExtractSliceOp>(op)) {
       // Whole rows: the slice cuts features only.
       if (slice.getSourceType().getRank() != slice.getResultType().getRank())
         return failure();
       for (int64_t p : rowsIn)
-        if (slice.getStaticOffsets()[p] != 0 ||
-            slice.getStaticStrides()[p] != 1 ||
-            slice.getStaticSizes()[p] != shape(in)[p] ||
-            ShapedType::isDynamic(shape(in)[p]))
+        if (p != kUnitRow && (slice.getStaticOffsets()[p] != 0 ||
+                              slice.getStaticStrides()[p] != 1 ||
+                              slice.getStaticSizes()[p] != shape(in)[p] ||
+                              ShapedType::isDynamic(shape(in)[p])))
           return failure();
       return SmallVector<int64_t>(rowsIn);
     }
@@ -361,6 +401,10 @@ static FailureOr<SmallVector<int64_t>> logitRowsOf(OpOperand &query,
   AffineMap out = op.getMatchingIndexingMap(op.getDpsInitOperand(0));
   SmallVector<int64_t> result;
   for (int64_t p : rows) {
+    if (p == kUnitRow) {
+      result.push_back(p);
+      continue;
+    }
     std::optional<unsigned> at = out.getResultPosition(map.getResult(p));
     if (!at)
       return failure(); // contracted
@@ -420,6 +464,14 @@ FailureOr<QueryPath> flashnorm::traceQueryToLogits(Value q, unsigned rowDims,
       logitRowsOf(*path.query, eval.rowsOfValue(path.query->get()));
   if (failed(logitRows))
     return fail("its contraction sums over q's rows");
+  path.logits = path.query->getOwner()->getResult(0);
+  while (path.logits != getReshapedLogits(path.logits)) {
+    Operation *reshape = *path.logits.user_begin();
+    logitRows = getRowsPastReshape(reshape, *logitRows);
+    if (failed(logitRows))
+      return fail("a reshape of its logits moves q's rows");
+    path.logits = reshape->getResult(0);
+  }
   path.logitRows = std::move(*logitRows);
   return path;
 }
@@ -498,7 +550,7 @@ FailureOr<LogitScale> flashnorm::findLogitScale(const Projection &projection,
     bool add = isa<arith::AddFOp, tosa::AddOp>(user);
     if (generic && generic.getNumDpsInputs() == 2 && n < 2 &&
         generic.getNumParallelLoops() == generic.getNumLoops() &&
-        generic.getMatchingIndexingMap(&use).isIdentity()) {
+        readsInOrder(generic, &use)) {
       // The body adds q and the other input, nothing else (not the init).
       Operation *body = &generic.getBody()->front();
       Value q = generic.getMatchingBlockArgument(&use);

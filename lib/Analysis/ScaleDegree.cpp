@@ -1,6 +1,7 @@
 //===- ScaleDegree.cpp - How values depend on per-row scales --------------===//
 
 #include "flashnorm/Analysis/ScaleDegree.h"
+#include "flashnorm/Utils/IndexingMaps.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Math/IR/Math.h"
@@ -132,7 +133,7 @@ Degree flashnorm::degreeOfGeneric(linalg::GenericOp generic,
   DenseMap<Value, Degree> local;
   for (OpOperand &use : generic->getOpOperands()) {
     Degree d = operand(use);
-    AffineMap map = generic.getMatchingIndexingMap(&use);
+    AffineMap map = getUnitDimsMap(generic, &use);
     if (!d.isUnscaled() && !map.isIdentity() &&
         !(allowPermuted && map.isPermutation()))
       return Degree::none(); // A scaled value broadcast or permuted.

@@ -19,6 +19,7 @@
 
 #include "flashnorm/Analysis/Projection.h"
 #include "flashnorm/Analysis/ScaleDegree.h"
+#include "flashnorm/Utils/IndexingMaps.h"
 #include "flashnorm/Utils/Remarks.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -80,9 +81,9 @@ FailureOr<QueryMergePlan> flashnorm::planQueryMerge(PostScaleOp post,
   if (!generic || site->site->getParentOp() != generic ||
       !generic.hasPureTensorSemantics())
     return fail("the logits' scale is not in an element-wise generic");
-  Value logits = plan.path.query->getOwner()->getResult(0);
+  Value logits = plan.path.logits;
   OpOperand *logitsUse = &*logits.use_begin();
-  AffineMap logitsMap = generic.getMatchingIndexingMap(logitsUse);
+  AffineMap logitsMap = getUnitDimsMap(generic, logitsUse);
   if (!logitsMap.isProjectedPermutation() ||
       !getElementTypeOrSelf(logits.getType()).isF32())
     return fail("the logits are not f32 read element by element");
@@ -90,7 +91,9 @@ FailureOr<QueryMergePlan> flashnorm::planQueryMerge(PostScaleOp post,
     return fail("the query's 1/RMS is f64, wider than the f32 logits");
   SmallVector<AffineExpr> rows;
   for (int64_t r : plan.path.logitRows)
-    rows.push_back(logitsMap.getResult(r));
+    rows.push_back(r == kUnitRow
+                       ? getAffineConstantExpr(0, generic.getContext())
+                       : logitsMap.getResult(r));
   plan.scaleMap =
       AffineMap::get(logitsMap.getNumDims(), 0, rows, generic.getContext());
   plan.site = *site;

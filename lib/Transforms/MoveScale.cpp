@@ -33,6 +33,7 @@
 #include "flashnorm/Transforms/Passes.h"
 #include "flashnorm/Transforms/ProjectionRewrites.h"
 #include "flashnorm/Utils/Cleanup.h"
+#include "flashnorm/Utils/IndexingMaps.h"
 #include "flashnorm/Utils/Remarks.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -71,7 +72,7 @@ bool isChainOp(Operation *op, ArrayRef<int64_t> shape) {
   if (auto generic = dyn_cast<linalg::GenericOp>(op))
     return generic.hasPureTensorSemantics() && generic.getNumDpsInits() == 1 &&
            generic.getNumLoops() == generic.getNumParallelLoops() &&
-           generic.getIndexingMapsArray().back().isIdentity();
+           readsInOrder(generic, generic.getDpsInitOperand(0));
   // TOSA broadcasts a dimension that is 1 at run time: where the shape is
   // not static, a post-scaled value of `?` rows may be one row spread over
   // the result's rows, and its scale would not match them after the move.

@@ -10,6 +10,7 @@
 #include "RaiseTerms.h"
 
 #include "flashnorm/Dialect/FlashNorm/IR/FlashNormDialect.h"
+#include "flashnorm/Utils/IndexingMaps.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -58,34 +59,6 @@ std::optional<APFloat> convertedInteger(Operation *op, FloatType to) {
   v.convertFromAPInt(*bits, /*IsSigned=*/!isa<arith::UIToFPOp>(op),
                      APFloat::rmNearestTiesToEven);
   return v;
-}
-
-/// `map` with each literal 0 result at position j replaced by d_j where
-/// parallel loop j runs over one element: both read index 0 there, so it is
-/// the same access. torch-mlir writes batch-1 maps that way (`(0, d1, d2)`,
-/// `(0, d1, 0)` over a [1, rows, K] space). A reduced loop keeps its 0: a
-/// reduction's result does not index it (K = 1 included).
-AffineMap withUnitDims(AffineMap map, ArrayRef<int64_t> ranges,
-                       ArrayRef<utils::IteratorType> iters) {
-  SmallVector<AffineExpr> results;
-  for (auto [j, e] : llvm::enumerate(map.getResults())) {
-    auto c = dyn_cast<AffineConstantExpr>(e);
-    if (c && c.getValue() == 0 && j < map.getNumDims() && j < ranges.size() &&
-        ranges[j] == 1 && j < iters.size() &&
-        iters[j] == utils::IteratorType::parallel)
-      results.push_back(getAffineDimExpr(j, map.getContext()));
-    else
-      results.push_back(e);
-  }
-  return AffineMap::get(map.getNumDims(), map.getNumSymbols(), results,
-                        map.getContext());
-}
-
-/// Whether `l` reads `in` element for element along its iteration space.
-bool readsInOrder(linalg::LinalgOp l, OpOperand *in) {
-  return withUnitDims(l.getMatchingIndexingMap(in), l.getStaticLoopRanges(),
-                      l.getIteratorTypesArray())
-      .isIdentity();
 }
 
 /// The map through which a linalg body's `tensor.extract` of a value from

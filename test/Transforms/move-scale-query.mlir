@@ -214,3 +214,85 @@ func.func @constant_keys(%x: tensor<3x8xf32>, %wq: tensor<8x8xf32>) -> tensor<3x
   } -> tensor<3x16xf32>
   return %r : tensor<3x16xf32>
 }
+
+// -----
+
+// Batch 1 and 4-D heads as torch-mlir lowers them: q [1, 3, 8] split into
+// [1, 3, 2, 4] heads, transposed, its batch collapsed with the heads
+// around a batch_matmul, whose logits are expanded back to [1, 2, 3, 3]
+// and scaled by a generic with literal-0 batch maps. The unit batch is no
+// row to follow: the merged generic reads s [1, 3] at (0, i).
+// CHECK: #[[SROW4:map[0-9]*]] = affine_map<(d0, d1, d2, d3) -> (0, d2)>
+// CHECK-LABEL: func.func @unit_batch_heads
+// CHECK: %[[S4:.*]] = flashnorm.rms_inv
+// CHECK: %[[QRAW4:.*]] = linalg.batch_matmul
+// CHECK-NEXT: tensor.expand_shape %[[QRAW4]]
+// CHECK-NOT: flashnorm.post_scale
+// CHECK: linalg.generic {indexing_maps = [#map{{[0-9]*}}, #[[SROW4]], #map{{[0-9]*}}], {{.*}} ins(%{{.*}}, %[[S4]] : tensor<1x2x3x3xf32>, tensor<1x3xf32>)
+// CHECK-NEXT: ^bb0(%[[L4:.*]]: f32, %[[SV4:.*]]: f32, %{{.*}}: f32):
+// CHECK: %[[C4:.*]] = arith.truncf
+// CHECK-NEXT: %[[CS4:.*]] = arith.mulf %[[C4]], %[[SV4]] : f32
+// CHECK-NEXT: arith.mulf %[[L4]], %[[CS4]] : f32
+// REMARK: remark: [Passed] flashnorm-move-scale {{.*}} Function=unit_batch_heads {{.*}}merged the query's post-scale into the logits' scale, past 3 op(s) linear in q
+#id4 = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
+#b04 = affine_map<(d0, d1, d2, d3) -> (0, d1, d2, d3)>
+func.func @unit_batch_heads(%x: tensor<1x3x8xf32>, %wq: tensor<1x8x8xf32>,
+                            %k: tensor<2x4x3xf32>) -> tensor<1x2x3x3xf32> {
+  %s = flashnorm.rms_inv %x eps(1.0e-05) : tensor<1x3x8xf32> -> tensor<1x3xf32>
+  %c0 = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<1x3x8xf32>
+  %z = linalg.fill ins(%c0 : f32) outs(%e : tensor<1x3x8xf32>) -> tensor<1x3x8xf32>
+  %qraw = linalg.batch_matmul ins(%x, %wq : tensor<1x3x8xf32>, tensor<1x8x8xf32>) outs(%z : tensor<1x3x8xf32>) -> tensor<1x3x8xf32>
+  %q = flashnorm.post_scale %qraw, %s : tensor<1x3x8xf32>, tensor<1x3xf32> -> tensor<1x3x8xf32>
+  %qh = tensor.expand_shape %q [[0], [1], [2, 3]] output_shape [1, 3, 2, 4] : tensor<1x3x8xf32> into tensor<1x3x2x4xf32>
+  %et = tensor.empty() : tensor<1x2x3x4xf32>
+  %qt = linalg.transpose ins(%qh : tensor<1x3x2x4xf32>) outs(%et : tensor<1x2x3x4xf32>) permutation = [0, 2, 1, 3]
+  %qc = tensor.collapse_shape %qt [[0, 1], [2], [3]] : tensor<1x2x3x4xf32> into tensor<2x3x4xf32>
+  %el = tensor.empty() : tensor<2x3x3xf32>
+  %zl = linalg.fill ins(%c0 : f32) outs(%el : tensor<2x3x3xf32>) -> tensor<2x3x3xf32>
+  %l3 = linalg.batch_matmul ins(%qc, %k : tensor<2x3x4xf32>, tensor<2x4x3xf32>) outs(%zl : tensor<2x3x3xf32>) -> tensor<2x3x3xf32>
+  %l4 = tensor.expand_shape %l3 [[0, 1], [2], [3]] output_shape [1, 2, 3, 3] : tensor<2x3x3xf32> into tensor<1x2x3x3xf32>
+  %e4 = tensor.empty() : tensor<1x2x3x3xf32>
+  %scaled = linalg.generic {indexing_maps = [#b04, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%l4 : tensor<1x2x3x3xf32>) outs(%e4 : tensor<1x2x3x3xf32>) {
+  ^bb0(%l: f32, %o: f32):
+    %c = arith.constant 5.000000e-01 : f64
+    %ct = arith.truncf %c : f64 to f32
+    %m = arith.mulf %l, %ct : f32
+    linalg.yield %m : f32
+  } -> tensor<1x2x3x3xf32>
+  return %scaled : tensor<1x2x3x3xf32>
+}
+
+// -----
+
+// Not merged: the logits' reshape merges q's rows with the heads, so the
+// scaling generic's rows are no longer q's.
+// CHECK-LABEL: func.func @logits_rows_merged
+// CHECK: flashnorm.post_scale
+// CHECK: arith.mulf %{{.*}}, %cst{{.*}} : f32
+// CHECK-NEXT: linalg.yield
+#id2m = affine_map<(d0, d1) -> (d0, d1)>
+func.func @logits_rows_merged(%x: tensor<3x8xf32>, %wq: tensor<8x8xf32>,
+                              %k: tensor<2x4x3xf32>) -> tensor<6x3xf32> {
+  %s = flashnorm.rms_inv %x eps(1.0e-05) : tensor<3x8xf32> -> tensor<3xf32>
+  %c0 = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<3x8xf32>
+  %z = linalg.fill ins(%c0 : f32) outs(%e : tensor<3x8xf32>) -> tensor<3x8xf32>
+  %qraw = linalg.matmul ins(%x, %wq : tensor<3x8xf32>, tensor<8x8xf32>) outs(%z : tensor<3x8xf32>) -> tensor<3x8xf32>
+  %q = flashnorm.post_scale %qraw, %s : tensor<3x8xf32>, tensor<3xf32> -> tensor<3x8xf32>
+  %qh = tensor.expand_shape %q [[0], [1, 2]] output_shape [3, 2, 4] : tensor<3x8xf32> into tensor<3x2x4xf32>
+  %et = tensor.empty() : tensor<2x3x4xf32>
+  %qt = linalg.transpose ins(%qh : tensor<3x2x4xf32>) outs(%et : tensor<2x3x4xf32>) permutation = [1, 0, 2]
+  %el = tensor.empty() : tensor<2x3x3xf32>
+  %zl = linalg.fill ins(%c0 : f32) outs(%el : tensor<2x3x3xf32>) -> tensor<2x3x3xf32>
+  %l3 = linalg.batch_matmul ins(%qt, %k : tensor<2x3x4xf32>, tensor<2x4x3xf32>) outs(%zl : tensor<2x3x3xf32>) -> tensor<2x3x3xf32>
+  %l2 = tensor.collapse_shape %l3 [[0, 1], [2]] : tensor<2x3x3xf32> into tensor<6x3xf32>
+  %e2 = tensor.empty() : tensor<6x3xf32>
+  %half = arith.constant 0.5 : f32
+  %scaled = linalg.generic {indexing_maps = [#id2m, #id2m], iterator_types = ["parallel", "parallel"]} ins(%l2 : tensor<6x3xf32>) outs(%e2 : tensor<6x3xf32>) {
+  ^bb0(%l: f32, %o: f32):
+    %m = arith.mulf %l, %half : f32
+    linalg.yield %m : f32
+  } -> tensor<6x3xf32>
+  return %scaled : tensor<6x3xf32>
+}

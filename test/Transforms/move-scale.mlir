@@ -426,3 +426,85 @@ func.func @powers(%x: tensor<4x8xf32>, %wu: tensor<8x32xf32>, %wd: tensor<32x8xf
   %d5 = linalg.matmul ins(%q5, %wd : tensor<4x32xf32>, tensor<32x8xf32>) outs(%z8 : tensor<4x8xf32>) -> tensor<4x8xf32>
   return %d1, %d2, %d3, %d4, %d5 : tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>
 }
+
+// -----
+
+// torch-mlir's batch-1 maps: a literal 0 for the unit batch dimension reads
+// index 0 as d0 would, so the up path's 1/RMS moves as through identity
+// maps. SiLU and the gate product are two generics, as torch-mlir lowers
+// aten.silu and aten.mul.
+// CHECK-LABEL: func.func @unit_batch_maps
+// CHECK: %[[G:.*]] = linalg.batch_matmul
+// CHECK: flashnorm.post_scale %[[G]]
+// CHECK: %[[U:.*]] = linalg.batch_matmul ins(%{{.*}}, %{{.*}} : tensor<1x4x8xf32>, tensor<1x8x16xf32>)
+// CHECK-NOT: flashnorm.post_scale %[[U]]
+// CHECK: %[[H:.*]] = linalg.generic {{.*}} ins(%{{.*}}, %[[U]] :
+// CHECK: %[[D:.*]] = linalg.batch_matmul ins(%[[H]], %{{.*}} : tensor<1x4x16xf32>, tensor<1x16x8xf32>)
+// CHECK: %[[DS:.*]] = flashnorm.post_scale %[[D]], %{{.*}} : tensor<1x4x8xf32>, tensor<1x4xf32> -> tensor<1x4x8xf32>
+// CHECK: return %[[DS]]
+// REMARK: Function=unit_batch_maps | Remark="moved 1 post-scale(s) past 'linalg.batch_matmul'
+#id = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+#b0 = affine_map<(d0, d1, d2) -> (0, d1, d2)>
+func.func @unit_batch_maps(%x: tensor<1x4x8xf32>, %wg: tensor<1x8x16xf32>,
+                           %wu: tensor<1x8x16xf32>, %wd: tensor<1x16x8xf32>) -> tensor<1x4x8xf32> {
+  %s = flashnorm.rms_inv %x eps(1.0e-05) : tensor<1x4x8xf32> -> tensor<1x4xf32>
+  %c0 = arith.constant 0.0 : f32
+  %c1 = arith.constant 1.0 : f32
+  %e = tensor.empty() : tensor<1x4x16xf32>
+  %z = linalg.fill ins(%c0 : f32) outs(%e : tensor<1x4x16xf32>) -> tensor<1x4x16xf32>
+  %g = linalg.batch_matmul ins(%x, %wg : tensor<1x4x8xf32>, tensor<1x8x16xf32>) outs(%z : tensor<1x4x16xf32>) -> tensor<1x4x16xf32>
+  %gs = flashnorm.post_scale %g, %s : tensor<1x4x16xf32>, tensor<1x4xf32> -> tensor<1x4x16xf32>
+  %u = linalg.batch_matmul ins(%x, %wu : tensor<1x4x8xf32>, tensor<1x8x16xf32>) outs(%z : tensor<1x4x16xf32>) -> tensor<1x4x16xf32>
+  %us = flashnorm.post_scale %u, %s : tensor<1x4x16xf32>, tensor<1x4xf32> -> tensor<1x4x16xf32>
+  %silu = linalg.generic {indexing_maps = [#b0, #id], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%gs : tensor<1x4x16xf32>) outs(%e : tensor<1x4x16xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %n = arith.negf %a : f32
+    %ex = math.exp %n : f32
+    %d = arith.addf %ex, %c1 : f32
+    %r = arith.divf %a, %d : f32
+    linalg.yield %r : f32
+  } -> tensor<1x4x16xf32>
+  %h = linalg.generic {indexing_maps = [#b0, #b0, #id], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%silu, %us : tensor<1x4x16xf32>, tensor<1x4x16xf32>) outs(%e : tensor<1x4x16xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %m = arith.mulf %a, %b : f32
+    linalg.yield %m : f32
+  } -> tensor<1x4x16xf32>
+  %e8 = tensor.empty() : tensor<1x4x8xf32>
+  %z8 = linalg.fill ins(%c0 : f32) outs(%e8 : tensor<1x4x8xf32>) -> tensor<1x4x8xf32>
+  %y = linalg.batch_matmul ins(%h, %wd : tensor<1x4x16xf32>, tensor<1x16x8xf32>) outs(%z8 : tensor<1x4x8xf32>) -> tensor<1x4x8xf32>
+  return %y : tensor<1x4x8xf32>
+}
+
+// -----
+
+// A literal 0 on a dimension longer than one is a broadcast: every row
+// reads row 0 of the up projection, scaled by row 0's 1/RMS, which would
+// not become each row's after the move. Nothing moves.
+// CHECK-LABEL: func.func @row_zero_broadcast
+// CHECK: %[[US:.*]] = flashnorm.post_scale
+// CHECK: linalg.generic {{.*}} ins(%[[US]] :
+// CHECK-NOT: flashnorm.post_scale
+// CHECK: return
+// REMARK: Function=row_zero_broadcast | Remark="post-scale not moved past it: its input is no multiple of the post-scale(s) it reads: 'linalg.generic' at {{.*}} is not homogeneous in them"
+#id2 = affine_map<(d0, d1) -> (d0, d1)>
+#r0 = affine_map<(d0, d1) -> (0, d1)>
+func.func @row_zero_broadcast(%x: tensor<4x8xf32>, %wu: tensor<8x16xf32>,
+                              %wd: tensor<16x8xf32>) -> tensor<4x8xf32> {
+  %s = flashnorm.rms_inv %x eps(1.0e-05) : tensor<4x8xf32> -> tensor<4xf32>
+  %c0 = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<4x16xf32>
+  %z = linalg.fill ins(%c0 : f32) outs(%e : tensor<4x16xf32>) -> tensor<4x16xf32>
+  %u = linalg.matmul ins(%x, %wu : tensor<4x8xf32>, tensor<8x16xf32>) outs(%z : tensor<4x16xf32>) -> tensor<4x16xf32>
+  %us = flashnorm.post_scale %u, %s : tensor<4x16xf32>, tensor<4xf32> -> tensor<4x16xf32>
+  %h = linalg.generic {indexing_maps = [#r0, #id2], iterator_types = ["parallel", "parallel"]}
+      ins(%us : tensor<4x16xf32>) outs(%e : tensor<4x16xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    linalg.yield %a : f32
+  } -> tensor<4x16xf32>
+  %e8 = tensor.empty() : tensor<4x8xf32>
+  %z8 = linalg.fill ins(%c0 : f32) outs(%e8 : tensor<4x8xf32>) -> tensor<4x8xf32>
+  %y = linalg.matmul ins(%h, %wd : tensor<4x16xf32>, tensor<16x8xf32>) outs(%z8 : tensor<4x8xf32>) -> tensor<4x8xf32>
+  return %y : tensor<4x8xf32>
+}

@@ -48,17 +48,27 @@ struct QueryPath {
   SmallVector<Operation *> ops;
   /// The contraction's query operand.
   OpOperand *query = nullptr;
-  /// For each of q's `rowDims` leading dimensions, its dimension in the
-  /// contraction's result.
+  /// The logits as what follows reads them: the contraction's result, past
+  /// the reshapes it alone feeds (torch-mlir expands a 4-D matmul's result
+  /// from the [batch * heads, ...] of its batch_matmul).
+  Value logits;
+  /// For each of q's `rowDims` leading dimensions, its dimension in
+  /// `logits`, or kUnitRow.
   SmallVector<int64_t> logitRows;
 };
+
+/// A row dimension of one element (torch-mlir's batch 1) is not followed:
+/// its index is 0 wherever it goes, so collapsing it with the heads around
+/// a batch_matmul moves no row.
+constexpr int64_t kUnitRow = -1;
+
 /// Traces `q` (its `rowDims` leading dimensions being rows, 0 for none) to
 /// its logits, or says why not.
 FailureOr<QueryPath> traceQueryToLogits(Value q, unsigned rowDims,
                                         std::string *whyNot = nullptr);
 
-/// The multiply by a constant of the logits `query`'s contraction computes,
-/// where that is their only use.
+/// The multiply by a constant of the logits `query`'s contraction computes
+/// (past reshapes: QueryPath::logits), where that is their only use.
 FailureOr<LogitScale> findScaleOfLogits(OpOperand &query,
                                         std::string *whyNot = nullptr);
 

@@ -76,7 +76,8 @@ Degree degreeOfElementwise(Operation *op, function_ref<Degree(Value)> operand);
 
 /// The degree of an all-parallel generic's result from its operands'
 /// degrees (inputs and init alike: a body may read its init). A scaled
-/// operand read through a map that is not the identity gives none, unless
+/// operand read through a map that is not the identity (up to unit
+/// dimensions: IndexingMaps.h) gives none, unless
 /// `allowPermuted` and the map is a permutation (the caller tracks where
 /// the scale's rows go).
 Degree degreeOfGeneric(linalg::GenericOp generic,
