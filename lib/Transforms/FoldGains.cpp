@@ -153,6 +153,9 @@ template <typename NormOp> struct FoldGainsPattern : OpRewritePattern<NormOp> {
           llvm::map_to_vector(f.argProjections,
                               [](const Projection &p) { return p.op; }),
           sums);
+      for (auto [i, logit] : llvm::enumerate(f.argLogits))
+        if (logit)
+          bypassLogitScale(rewriter, *logit, f.argLogitBiases[i]);
       argFolds->append(f.argFolds.begin(), f.argFolds.end());
     }
     // The projections read the weightless norm; users that are not

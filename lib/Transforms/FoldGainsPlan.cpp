@@ -425,6 +425,7 @@ LogicalResult NormFoldPlanner::planUse(NormOp norm, OpOperand *use, NormFold &f,
     }
     f.argFolds.push_back(fold);
     f.argProjections.push_back(*projection);
+    f.argLogits.push_back(getLogitScale(*projection));
     return success();
   }
   if (f.gainArg || f.biasArg)
@@ -450,16 +451,16 @@ LogicalResult NormFoldPlanner::computeFolded(NormFold &f,
   // The constant biases on the way from a query projection to its
   // logits, times the attention scale the projection absorbs.
   auto scaleLogitBiases =
-      [&](const FoldTarget &t,
+      [&](const std::optional<LogitScale> &logit,
           SmallVector<SmallVector<ElementsAttr>> &into) -> LogicalResult {
     into.emplace_back();
-    if (!t.logit)
+    if (!logit)
       return success();
     ++f.numLogitScales;
-    for (auto &[add, b] : t.logit->biases) {
+    for (auto &[add, b] : logit->biases) {
       int64_t n = b.value.getShapedType().getDimSize(b.axis);
       FailureOr<ElementsAttr> scaled = scaleAlongAxis(
-          b.value, b.axis, SmallVector<double>(n, t.logit->factor), &why);
+          b.value, b.axis, SmallVector<double>(n, logit->factor), &why);
       if (failed(scaled))
         return fail("a bias before the attention logits: " + why);
       into.back().push_back(*scaled);
@@ -472,7 +473,17 @@ LogicalResult NormFoldPlanner::computeFolded(NormFold &f,
     // is, merged with the post-scale later.
     if (!f.gainValue)
       t.logit.reset();
-    if (failed(scaleLogitBiases(t, f.checkpointLogitBiases)))
+    if (failed(scaleLogitBiases(t.logit, f.checkpointLogitBiases)))
+      return failure();
+  }
+  for (auto [a, logit] : llvm::zip_equal(f.argFolds, f.argLogits)) {
+    // The prepare function takes the attention scale with the gain (and
+    // the bias folded through the weight); without a gain it stays where
+    // it is, as for the plan.
+    if (!f.gainValue)
+      logit.reset();
+    a.logitScale = logit ? logit->factor : 1.0;
+    if (failed(scaleLogitBiases(logit, f.argLogitBiases)))
       return failure();
   }
   for (const FoldTarget &t : f.targets) {
@@ -482,7 +493,7 @@ LogicalResult NormFoldPlanner::computeFolded(NormFold &f,
     SmallVector<double> scale(f.gain);
     for (double &v : scale)
       v *= c;
-    if (failed(scaleLogitBiases(t, f.logitBiases)))
+    if (failed(scaleLogitBiases(t.logit, f.logitBiases)))
       return failure();
     FailureOr<ElementsAttr> attr =
         f.center ? scaleAndCenterAlongAxis(t.source.value, t.source.axis, scale,

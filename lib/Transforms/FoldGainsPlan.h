@@ -66,8 +66,10 @@ struct NormFold {
   SmallVector<FoldTarget, 3> targets, checkpointTargets;
   SmallVector<RequantTarget, 1> requantTargets;
   SmallVector<ArgFold> argFolds;
-  /// The projection of each of `argFolds`.
+  /// The projection of each of `argFolds`, and the attention scale its
+  /// weight takes (a query projection's).
   SmallVector<Projection> argProjections;
+  SmallVector<std::optional<LogitScale>> argLogits;
   unsigned numKFactors = 0;
   /// Users that are not projections of the norm (`partial`): they keep the
   /// gained norm; and why each is not a projection, for the remark.
@@ -83,8 +85,9 @@ struct NormFold {
   SmallVector<ElementsAttr> folded;
   SmallVector<SmallVector<double>> biases;
   SmallVector<SmallVector<ElementsAttr>> logitBiases;
-  /// The same for the checkpoint targets, one per target.
-  SmallVector<SmallVector<ElementsAttr>> checkpointLogitBiases;
+  /// The same for the checkpoint targets and the argument folds, one per
+  /// target or fold.
+  SmallVector<SmallVector<ElementsAttr>> checkpointLogitBiases, argLogitBiases;
   unsigned numLogitScales = 0;
   SmallVector<Requantized> requantized;
   /// The requantized weights' errors, for the remark.

@@ -7,7 +7,8 @@
 // (q_i . k_j), whose row i it then scales. Where the logits are multiplied
 // by the attention's constant next (1/sqrt(d), when fold-gains could not
 // fold it into the query weight: argument weights without the prepare
-// function, or fold-attention-scale=false), that multiply takes s too:
+// function, a norm without gain, or fold-attention-scale=false), that
+// multiply takes s too:
 //   softmax(c (s (.)row q) k^T) = softmax((c s) (.)row (q k^T))
 // exact in real arithmetic, and the post-scale's pass over q is gone: the
 // logits are multiplied once either way. Keys are never touched, so what

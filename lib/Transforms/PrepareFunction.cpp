@@ -43,12 +43,13 @@ Value collapseToVector(OpBuilder &b, Location loc, Value v) {
   return tensor::CollapseShapeOp::create(b, loc, v, all);
 }
 
-/// `sum_k v[k] W[.., k, ..]` along `axis` (`v` null: ones, the column
-/// sums), summed in f32 (f64 for f64 weights) and rounded once to the
-/// element type of `resultType`, a rank-1 tensor of W's other elements
+/// `scale sum_k v[k] W[.., k, ..]` along `axis` (`v` null: ones, the
+/// column sums), summed in f32 (f64 for f64 weights) and rounded once to
+/// the element type of `resultType`, a rank-1 tensor of W's other elements
 /// (one dimension of them is not a unit: fold-gains checked it).
 Value buildArgContraction(OpBuilder &b, Location loc, Value w, Value v,
-                          int64_t axis, RankedTensorType resultType) {
+                          int64_t axis, RankedTensorType resultType,
+                          double scale = 1.0) {
   MLIRContext *ctx = b.getContext();
   auto type = cast<RankedTensorType>(w.getType());
   unsigned rank = type.getRank();
@@ -76,6 +77,11 @@ Value buildArgContraction(OpBuilder &b, Location loc, Value w, Value v,
             if (v)
               term = arith::MulFOp::create(nb, l, term,
                                            convertFloat(nb, l, args[1], wide));
+            if (scale != 1.0)
+              term = arith::MulFOp::create(
+                  nb, l, term,
+                  arith::ConstantOp::create(nb, l,
+                                            nb.getFloatAttr(wide, scale)));
             linalg::YieldOp::create(
                 nb, l, Value(arith::AddFOp::create(nb, l, args.back(), term)));
           })
@@ -100,26 +106,28 @@ Value buildArgContraction(OpBuilder &b, Location loc, Value w, Value v,
 
 /// A gain or bias vector of `wType`'s `axis`: the function's argument
 /// `arg` as a rank-1 tensor, or the plan's values (ones where there are
-/// none) as a constant in the fold's type.
+/// none) times `scale`, formed in f64, as a constant in the fold's type.
 Value buildFoldVector(OpBuilder &b, Location loc, Block *entry,
                       std::optional<unsigned> arg, ArrayRef<double> values,
-                      RankedTensorType wType, int64_t axis) {
+                      RankedTensorType wType, int64_t axis,
+                      double scale = 1.0) {
   if (arg)
     return collapseToVector(b, loc, entry->getArgument(*arg));
   Type wide = foldType(b, wType.getElementType());
   int64_t k = wType.getDimSize(axis);
   SmallVector<Attribute> attrs;
   for (int64_t i = 0; i < k; ++i)
-    attrs.push_back(b.getFloatAttr(wide, values.empty() ? 1.0 : values[i]));
+    attrs.push_back(
+        b.getFloatAttr(wide, (values.empty() ? 1.0 : values[i]) * scale));
   return arith::ConstantOp::create(
       b, loc, DenseElementsAttr::get(RankedTensorType::get({k}, wide), attrs));
 }
 
-/// Builds `out = W * G` along `axis` (and, with `center`, minus the mean
-/// over `axis`) in f32 (f64 for f64 weights), rounded once to W's element
-/// type.
+/// Builds `out = W * G * scale` along `axis` (and, with `center`, minus
+/// the mean over `axis`) in f32 (f64 for f64 weights), rounded once to W's
+/// element type.
 Value buildArgFold(OpBuilder &b, Location loc, Value w, Value g, int64_t axis,
-                   bool onePlus, bool center) {
+                   bool onePlus, bool center, double scale) {
   MLIRContext *ctx = b.getContext();
   auto type = cast<RankedTensorType>(w.getType());
   unsigned rank = type.getRank();
@@ -141,6 +149,11 @@ Value buildArgFold(OpBuilder &b, Location loc, Value w, Value g, int64_t axis,
               gv = arith::AddFOp::create(
                   nb, l, gv,
                   arith::ConstantOp::create(nb, l, nb.getFloatAttr(wide, 1.0)));
+            if (scale != 1.0)
+              gv = arith::MulFOp::create(
+                  nb, l, gv,
+                  arith::ConstantOp::create(nb, l,
+                                            nb.getFloatAttr(wide, scale)));
             Value r = arith::MulFOp::create(
                 nb, l, convertFloat(nb, l, args[0], wide), gv);
             linalg::YieldOp::create(nb, l, convertFloat(nb, l, r, scaledElt));
@@ -276,20 +289,24 @@ void flashnorm::createPrepareFunction(ModuleOp module, func::FuncOp fn,
     Value stored = w;
     if (f.foldsWeight) {
       // A LayerNorm without gain: centered only, by ones.
+      // The attention scale joins a constant gain in f64, a runtime one in
+      // the fold's type.
       Value g = buildFoldVector(b, loc, entry, f.gainArg, f.gainValues, wType,
-                                f.axis);
-      stored =
-          buildArgFold(b, loc, w, g, f.axis, f.gainArg && f.onePlus, f.center);
+                                f.axis, f.gainArg ? 1.0 : f.logitScale);
+      stored = buildArgFold(b, loc, w, g, f.axis, f.gainArg && f.onePlus,
+                            f.center, f.gainArg ? f.logitScale : 1.0);
       outputs.push_back({f.weightArg, stored});
       fn.setArgAttr(f.weightArg, kFoldedArgAttr, UnitAttr::get(ctx));
     }
     if (f.biasOut) {
       // The bias meets the weight as the input had it (before the gain).
-      Value bias = buildFoldVector(b, loc, entry, f.biasArg, f.biasValues,
-                                   wType, f.axis);
+      Value bias =
+          buildFoldVector(b, loc, entry, f.biasArg, f.biasValues, wType, f.axis,
+                          f.biasArg ? 1.0 : f.logitScale);
       outputs.push_back(
           {*f.biasOut,
-           buildArgContraction(b, loc, w, bias, f.axis, typeOf(*f.biasOut))});
+           buildArgContraction(b, loc, w, bias, f.axis, typeOf(*f.biasOut),
+                               f.biasArg ? f.logitScale : 1.0)});
     }
     if (f.sumsOut)
       outputs.push_back(

@@ -37,6 +37,9 @@ struct ArgFold {
   std::optional<unsigned> gainArg;
   SmallVector<double> gainValues;
   bool onePlus, center;
+  /// A query projection's attention scale (findLogitScale), taken with the
+  /// gain, and by the bias folded through the weight; 1 elsewhere.
+  double logitScale = 1.0;
   /// Whether the weight itself changes: not for the column sums alone of a
   /// weightless LayerNorm's narrow weight.
   bool foldsWeight = true;
