@@ -1,5 +1,4 @@
-//===- FoldGainsPlan.cpp - One norm's fold, decided before anything changes
-//===//
+//===- FoldGainsPlan.cpp - One norm's fold, planned -----------------------===//
 //
 // Where each projection's share of a norm's fold goes (FoldGains.cpp's
 // header lists the places: constants, dequantization factors, int8
